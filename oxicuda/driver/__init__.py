@@ -1,0 +1,1 @@
+"""oxicuda.driver: the driver API, one surface with two implementations (libcuda, emulator)."""

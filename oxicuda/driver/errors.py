@@ -1,0 +1,84 @@
+"""Exceptions raised by every driver call, built from CUresult codes.
+
+``CUDA_RESULTS`` maps each CUresult value of ``cuda.h`` to its name and description, so that the
+emulator raises exactly what the real driver would.
+"""
+
+from __future__ import annotations
+
+# value: (name, description). Values are those of cuda.h (CUDA 12/13).
+CUDA_RESULTS: dict[int, tuple[str, str]] = {
+    0: ("CUDA_SUCCESS", "no error"),
+    1: ("CUDA_ERROR_INVALID_VALUE", "invalid argument"),
+    2: ("CUDA_ERROR_OUT_OF_MEMORY", "out of memory"),
+    3: ("CUDA_ERROR_NOT_INITIALIZED", "initialization error"),
+    4: ("CUDA_ERROR_DEINITIALIZED", "driver shutting down"),
+    34: ("CUDA_ERROR_STUB_LIBRARY", "CUDA driver is a stub library"),
+    46: ("CUDA_ERROR_DEVICE_UNAVAILABLE", "CUDA-capable device(s) is/are busy or unavailable"),
+    100: ("CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"),
+    101: ("CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"),
+    200: ("CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"),
+    201: ("CUDA_ERROR_INVALID_CONTEXT", "invalid device context"),
+    205: ("CUDA_ERROR_MAP_FAILED", "mapping of buffer object failed"),
+    209: ("CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device"),
+    218: ("CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"),
+    222: ("CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "the provided PTX was compiled with an unsupported toolchain."),
+    300: ("CUDA_ERROR_INVALID_SOURCE", "device kernel image is invalid"),
+    400: ("CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"),
+    500: ("CUDA_ERROR_NOT_FOUND", "named symbol not found"),
+    600: ("CUDA_ERROR_NOT_READY", "device not ready"),
+    700: ("CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"),
+    701: ("CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"),
+    702: ("CUDA_ERROR_LAUNCH_TIMEOUT", "the launch timed out and was terminated"),
+    716: ("CUDA_ERROR_MISALIGNED_ADDRESS", "misaligned address"),
+    719: ("CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"),
+    801: ("CUDA_ERROR_NOT_SUPPORTED", "operation not supported"),
+    999: ("CUDA_ERROR_UNKNOWN", "unknown error"),
+}
+
+_LAUNCH_CODES = frozenset({700, 701, 702, 716, 719})
+
+
+class CudaError(RuntimeError):
+    """A driver call failed. ``code``, ``name`` and ``description`` come from the CUresult."""
+
+    def __init__(self, code: int, call: str = "", detail: str = "") -> None:
+        self.code = int(code)
+        self.name, self.description = CUDA_RESULTS.get(self.code, (f"CUresult {code}", "unknown"))
+        self.call = call
+        self.detail = detail
+        where = f"{call}: " if call else ""
+        extra = f"\n{detail}" if detail else ""
+        super().__init__(f"{where}{self.name} ({self.code}): {self.description}{extra}")
+
+
+class OutOfMemoryError(CudaError, MemoryError):
+    """The device has no room for the allocation, even after the pool released its cache."""
+
+
+class LaunchError(CudaError):
+    """A kernel faulted or could not be launched (illegal address, out of resources, ...)."""
+
+
+class ModuleLoadError(CudaError):
+    """PTX failed to load; ``detail`` carries the JIT error log."""
+
+
+class DriverNotFoundError(RuntimeError):
+    """No usable NVIDIA driver library could be loaded."""
+
+
+def error_class(code: int) -> type[CudaError]:
+    if code == 2:
+        return OutOfMemoryError
+    if code in _LAUNCH_CODES:
+        return LaunchError
+    if code in (200, 209, 218, 222, 300):
+        return ModuleLoadError
+    return CudaError
+
+
+def raise_for(code: int, call: str = "", detail: str = "") -> None:
+    """Raise the exception for a non-zero CUresult; return for CUDA_SUCCESS."""
+    if code:
+        raise error_class(code)(code, call, detail)

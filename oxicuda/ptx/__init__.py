@@ -1,0 +1,1 @@
+"""oxicuda.ptx: IR, builder, emitter, parser, specs, kernel cache, registry, validation."""
