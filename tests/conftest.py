@@ -1,0 +1,40 @@
+"""Shared test setup: the `gpu` marker skips cleanly off a GPU; caches go to a temp folder."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("OXICUDA_CACHE_DIR", tempfile.mkdtemp(prefix="oxicuda-test-cache-"))
+
+
+def _backend() -> str:
+    import oxicuda
+
+    try:
+        return oxicuda.get_backend()
+    except Exception as exc:  # a broken driver is a failure of the GPU tests, not a skip
+        return f"unavailable ({type(exc).__name__}: {exc})"
+
+
+def pytest_report_header(config):
+    return f"oxicuda backend: {_backend()}"
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("gpu") is not None:
+        backend = _backend()
+        if backend != "cuda":
+            pytest.skip(f"needs a real GPU; live backend is {backend}")
+
+
+@pytest.fixture
+def rng(request):
+    """A fresh, logged random generator per test: new inputs every run, reproducible from the log."""
+    seed = int.from_bytes(os.urandom(4), "little")
+    request.node.user_properties.append(("seed", seed))
+    print(f"rng seed {seed}")
+    return np.random.default_rng(seed)
