@@ -1,0 +1,87 @@
+"""Benchmark cases: what one side-by-side measurement is, and the registry they live in.
+
+A case is registered beside its family (``oxicuda/blas/bench_cases.py`` and so on). Its
+``prepare(quick)`` builds inputs on the device and returns a ``Prepared``: the oxicuda call,
+the vendor call (None when no vendor library is importable), and a correctness check run once
+before timing. Calls take the repeat index so that cases can rotate through several input sets
+and keep the L2 from flattering them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+# family -> case name -> Case
+_CASES: dict[str, dict[str, "Case"]] = {}
+
+
+@dataclass
+class Prepared:
+    ours: Callable[[int], object]
+    vendor: Optional[Callable[[int], object]] = None
+    vendor_name: str = ""
+    #: returns the relative error of ours against a float64 (or vendor) reference
+    check: Optional[Callable[[], float]] = None
+    tolerance: float = 1e-5
+    #: released after timing (drop device arrays)
+    cleanup: Optional[Callable[[], None]] = None
+    #: the problem actually prepared, when it differs from the case's (quick or emulator passes)
+    flops: Optional[float] = None
+    bytes: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class Case:
+    family: str
+    name: str
+    prepare: Callable[[bool], Prepared] = field(compare=False)
+    #: floating-point operations of one call (None: bandwidth-bound case)
+    flops: Optional[float] = None
+    #: fewest bytes one call must move through device memory
+    bytes: Optional[float] = None
+    #: the figure the issue asks for, in the unit of ``unit``
+    unit: str = "TFLOP/s"
+    #: in the --quick pass
+    quick: bool = True
+    #: the case only makes sense on a real GPU (host costs, bandwidth)
+    gpu_only: bool = False
+    #: "device": CUDA events around the call; "host": host microseconds per call (unit "us")
+    timing: str = "device"
+    note: str = ""
+
+
+def register_case(case: Case) -> Case:
+    fam = _CASES.setdefault(case.family, {})
+    if case.name in fam:
+        raise ValueError(f"bench case {case.family}/{case.name} registered twice")
+    fam[case.name] = case
+    return case
+
+
+def cases(family: str | None = None) -> list[Case]:
+    out = []
+    for fam, by_name in _CASES.items():
+        if family is None or fam == family:
+            out.extend(by_name.values())
+    return out
+
+
+def load_all_cases() -> None:
+    """Import every family's bench cases that exist."""
+    import importlib
+
+    for mod in (
+        "oxicuda.bench.cases_memory",
+        "oxicuda.blas.bench_cases",
+        "oxicuda.dnn.bench_cases",
+        "oxicuda.fft.bench_cases",
+        "oxicuda.sparse.bench_cases",
+        "oxicuda.solver.bench_cases",
+        "oxicuda.rand.bench_cases",
+    ):
+        try:
+            importlib.import_module(mod)
+        except ModuleNotFoundError as exc:
+            if exc.name != mod:
+                raise

@@ -1,0 +1,180 @@
+"""Memory and launch-path cases (issue 2's figures): copies, staging, launch and pool costs."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .case import Case, Prepared, register_case
+
+_MiB = 1 << 20
+
+_TINY_PTX = """
+.version 7.0
+.target sm_80
+.address_size 64
+
+.visible .entry oxi_bench_tiny(
+\t.param .u64 p,
+\t.param .u32 n
+)
+{
+\t.reg .pred %p<2>;
+\t.reg .b32 %r<3>;
+\t.reg .b64 %rd<4>;
+\tld.param.u64 %rd1, [p];
+\tld.param.u32 %r1, [n];
+\tmov.u32 %r2, %tid.x;
+\tsetp.ge.u32 %p1, %r2, %r1;
+\t@%p1 bra $L_done;
+\tmul.wide.u32 %rd2, %r2, 4;
+\tadd.u64 %rd3, %rd1, %rd2;
+\tst.global.u32 [%rd3], %r2;
+$L_done:
+\tret;
+}
+"""
+
+
+def _torch():
+    try:
+        import torch
+
+        return torch if torch.cuda.is_available() else None
+    except Exception:
+        return None
+
+
+def _cupy():
+    try:
+        import cupy
+
+        cupy.cuda.runtime.getDeviceCount()
+        return cupy
+    except Exception:
+        return None
+
+
+def _prep_copy_d2d(quick: bool) -> Prepared:
+    import oxicuda
+    from oxicuda.driver.backend import api
+
+    nbytes = (4 << 10) if not _torch() else (256 * _MiB if quick else 4096 * _MiB)
+    n = nbytes // 4
+    src = oxicuda.asarray(np.random.default_rng(0).standard_normal(n, dtype=np.float32))
+    dst = oxicuda.empty(n, np.float32)
+    drv = api()
+
+    def ours(i: int) -> None:
+        drv.memcpy_dtod(dst.ptr, src.ptr, nbytes, 0)
+
+    def check() -> float:
+        return float(np.max(np.abs(dst.get() - src.get())))
+
+    ours(0)
+    drv.ctx_synchronize()
+    prepared = Prepared(ours=ours, check=check, tolerance=0.0, bytes=2 * nbytes)
+    torch = _torch()
+    if torch is not None:
+        ts = torch.randn(n, device="cuda")
+        td = torch.empty_like(ts)
+        prepared.vendor = lambda i: td.copy_(ts)
+        prepared.vendor_name = "torch copy_"
+    return prepared
+
+
+def _prep_h2d(kind: str):
+    def prepare(quick: bool) -> Prepared:
+        import oxicuda
+        from oxicuda.driver.backend import api
+
+        drv = api()
+        nbytes = (64 * _MiB if quick else 256 * _MiB) if _torch() else _MiB
+        host = np.random.default_rng(1).standard_normal(nbytes // 4, dtype=np.float32)
+        dev = oxicuda.empty(host.shape, np.float32)
+        pinned = None
+        if kind == "pinned":
+            hptr, view = drv.mem_alloc_host(nbytes)
+            pinned = (hptr, np.frombuffer(view, dtype=np.float32))
+            pinned[1][:] = host
+
+        def ours(i: int) -> None:
+            if kind == "staging":
+                dev.set(host)
+            elif kind == "plain":
+                drv.memcpy_htod(dev.ptr, host.ctypes.data, nbytes)
+            else:
+                drv.memcpy_htod(dev.ptr, pinned[0], nbytes, 0)
+
+        def check() -> float:
+            ours(0)
+            drv.ctx_synchronize()
+            return float(np.max(np.abs(dev.get() - host)))
+
+        def cleanup() -> None:
+            if pinned is not None:
+                drv.mem_free_host(pinned[0])
+
+        return Prepared(ours=ours, check=check, tolerance=0.0, cleanup=cleanup, bytes=nbytes)
+
+    return prepare
+
+
+def _prep_launch(quick: bool) -> Prepared:
+    import oxicuda
+    from oxicuda.driver.module import Module
+
+    fn = Module(_TINY_PTX).get_function("oxi_bench_tiny")
+    out = oxicuda.empty(32, np.uint32)
+    n = np.uint32(32)
+
+    def ours(i: int) -> None:
+        fn(1, 32, (out, n))
+
+    def check() -> float:
+        out.fill(0xFFFFFFFF) if hasattr(out, "fill") else None
+        ours(0)
+        got = out.get()
+        return float(np.max(np.abs(got.astype(np.int64) - np.arange(32))))
+
+    prepared = Prepared(ours=ours, check=check, tolerance=0.0)
+    cupy = _cupy()
+    if cupy is not None:
+        src = r'extern "C" __global__ void tiny(unsigned* p, unsigned n)'
+        src += r'{ unsigned t = threadIdx.x; if (t < n) p[t] = t; }'
+        kern = cupy.RawKernel(src, "tiny")
+        cout = cupy.empty(32, dtype=cupy.uint32)
+        kern((1,), (32,), (cout, n))
+        prepared.vendor = lambda i: kern((1,), (32,), (cout, n))
+        prepared.vendor_name = "cupy RawKernel"
+    return prepared
+
+
+def _prep_pool(quick: bool) -> Prepared:
+    import oxicuda
+    from oxicuda.driver.backend import api
+
+    drv = api()
+
+    def ours(i: int) -> None:
+        a = oxicuda.empty(1 << 18, np.float32)  # 1 MiB through the caching pool
+        del a
+
+    def raw(i: int) -> None:
+        p = drv.mem_alloc(1 << 20)
+        drv.mem_free(p)
+
+    return Prepared(ours=ours, vendor=raw, vendor_name="cuMemAlloc+cuMemFree")
+
+
+register_case(Case("memory", "copy_d2d", _prep_copy_d2d, unit="GB/s",
+                   bytes=2 * 4096 * _MiB, note="bytes = read + write; quick pass uses 256 MiB"))
+for _kind in ("staging", "plain", "pinned"):
+    register_case(Case("memory", f"h2d_256MiB_{_kind}", _prep_h2d(_kind), unit="GB/s",
+                       bytes=256 * _MiB, gpu_only=True,
+                       note={"staging": "pageable numpy through the pinned staging buffer",
+                             "plain": "pageable numpy, plain cuMemcpyHtoD",
+                             "pinned": "pinned source: the peak"}[_kind]))
+register_case(Case("memory", "launch_tiny_kernel", _prep_launch, unit="us", timing="host",
+                   note="host cost per launch of a cached tiny kernel"))
+register_case(Case("memory", "pool_alloc_1MiB", _prep_pool, unit="us", timing="host",
+                   note="vendor column: raw cuMemAlloc+cuMemFree"))

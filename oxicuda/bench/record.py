@@ -1,0 +1,62 @@
+"""The JSON record of a benchmark run: where it ran, on what, and every figure."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import subprocess
+
+
+def git_commit() -> str:
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5
+        )
+        commit = out.stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=here, capture_output=True, text=True, timeout=5,
+        ).stdout.strip()
+        return commit + ("-dirty" if dirty else "") if commit else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def environment() -> dict:
+    import oxicuda
+    from oxicuda.driver.backend import api
+    from oxicuda.driver.device import Device
+
+    drv = api()
+    dev = Device(0)
+    version = drv.driver_get_version()
+    env = {
+        "backend": drv.name,
+        "gpu": dev.name,
+        "compute_capability": "%d.%d" % dev.compute_capability,
+        "sm_count": dev.multiprocessor_count,
+        "driver_cuda_version": f"{version // 1000}.{version % 1000 // 10}",
+        "oxicuda_version": oxicuda.__version__,
+        "commit": git_commit(),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "host": platform.node(),
+    }
+    for mod in ("torch", "cupy"):
+        try:
+            env[mod] = __import__(mod).__version__
+        except Exception:
+            pass
+    return env
+
+
+def write_json(path: str, record: dict) -> None:
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as fh:
+        json.dump(record, fh, indent=1, sort_keys=False)
+        fh.write("\n")
+    os.replace(tmp, path)

@@ -1,0 +1,60 @@
+"""``python -m oxicuda bench [FAMILY] [--case SUBSTR] [--quick] [--json PATH] [--plot PATH]``."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import sys
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m oxicuda bench", description=__doc__)
+    ap.add_argument("family", nargs="?", help="memory, blas, dnn, ... (default: all)")
+    ap.add_argument("--case", help="only cases whose name contains this")
+    ap.add_argument("--quick", action="store_true", help="a pass of about a minute")
+    ap.add_argument("--repeats", type=int, default=20, help="timed repeats per case (>= 20)")
+    ap.add_argument("--json", help="write the JSON record here (default on a GPU: "
+                    "benches/results/<gpu>-<date>.json when that folder exists)")
+    ap.add_argument("--plot", nargs="?", const="", help="write a PNG (matplotlib)")
+    args = ap.parse_args(argv)
+    if args.repeats < 20:
+        print("bench: --repeats below 20 gives medians too noisy to report; using 20",
+              file=sys.stderr)
+        args.repeats = 20
+
+    from oxicuda.bench.record import write_json
+    from oxicuda.bench.run import format_table, run
+
+    env, results = run(args.family, args.case, args.quick, args.repeats)
+    on_gpu = env["backend"] == "cuda"
+    if not on_gpu:
+        print("backend: emulator -- a tiny correctness-checked pass; timings below are "
+              "host-clock emulator times, NOT GPU figures.")
+    print(f"{env['gpu']} (cc {env['compute_capability']}, {env['sm_count']} SMs), CUDA "
+          f"{env['driver_cuda_version']}, oxicuda {env['oxicuda_version']} @ {env['commit'][:12]}, "
+          f"{env['date']}")
+    print("ratio = vendor time / oxicuda time (>1: oxicuda faster)")
+    print(format_table(results))
+    record = {"environment": env, "argv": ["python", "-m", "oxicuda", "bench", *argv],
+              "results": results}
+    copy = [r for r in results if r["case"].startswith("copy_d2d") and r.get("ours_rate")]
+    if copy:
+        record["peaks"] = {"copy_GBps": copy[0]["ours_rate"]}
+    path = args.json
+    if path is None and on_gpu and os.path.isdir("benches/results"):
+        stamp = datetime.date.today().isoformat()
+        gpu = env["gpu"].replace(" ", "-")
+        fams = args.family or "all"
+        path = f"benches/results/{gpu}-{fams}{'-quick' if args.quick else ''}-{stamp}.json"
+    if path:
+        write_json(path, record)
+        print(f"wrote {path}")
+    if args.plot is not None:
+        from oxicuda.bench.plot import plot
+
+        png = args.plot or (os.path.splitext(path)[0] + ".png" if path else "bench.png")
+        done = plot(record, png)
+        print(f"wrote {done}" if done else "plot skipped: matplotlib is not installed")
+    failed = [r for r in results if "error" in r or r.get("check_passed") is False]
+    return 1 if failed else 0
