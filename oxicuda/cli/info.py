@@ -1,0 +1,58 @@
+"""``python -m oxicuda info``: the backend, the driver version and every device's attributes."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _format_bytes(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.2f} {unit} ({n} bytes)"
+    return f"{n} bytes"
+
+
+def _version_text(v: int) -> str:
+    return f"{v // 1000}.{(v % 1000) // 10} ({v})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print what oxicuda runs on. Exit 0 (1 when no backend at all could be loaded)."""
+    parser = argparse.ArgumentParser(prog="python -m oxicuda info", description=__doc__)
+    parser.parse_args([] if argv is None else argv)
+
+    from oxicuda import __version__
+    from oxicuda.driver import backend, enums
+    from oxicuda.driver.device import Device
+
+    try:
+        drv = backend.api()
+    except Exception as exc:
+        print(f"oxicuda {__version__}: no backend could be loaded: {type(exc).__name__}: {exc}",
+              file=sys.stderr)
+        return 1
+    print(f"oxicuda {__version__}")
+    print(f"backend: {drv.name}")
+    why = backend.why_not_cuda()
+    if why:
+        print(f"  (the real driver was not used: {why})")
+    print(f"driver version: {_version_text(drv.driver_get_version())}")
+    count = Device.count()
+    print(f"devices: {count}")
+    for i in range(count):
+        dev = Device(i)
+        major, minor = dev.compute_capability
+        print(f"\ndevice {i}: {dev.name}")
+        print(f"  compute capability: {major}.{minor} ({dev.arch})")
+        print(f"  multiprocessors: {dev.multiprocessor_count}")
+        print(f"  total memory: {_format_bytes(dev.total_memory)}")
+        print("  attributes:")
+        width = max(len(n) for n in enums.DEVICE_ATTRIBUTES)
+        for name, code in enums.DEVICE_ATTRIBUTES.items():
+            try:
+                value: object = dev.get_attribute(name)
+            except Exception as exc:  # an attribute this driver does not know
+                value = f"n/a ({type(exc).__name__})"
+            print(f"    {name:<{width}} [{code:>3}] {value}")
+    return 0
