@@ -1,0 +1,186 @@
+"""The element types a DeviceArray may hold, and the bfloat16 story.
+
+Supported: bool, int8..int64, uint8..uint64, float16, bfloat16, float32, float64, complex64,
+complex128, always in native byte order.
+
+bfloat16. numpy has no bfloat16. When ``ml_dtypes`` is installed, ``BFLOAT16`` is its
+``ml_dtypes.bfloat16`` dtype (arithmetic and casts work on the host). Otherwise ``BFLOAT16`` is a
+stand-in: the one-field structured dtype ``np.dtype([("bfloat16", "<u2")])``. It has 2-byte
+storage, survives copies, slicing, reshapes and round trips through the device, and compares
+unequal to ``uint16`` (so a bfloat16 array is never mistaken for integers), but numpy cannot do
+arithmetic on it. Convert explicitly with ``float32_to_bfloat16_bits`` /
+``bfloat16_bits_to_float32`` (bit patterns as ``uint16``) or ``host_astype`` (any supported dtype
+to any other, bfloat16 included, on the host).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+try:  # optional: a real numpy bfloat16
+    import ml_dtypes as _ml_dtypes
+
+    BFLOAT16: np.dtype = np.dtype(_ml_dtypes.bfloat16)
+    HAVE_ML_DTYPES = True
+except ImportError:  # the documented stand-in
+    BFLOAT16 = np.dtype([("bfloat16", "<u2")])
+    HAVE_ML_DTYPES = False
+
+#: name -> dtype, for every supported element type.
+SUPPORTED_DTYPES: dict[str, np.dtype] = {
+    "bool": np.dtype(np.bool_),
+    "int8": np.dtype(np.int8),
+    "int16": np.dtype(np.int16),
+    "int32": np.dtype(np.int32),
+    "int64": np.dtype(np.int64),
+    "uint8": np.dtype(np.uint8),
+    "uint16": np.dtype(np.uint16),
+    "uint32": np.dtype(np.uint32),
+    "uint64": np.dtype(np.uint64),
+    "float16": np.dtype(np.float16),
+    "bfloat16": BFLOAT16,
+    "float32": np.dtype(np.float32),
+    "float64": np.dtype(np.float64),
+    "complex64": np.dtype(np.complex64),
+    "complex128": np.dtype(np.complex128),
+}
+
+_ALIASES = {"bf16": "bfloat16", "half": "float16"}
+_BY_DTYPE: dict[np.dtype, str] = {dt: name for name, dt in SUPPORTED_DTYPES.items()}
+_ALLOWED_TEXT = ", ".join(SUPPORTED_DTYPES)
+
+# DLPack type codes (dlpack.h DLDataTypeCode)
+DL_INT, DL_UINT, DL_FLOAT, DL_BFLOAT, DL_COMPLEX, DL_BOOL = 0, 1, 2, 4, 5, 6
+_DL_CODE_BY_KIND = {"i": DL_INT, "u": DL_UINT, "f": DL_FLOAT, "c": DL_COMPLEX, "b": DL_BOOL}
+
+
+def is_bfloat16(dt: np.dtype) -> bool:
+    """True when ``dt`` is this process's bfloat16 dtype (ml_dtypes or the stand-in)."""
+    return dt == BFLOAT16
+
+
+def normalize_dtype(x: object) -> np.dtype:
+    """The supported numpy dtype named by ``x`` (a dtype, a type object such as ``np.float32``
+    or ``float``, or a string such as ``"float32"``, ``"f4"``, ``"bfloat16"``).
+
+    Non-native byte orders map to the native dtype of the same kind and size. Raises TypeError
+    naming the value and the allowed dtypes when ``x`` names no supported dtype.
+    """
+    if isinstance(x, np.dtype) and x in _BY_DTYPE:
+        return x
+    if isinstance(x, str):
+        key = _ALIASES.get(x.strip().lower(), x.strip().lower())
+        if key in SUPPORTED_DTYPES:
+            return SUPPORTED_DTYPES[key]
+    if x is None:
+        raise TypeError(f"dtype None is not a dtype; allowed dtypes: {_ALLOWED_TEXT}")
+    try:
+        dt = np.dtype(x)
+    except TypeError as exc:
+        raise TypeError(f"dtype {x!r} is not understood; allowed dtypes: {_ALLOWED_TEXT}") from exc
+    if dt.fields is None and not dt.isnative:
+        dt = dt.newbyteorder("=")
+    if dt in _BY_DTYPE:
+        return SUPPORTED_DTYPES[_BY_DTYPE[dt]]
+    raise TypeError(f"dtype {x!r} ({dt}) is not supported; allowed dtypes: {_ALLOWED_TEXT}")
+
+
+
+def dtype_name(dt: object) -> str:
+    """The oxicuda name of a supported dtype: "float32", "bfloat16", "complex64", ..."""
+    return _BY_DTYPE[normalize_dtype(dt)]
+
+
+def typestr(dt: np.dtype) -> str:
+    """The ``__array_interface__``/CAI type string: "<f4", "|b1", ... ("<V2" for the bf16 stand-in)."""
+    dt = normalize_dtype(dt)
+    if is_bfloat16(dt):
+        return "<V2"
+    return dt.str
+
+
+def dtype_from_typestr(text: str) -> np.dtype:
+    """The supported dtype of a CAI ``typestr``; "<V2"/"|V2" (how bfloat16 travels) is bfloat16."""
+    if text in ("<V2", "|V2"):
+        return BFLOAT16
+    return normalize_dtype(text)
+
+
+def dlpack_dtype(dt: np.dtype) -> tuple[int, int, int]:
+    """DLPack (code, bits, lanes) of a supported dtype."""
+    dt = normalize_dtype(dt)
+    if is_bfloat16(dt):
+        return DL_BFLOAT, 16, 1
+    return _DL_CODE_BY_KIND[dt.kind], dt.itemsize * 8, 1
+
+
+def dtype_from_dlpack(code: int, bits: int, lanes: int) -> np.dtype:
+    """The supported dtype for DLPack (code, bits, lanes); TypeError for anything else."""
+    if lanes != 1:
+        raise TypeError(f"DLPack dtype with lanes={lanes} is not supported; allowed lanes: 1")
+    if code == DL_BFLOAT and bits == 16:
+        return BFLOAT16
+    if code == DL_BOOL and bits == 8:
+        return SUPPORTED_DTYPES["bool"]
+    kinds = {DL_INT: "i", DL_UINT: "u", DL_FLOAT: "f", DL_COMPLEX: "c"}
+    if code in kinds and bits % 8 == 0:
+        try:
+            return normalize_dtype(f"{kinds[code]}{bits // 8}")
+        except TypeError:
+            pass
+    raise TypeError(
+        f"DLPack dtype (code={code}, bits={bits}) is not supported; allowed dtypes: {_ALLOWED_TEXT}"
+    )
+
+
+def float32_to_bfloat16_bits(arr: object) -> np.ndarray:
+    """bfloat16 bit patterns (``uint16``, same shape) of ``arr`` cast to float32 first.
+
+    Rounds to nearest, ties to even; infinities stay infinities; every NaN stays a NaN (quiet,
+    sign and top payload bits kept) instead of rounding into an infinity.
+    """
+    x = np.ascontiguousarray(np.asarray(arr, dtype=np.float32))
+    bits = x.view(np.uint32)
+    rounded = (bits.astype(np.uint64) + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    out = rounded.astype(np.uint16)
+    nan = np.isnan(x)
+    if nan.any():
+        out[nan] = ((bits[nan] >> 16) | 0x0040).astype(np.uint16)
+    return out
+
+
+def bfloat16_bits_to_float32(bits: object) -> np.ndarray:
+    """float32 values (exact) of bfloat16 bit patterns given as ``uint16`` (or the bf16 dtype)."""
+    b = np.asarray(bits)
+    if b.dtype == BFLOAT16 or b.dtype.itemsize == 2 and b.dtype.kind in "uV":
+        b = np.ascontiguousarray(b).view(np.uint16)
+    else:
+        raise TypeError(f"bfloat16 bits must be uint16 or bfloat16; got dtype {b.dtype}")
+    return (b.astype(np.uint32) << 16).view(np.float32)
+
+
+def host_astype(arr: np.ndarray, dtype: object) -> np.ndarray:
+    """``arr`` cast to ``dtype`` on the host, bfloat16 (stand-in or ml_dtypes) included.
+
+    Float to bfloat16 rounds to nearest even through float32; complex to real drops the
+    imaginary part, as numpy does. Returns a new contiguous array (C order unless ``arr`` is
+    only F-contiguous).
+    """
+    dst = normalize_dtype(dtype)
+    a = np.asarray(arr)
+    order = "F" if a.flags.f_contiguous and not a.flags.c_contiguous else "C"
+    src_bf16 = a.dtype == BFLOAT16 and not HAVE_ML_DTYPES
+    dst_bf16 = is_bfloat16(dst) and not HAVE_ML_DTYPES
+    if src_bf16:
+        a = bfloat16_bits_to_float32(np.ascontiguousarray(a)).reshape(a.shape)
+        if dst_bf16:
+            return np.array(arr, order=order, copy=True)
+    if dst_bf16:
+        if a.dtype.kind == "c":
+            a = a.real
+        bits = float32_to_bfloat16_bits(a).reshape(a.shape)
+        return np.array(bits.view(BFLOAT16), order=order, copy=True)
+    with np.errstate(all="ignore"):
+        if a.dtype.kind == "c" and dst.kind != "c":
+            a = a.real
+        return np.array(a, dtype=dst, order=order, copy=True)

@@ -1,0 +1,257 @@
+"""A caching device allocator: one ``MemoryPool`` per device.
+
+cuMemAlloc and cuMemFree are slow and cuMemFree synchronizes the device, so freed blocks stay in
+the pool and are handed out again.
+
+Buckets. A request is rounded up to its bucket size, and a cached block is reused only for a
+request of exactly the same bucket size:
+- up to 1 MiB: multiples of 512 B;
+- above 1 MiB: multiples of one eighth of the largest power of two not above the size (at most
+  12.5% slack), with that step capped at 2 MiB (so sizes from 16 MiB up round to 2 MiB multiples).
+
+Streams. Every block remembers the stream it was last used on (the stream it was allocated for).
+When it is freed, an event is recorded on that stream. The block is reusable at once by requests
+on the same stream (stream order makes that safe) and by requests on any other stream only once
+that event has completed (checked with ``event_query``; the pool never blocks on it).
+
+Size 0 allocates nothing: the block has ``ptr == 0`` (as in CuPy).
+
+Out of memory: the pool synchronizes the context, frees every cached block and retries once; if
+that fails too it raises ``OutOfMemoryError`` naming the request and the pool statistics.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from dataclasses import dataclass
+
+from ..driver.backend import api
+from ..driver.context import current_device_ordinal, ensure_context
+from ..driver.errors import OutOfMemoryError
+
+SMALL_LIMIT = 1 << 20  # up to here: 512-byte granularity
+SMALL_STEP = 512
+LARGE_STEP_CAP = 2 << 20
+
+
+def bucket_size(nbytes: int) -> int:
+    """The size a request of ``nbytes`` is rounded up to (see the module docstring)."""
+    if nbytes <= 0:
+        return 0
+    if nbytes <= SMALL_LIMIT:
+        step = SMALL_STEP
+    else:
+        step = min(LARGE_STEP_CAP, (1 << (nbytes.bit_length() - 1)) >> 3)
+    return -(-nbytes // step) * step
+
+
+@dataclass
+class _FreeBlock:
+    ptr: int
+    stream: int
+    event: int  # recorded on ``stream`` when the block was freed; _NO_EVENT for none
+
+
+_NO_EVENT = -1
+
+
+class MemoryBlock:
+    """One allocation from a pool: ``ptr`` (device address), ``size`` (bucket bytes) and
+    ``nbytes`` (bytes requested).
+
+    It returns to its pool when it is garbage collected (``weakref.finalize``) or when ``free()``
+    is called, whichever comes first; an explicit second ``free()`` raises RuntimeError.
+    """
+
+    __slots__ = ("ptr", "size", "nbytes", "stream", "device", "_finalizer", "__weakref__")
+
+    def __init__(self, pool: MemoryPool, ptr: int, size: int, nbytes: int, stream: int) -> None:
+        self.ptr = ptr
+        self.size = size
+        self.nbytes = nbytes
+        self.stream = stream
+        self.device = pool.device
+        self._finalizer = None
+        if size:
+            self._finalizer = weakref.finalize(self, pool._give_back, ptr, size, stream)
+            self._finalizer.atexit = False  # the driver may be gone at interpreter exit
+
+    @property
+    def alive(self) -> bool:
+        """False once the block went back to its pool (a 0-byte block is always alive)."""
+        return self._finalizer is None or self._finalizer.alive
+
+    def free(self) -> None:
+        """Return the block to its pool now. Raises RuntimeError if it was already freed."""
+        if self.size == 0:
+            return
+        if not self._finalizer.alive:
+            raise RuntimeError(f"double free of device block at 0x{self.ptr:x} ({self.size} bytes)")
+        self._finalizer()
+
+    def __repr__(self) -> str:
+        state = "live" if self.alive else "freed"
+        return f"MemoryBlock(ptr=0x{self.ptr:x}, size={self.size}, stream={self.stream}, {state})"
+
+
+class MemoryPool:
+    """The caching allocator of one device (see the module docstring)."""
+
+    def __init__(self, device: int) -> None:
+        self.device = device
+        self._lock = threading.RLock()
+        self._free: dict[int, list[_FreeBlock]] = {}  # bucket size -> cached blocks
+        self._spare_events: list[int] = []
+        self._in_use: dict[int, int] = {}  # ptr -> bucket size
+        self._allocated = 0
+        self._cached = 0
+        self._peak = 0
+        self._hits = 0
+        self._misses = 0
+
+    # -- allocation ---------------------------------------------------------------------------
+    def malloc(self, nbytes: int, stream: int = 0) -> MemoryBlock:
+        """A block of at least ``nbytes`` bytes for use on ``stream`` (a stream handle)."""
+        nbytes = int(nbytes)
+        if nbytes < 0:
+            raise ValueError(f"malloc: nbytes={nbytes}; it must be >= 0")
+        size = bucket_size(nbytes)
+        if size == 0:
+            return MemoryBlock(self, 0, 0, 0, stream)
+        with self._lock:
+            ptr = self._take_cached(size, stream)
+            if ptr:
+                self._hits += 1
+            else:
+                self._misses += 1
+                ptr = self._alloc_fresh(size, nbytes)
+            self._in_use[ptr] = size
+            self._allocated += size
+            self._peak = max(self._peak, self._allocated)
+        return MemoryBlock(self, ptr, size, nbytes, stream)
+
+    def _take_cached(self, size: int, stream: int) -> int:
+        blocks = self._free.get(size)
+        if not blocks:
+            return 0
+        chosen = None
+        for i, blk in enumerate(blocks):  # same stream first: always safe
+            if blk.stream == stream:
+                chosen = i
+                break
+        if chosen is None:
+            drv = api()
+            for i, blk in enumerate(blocks):
+                if blk.event != _NO_EVENT and drv.event_query(blk.event):
+                    chosen = i
+                    break
+        if chosen is None:
+            return 0
+        blk = blocks.pop(chosen)
+        if blk.event != _NO_EVENT:
+            self._spare_events.append(blk.event)
+        self._cached -= size
+        return blk.ptr
+
+    def _alloc_fresh(self, size: int, nbytes: int) -> int:
+        ensure_context()
+        drv = api()
+        try:
+            return drv.mem_alloc(size)
+        except OutOfMemoryError:
+            drv.ctx_synchronize()
+            self.free_all_cached()
+        try:
+            return drv.mem_alloc(size)
+        except OutOfMemoryError as exc:
+            s = self.stats()
+            raise OutOfMemoryError(
+                exc.code,
+                "MemoryPool.malloc",
+                f"requested {nbytes} bytes (bucket {size}) on device {self.device} after releasing "
+                f"the cache; pool: {s['allocated_bytes']} bytes in use in {s['in_use_blocks']} "
+                f"blocks, peak {s['peak_bytes']}",
+            ) from exc
+
+    # -- release ------------------------------------------------------------------------------
+    def _give_back(self, ptr: int, size: int, stream: int) -> None:
+        with self._lock:
+            if self._in_use.pop(ptr, None) is None:
+                raise RuntimeError(f"double free of device block at 0x{ptr:x} ({size} bytes)")
+            self._allocated -= size
+            event = self._record_event(stream)
+            self._free.setdefault(size, []).append(_FreeBlock(ptr, stream, event))
+            self._cached += size
+
+    def _record_event(self, stream: int) -> int:
+        try:
+            ensure_context()
+            drv = api()
+            event = self._spare_events.pop() if self._spare_events else drv.event_create(2)
+            drv.event_record(event, stream)  # 2 = CU_EVENT_DISABLE_TIMING
+            return event
+        except Exception:  # noqa: BLE001 - the context is going away (interpreter exit)
+            # without an event the block is only handed out again on its own stream
+            return _NO_EVENT
+
+    def free(self, block: MemoryBlock) -> None:
+        """Return ``block`` to the pool (same as ``block.free()``)."""
+        block.free()
+
+    def free_all_cached(self) -> None:
+        """cuMemFree every cached (unused) block and destroy the spare events."""
+        with self._lock:
+            drv = api()
+            for blocks in self._free.values():
+                for blk in blocks:
+                    if blk.event != _NO_EVENT:
+                        drv.event_synchronize(blk.event)
+                        self._spare_events.append(blk.event)
+                    drv.mem_free(blk.ptr)
+            self._free.clear()
+            self._cached = 0
+            for event in self._spare_events:
+                drv.event_destroy(event)
+            self._spare_events.clear()
+
+    def stats(self) -> dict[str, int]:
+        """allocated_bytes (in use), cached_bytes (free, kept), hits, misses, peak_bytes (highest
+        allocated_bytes so far), in_use_blocks, cached_blocks, device."""
+        with self._lock:
+            return {
+                "allocated_bytes": self._allocated,
+                "cached_bytes": self._cached,
+                "hits": self._hits,
+                "misses": self._misses,
+                "peak_bytes": self._peak,
+                "in_use_blocks": len(self._in_use),
+                "cached_blocks": sum(len(b) for b in self._free.values()),
+                "device": self.device,
+            }
+
+    def reset_counters(self) -> None:
+        """Set hits, misses and the peak back to their starting values (the peak to current use)."""
+        with self._lock:
+            self._hits = self._misses = 0
+            self._peak = self._allocated
+
+
+_pools: dict[int, MemoryPool] = {}
+_pools_lock = threading.Lock()
+
+
+def get_pool(device: int | None = None) -> MemoryPool:
+    """The pool of device ``device`` (default: the device of this thread's current context)."""
+    if device is None:
+        device = current_device_ordinal()
+    pool = _pools.get(device)
+    if pool is None:
+        with _pools_lock:
+            pool = _pools.setdefault(device, MemoryPool(device))
+    return pool
+
+
+def malloc(nbytes: int, stream: int = 0) -> MemoryBlock:
+    """A block of ``nbytes`` from the current device's pool, for use on ``stream``."""
+    return get_pool().malloc(nbytes, stream)

@@ -1,0 +1,81 @@
+"""Scratch memory for library calls, cached so that a call allocates (and frees) nothing.
+
+``workspace(request, stream)`` returns a DeviceArray over a cached block keyed on (device,
+stream handle, dtype, element count): the same key always gets the same pointer while its entry
+is cached, which keeps repeated calls (and CUDA graph capture) free of cuMemAlloc/cuMemFree.
+
+The cache is an LRU of at most ``MAX_ENTRIES`` entries and ``MAX_BYTES`` bytes. An evicted
+entry's block goes back to the pool only when no caller still holds an array over it (views keep
+their base alive), and the pool reuses it on another stream only after that stream's work is done.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+import numpy as np
+
+from ..driver.context import current_device_ordinal
+from .array import DeviceArray
+from .dtypes import normalize_dtype
+from .stream_handle import stream_handle
+
+MAX_ENTRIES = 64
+MAX_BYTES = 1 << 30
+
+_lock = threading.Lock()
+_cache: OrderedDict[tuple, DeviceArray] = OrderedDict()
+_cached_bytes = 0
+
+
+def _parse(request: object) -> tuple[np.dtype, int]:
+    if isinstance(request, tuple) and len(request) == 2:
+        dtype, count = request
+        dt = normalize_dtype(dtype)
+    elif isinstance(request, (int, np.integer)) and not isinstance(request, bool):
+        dt, count = np.dtype(np.uint8), request
+    else:
+        raise TypeError(f"workspace request {request!r}; allowed: nbytes (an int) or "
+                        "(dtype, element count)")
+    if not isinstance(count, (int, np.integer)) or isinstance(count, bool) or count < 0:
+        raise ValueError(f"workspace element count {count!r}; it must be an int >= 0")
+    return dt, int(count)
+
+
+def workspace(request: int | tuple[object, int], stream: object = None) -> DeviceArray:
+    """A 1-D scratch array: ``request`` is nbytes (uint8 elements) or (dtype, count).
+
+    Repeated requests with the same (stream, dtype, count) return views of the same memory. The
+    contents are undefined (whatever the last user left). Use it only on ``stream``.
+    """
+    global _cached_bytes
+    dt, count = _parse(request)
+    handle = stream_handle(stream)
+    key = (current_device_ordinal(), handle, dt.str if dt.fields is None else "bfloat16", count)
+    with _lock:
+        arr = _cache.get(key)
+        if arr is not None:
+            _cache.move_to_end(key)
+        else:
+            arr = DeviceArray((count,), dt, stream=handle)
+            _cache[key] = arr
+            _cached_bytes += arr.nbytes
+            while len(_cache) > 1 and (len(_cache) > MAX_ENTRIES or _cached_bytes > MAX_BYTES):
+                _, old = _cache.popitem(last=False)
+                _cached_bytes -= old.nbytes
+    return arr[...]
+
+
+def workspace_stats() -> dict[str, int]:
+    """entries and bytes currently cached."""
+    with _lock:
+        return {"entries": len(_cache), "bytes": _cached_bytes}
+
+
+def clear_workspaces() -> None:
+    """Drop every cached workspace (blocks return to the pool once no array uses them)."""
+    global _cached_bytes
+    with _lock:
+        _cache.clear()
+        _cached_bytes = 0
