@@ -1,0 +1,118 @@
+"""The emulated device's memory: one fake 64-bit address space backed by numpy buffers.
+
+Allocations get distinct, 256-byte-aligned addresses from ``HEAP_BASE`` upward with an unmapped
+guard gap after each, and addresses are never reused, so pointer arithmetic, sub-array pointers
+and use-after-free all behave (or fault) as on a GPU. ``OXICUDA_EMULATOR_MEM_BYTES`` caps the
+total bytes live at once (default: the emulated device's memory size).
+"""
+
+from __future__ import annotations
+
+import bisect
+import ctypes
+import os
+
+import numpy as np
+
+from .errors import raise_for
+
+HEAP_BASE = 0x7F00_0000_0000
+ALIGNMENT = 256
+GUARD_BYTES = 64 * 1024
+
+
+class DeviceHeap:
+    """Live device allocations; ``find`` maps any address to the allocation holding it."""
+
+    def __init__(self, total_bytes: int) -> None:
+        limit = os.environ.get("OXICUDA_EMULATOR_MEM_BYTES", "").strip()
+        self.total = int(limit) if limit else int(total_bytes)
+        self.used = 0
+        self._next = HEAP_BASE
+        self._bases: list[int] = []  # sorted
+        self._ends: list[int] = []  # parallel to _bases: base + size
+        self._bufs: list[np.ndarray] = []  # parallel to _bases: uint8 buffers
+        self._freed: list[tuple[int, int]] = []  # (base, size) of freed allocations, in order
+
+    # -- allocation ------------------------------------------------------------------------
+    def alloc(self, nbytes: int, call: str = "cuMemAlloc_v2") -> int:
+        """A new allocation of ``nbytes`` (> 0); raises OutOfMemoryError past the cap."""
+        nbytes = int(nbytes)
+        if nbytes <= 0:
+            raise_for(1, call, f"allocation size must be positive; got {nbytes} bytes")
+        if self.used + nbytes > self.total:
+            raise_for(
+                2, call,
+                f"requested {nbytes} bytes with {self.used} of {self.total} bytes in use "
+                "(set OXICUDA_EMULATOR_MEM_BYTES to change the emulated capacity)",
+            )
+        base = self._next
+        self._next = (base + nbytes + GUARD_BYTES + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
+        buf = np.zeros(nbytes, dtype=np.uint8)
+        i = bisect.bisect_left(self._bases, base)
+        self._bases.insert(i, base)
+        self._ends.insert(i, base + nbytes)
+        self._bufs.insert(i, buf)
+        self.used += nbytes
+        return base
+
+    def free(self, ptr: int, call: str = "cuMemFree_v2") -> None:
+        """Release the allocation starting at ``ptr``; unknown or double-freed pointers raise."""
+        i = bisect.bisect_left(self._bases, ptr)
+        if i >= len(self._bases) or self._bases[i] != ptr:
+            what = "was already freed" if self.freed_range(ptr) else "is not the start of an allocation"
+            raise_for(1, call, f"pointer 0x{ptr:x} {what}")
+        size = self._ends[i] - ptr
+        del self._bases[i], self._ends[i], self._bufs[i]
+        self._freed.append((ptr, size))
+        self.used -= size
+
+    # -- lookup ----------------------------------------------------------------------------
+    def find(self, addr: int) -> tuple[int, int, np.ndarray] | None:
+        """(base, end, buffer) of the live allocation holding ``addr``, or None."""
+        i = bisect.bisect_right(self._bases, addr) - 1
+        if i >= 0 and addr < self._ends[i]:
+            return self._bases[i], self._ends[i], self._bufs[i]
+        return None
+
+    def freed_range(self, addr: int) -> tuple[int, int] | None:
+        """(base, size) of a freed allocation that held ``addr``, for fault messages."""
+        for base, size in reversed(self._freed):
+            if base <= addr < base + max(size, 1):
+                return base, size
+        return None
+
+    def describe(self, addr: int) -> str:
+        """Where ``addr`` lies, in words, for error messages."""
+        hit = self.find(addr)
+        if hit:
+            return f"inside allocation 0x{hit[0]:x} of {hit[1] - hit[0]} bytes"
+        freed = self.freed_range(addr)
+        if freed:
+            return f"inside freed allocation 0x{freed[0]:x} of {freed[1]} bytes"
+        i = bisect.bisect_right(self._bases, addr) - 1
+        if i >= 0:
+            return (f"{addr - self._ends[i]} bytes past the end of allocation 0x{self._bases[i]:x}"
+                    f" of {self._ends[i] - self._bases[i]} bytes")
+        return "outside every allocation"
+
+    def view(self, ptr: int, nbytes: int, call: str) -> np.ndarray:
+        """The uint8 view of ``[ptr, ptr+nbytes)``, which must lie in one live allocation."""
+        nbytes = int(nbytes)
+        if nbytes < 0:
+            raise_for(1, call, f"byte count must be >= 0; got {nbytes}")
+        hit = self.find(ptr)
+        if hit is None or ptr + nbytes > hit[1]:
+            raise_for(1, call, f"device range 0x{ptr:x}+{nbytes} is not inside one live "
+                               f"allocation (0x{ptr:x} is {self.describe(ptr)})")
+        base, _, buf = hit
+        return buf[ptr - base: ptr - base + nbytes]
+
+
+def host_view(hptr: int, nbytes: int) -> np.ndarray:
+    """A writable uint8 numpy view of process memory at ``hptr`` (a real host address)."""
+    if nbytes == 0:
+        return np.zeros(0, dtype=np.uint8)
+    if not hptr:
+        raise_for(1, "host pointer", "host pointer is NULL")
+    return np.frombuffer((ctypes.c_char * nbytes).from_address(hptr), dtype=np.uint8)
