@@ -188,6 +188,12 @@ class FakeDriver:
     def stream_destroy(self, stream: int) -> None:
         pass
 
+    def driver_get_version(self) -> int:
+        return 12080
+
+    def device_total_mem(self, dev: int) -> int:
+        return 16 << 30
+
 
 @pytest.fixture
 def fake(monkeypatch):
@@ -314,6 +320,23 @@ def test_device_reads_attributes_from_the_driver_and_caches_them(fake):
 def test_device_use_makes_its_primary_context_current(fake):
     ctx = Device(1).use()
     assert ctx == fake.current == 0xC0 + 101
+
+
+def test_info_prints_backend_driver_and_every_device_attribute(fake, capsys):
+    from oxicuda.cli import info
+
+    assert info.main([]) == 0
+    out = capsys.readouterr().out
+    assert "backend: fake" in out
+    assert "driver version: 12.8 (12080)" in out
+    assert "devices: 2" in out
+    for i in (0, 1):
+        assert f"device {i}: Fake GPU {100 + i}" in out
+    assert "compute capability: 8.6 (sm_86)" in out
+    assert "total memory: 16.00 GiB" in out
+    for name, code in enums.DEVICE_ATTRIBUTES.items():
+        expected = FakeDriver.ATTRS.get(name, code * 10 + 101)
+        assert f"{name} " in out and f"[{code:>3}] {expected}" in out
 
 
 # -- the emulator -----------------------------------------------------------------------------

@@ -151,7 +151,8 @@ def _open_library(ffi):
         try:
             return ffi.dlopen(name), name
         except OSError as exc:
-            tried.append(f"{name} ({exc})")
+            reason = str(exc).split("  Additionally,")[0].strip()  # drop cffi's find_library note
+            tried.append(f"{name} ({reason})")
     tried_text = "; ".join(tried) if tried else f"no driver library exists on {sys.platform}"
     raise DriverNotFoundError(
         f"could not load the NVIDIA driver library; tried: {tried_text}. "
