@@ -352,14 +352,14 @@ class DeviceArray:
         if self.size == 0:
             return
         if self.is_c_contiguous:
-            copy_host_to_device(self._ptr, np.ascontiguousarray(h), s)
+            copy_host_to_device(self._ptr, np.asarray(h, order="C"), s)
         elif self.is_f_contiguous:
-            copy_host_to_device(self._ptr, np.asfortranarray(h), s)
+            copy_host_to_device(self._ptr, np.asarray(h, order="F"), s)
         elif layout.copy_plan(self._shape, self._strides,
                               layout.contiguous_strides(self._shape, self.itemsize, "C"),
                               self.itemsize) is not None:
             packed = DeviceArray(self._shape, self._dtype, "C", stream=s)
-            copy_host_to_device(packed._ptr, np.ascontiguousarray(h), s)
+            copy_host_to_device(packed._ptr, np.asarray(h, order="C"), s)
             self._copy_from(packed)
         else:  # read the covering span, patch the view's elements, write the span back
             lo, hi = layout.byte_span(self._shape, self._strides, self.itemsize)
@@ -456,7 +456,7 @@ def asarray(obj: object, dtype: object = None, stream: object = None,
         h = host_astype(h, dt)
     f = h.flags.f_contiguous and not h.flags.c_contiguous
     use_f = order == "F" or (order in ("A", "K") and f)
-    h = np.asfortranarray(h) if use_f else np.ascontiguousarray(h)
+    h = np.asarray(h, order="F") if use_f else np.asarray(h, order="C")
     out = DeviceArray(h.shape, dt, "F" if use_f else "C", stream=stream)
     copy_host_to_device(out.ptr, h, out.stream)
     return out

@@ -139,7 +139,7 @@ def float32_to_bfloat16_bits(arr: object) -> np.ndarray:
     Rounds to nearest, ties to even; infinities stay infinities; every NaN stays a NaN (quiet,
     sign and top payload bits kept) instead of rounding into an infinity.
     """
-    x = np.ascontiguousarray(np.asarray(arr, dtype=np.float32))
+    x = np.asarray(np.asarray(arr, dtype=np.float32), order="C")
     bits = x.view(np.uint32)
     rounded = (bits.astype(np.uint64) + 0x7FFF + ((bits >> 16) & 1)) >> 16
     out = rounded.astype(np.uint16)
@@ -153,7 +153,7 @@ def bfloat16_bits_to_float32(bits: object) -> np.ndarray:
     """float32 values (exact) of bfloat16 bit patterns given as ``uint16`` (or the bf16 dtype)."""
     b = np.asarray(bits)
     if b.dtype == BFLOAT16 or b.dtype.itemsize == 2 and b.dtype.kind in "uV":
-        b = np.ascontiguousarray(b).view(np.uint16)
+        b = np.asarray(b, order="C").view(np.uint16)
     else:
         raise TypeError(f"bfloat16 bits must be uint16 or bfloat16; got dtype {b.dtype}")
     return (b.astype(np.uint32) << 16).view(np.float32)
@@ -172,7 +172,7 @@ def host_astype(arr: np.ndarray, dtype: object) -> np.ndarray:
     src_bf16 = a.dtype == BFLOAT16 and not HAVE_ML_DTYPES
     dst_bf16 = is_bfloat16(dst) and not HAVE_ML_DTYPES
     if src_bf16:
-        a = bfloat16_bits_to_float32(np.ascontiguousarray(a)).reshape(a.shape)
+        a = bfloat16_bits_to_float32(np.asarray(a, order="C")).reshape(a.shape)
         if dst_bf16:
             return np.array(arr, order=order, copy=True)
     if dst_bf16:
