@@ -274,9 +274,18 @@ class Function:
         return limits
 
     def _check_geometry(self, grid: tuple, block: tuple, shared_mem: int) -> None:
-        max_threads, max_block, max_grid, max_dyn, static, optin = (
-            self._limits or self._launch_limits()
-        )
+        limits = self._limits or self._launch_limits()
+        max_threads, (mbx, mby, mbz), (mgx, mgy, mgz), max_dyn = limits[:4]
+        bx, by, bz = block
+        gx, gy, gz = grid
+        if (
+            bx * by * bz > max_threads or bx > mbx or by > mby or bz > mbz
+            or gx > mgx or gy > mgy or gz > mgz or not 0 <= shared_mem <= max_dyn
+        ):
+            self._raise_geometry(grid, block, shared_mem, limits)
+
+    def _raise_geometry(self, grid: tuple, block: tuple, shared_mem: int, limits: tuple) -> None:
+        max_threads, max_block, max_grid, max_dyn, static, optin = limits
         threads = block[0] * block[1] * block[2]
         if threads > max_threads:
             raise ValueError(
@@ -288,16 +297,15 @@ class Function:
                 raise ValueError(f"{self.name}: block.{axis} = {b} exceeds the device limit {mb}")
             if g > mg:
                 raise ValueError(f"{self.name}: grid.{axis} = {g} exceeds the device limit {mg}")
-        if shared_mem < 0 or shared_mem > max_dyn:
-            hint = (
-                f"; call set_max_dynamic_shared_memory({shared_mem}) first"
-                if 0 <= shared_mem and shared_mem + static <= optin
-                else f"; the device allows {optin} bytes per block in all ({static} static here)"
-            )
-            raise ValueError(
-                f"{self.name}: shared_mem = {shared_mem} bytes of dynamic shared memory; this "
-                f"kernel currently allows 0..{max_dyn}{hint}"
-            )
+        hint = (
+            f"; call set_max_dynamic_shared_memory({shared_mem}) first"
+            if 0 <= shared_mem and shared_mem + static <= optin
+            else f"; the device allows {optin} bytes per block in all ({static} static here)"
+        )
+        raise ValueError(
+            f"{self.name}: shared_mem = {shared_mem} bytes of dynamic shared memory; this "
+            f"kernel currently allows 0..{max_dyn}{hint}"
+        )
 
     def __call__(
         self,
@@ -312,8 +320,8 @@ class Function:
         Raises TypeError (wrong argument count or type, naming the parameter) or ValueError
         (grid, block or shared memory over the limits) before anything reaches the driver.
         """
-        grid3 = _dim3(grid, "grid")
-        block3 = _dim3(block, "block")
+        grid3 = (grid, 1, 1) if type(grid) is int and grid > 0 else _dim3(grid, "grid")
+        block3 = (block, 1, 1) if type(block) is int and block > 0 else _dim3(block, "block")
         self._check_geometry(grid3, block3, shared_mem)
         stream_handle = 0 if stream is None else as_stream_handle(stream)
         params = self._params
