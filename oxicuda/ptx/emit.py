@@ -36,6 +36,8 @@ def emit_operand(op: Operand) -> str:
         return op.name
     if isinstance(op, Addr):
         base = emit_operand(op.base)
+        if op.index is not None:
+            base += ", " + emit_operand(op.index)
         return f"[{base}+{op.offset}]" if op.offset else f"[{base}]"
     if isinstance(op, Vec):
         return "{" + ", ".join(emit_operand(i) for i in op.items) + "}"

@@ -56,10 +56,15 @@ class Sym:
 
 @dataclass(frozen=True)
 class Addr:
-    """A memory operand ``[base+offset]``; base is a Reg or Sym, offset a byte count."""
+    """A memory operand ``[base+offset]``; base is a Reg or Sym, offset a byte count.
+
+    ``index`` is the coordinate vector of a tensor-map operand, ``[tmap, {c0, c1}]``
+    (``cp.async.bulk.tensor``); None everywhere else.
+    """
 
     base: Union[Reg, Sym]
     offset: int = 0
+    index: "Vec | None" = None
 
 
 @dataclass(frozen=True)
