@@ -16,6 +16,7 @@ import pytest
 from oxicuda.driver import backend, context, device, enums
 from oxicuda.driver.api import ParamBuffer, ParamLayout
 from oxicuda.driver.device import Device
+from oxicuda.driver.errors import ModuleLoadError
 from oxicuda.driver.module import Module
 from oxicuda.driver.stream import Stream
 from oxicuda.driver.trace import LaunchRecord, trace
@@ -348,6 +349,12 @@ def _emulator_add_one():
         return Module(ADD_ONE_PTX).get_function("add_one")
     except (ImportError, NotImplementedError) as exc:
         pytest.skip(f"the emulator cannot load PTX yet: {type(exc).__name__}: {exc}")
+    except ModuleLoadError as exc:
+        # While the interpreter is being written it rejects opcodes it has no handler for;
+        # any other load failure of this plain kernel is a real error.
+        if "interpreter does not support" not in exc.detail:
+            raise
+        pytest.skip(f"the PTX interpreter lacks handlers: {exc.detail[:300]}")
 
 
 def _to_device(host: np.ndarray) -> int:
