@@ -100,6 +100,7 @@ def test_device_basics_are_plausible():
     dev = Device(0)
     assert isinstance(dev.name, str) and dev.name
     assert len(dev.uuid) == 16 and dev.uuid != bytes(16)
+    dev.use()  # cuMemGetInfo needs a current context
     free, total = _api().mem_get_info()
     assert 0 < free <= total and abs(total - dev.total_memory) <= total // 100
     assert _api().driver_get_version() >= 11000
