@@ -254,3 +254,40 @@ def test_explicit_device_array_constructor_and_views_keep_memory_alive(rng):
     np.testing.assert_array_equal(view.get(), host[2:7])
     d = DeviceArray((2, 3), "int64", "F")
     assert d.strides == (8, 16) and d.base is None and d.memory is not None
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def _slices(n):
+    return st.builds(slice, st.none() | st.integers(-n - 1, n + 1), st.none() | st.integers(-n - 1, n + 1),
+                     st.none() | st.sampled_from([1, 2, 3, -1, -2, -3]))
+
+
+@st.composite
+def _view_cases(draw):
+    shape = tuple(draw(st.lists(st.integers(1, 6), min_size=1, max_size=3)))
+    key = tuple(draw(_slices(n)) for n in shape)
+    perm = draw(st.permutations(range(len(shape))))
+    order = draw(st.sampled_from("CF"))
+    return shape, key, tuple(perm), order
+
+
+@settings(max_examples=60, deadline=None)
+@given(_view_cases(), st.integers(0, 2**32 - 1))
+def test_random_strided_views_read_copy_and_write_like_numpy(case, seed):
+    shape, key, perm, order = case
+    rng = np.random.default_rng(seed)
+    host = np.asarray(rng.standard_normal(shape).astype(np.float32), order=order)
+    dev = oxicuda.asarray(host)
+    view, expect = dev[key].transpose(perm), host[key].transpose(perm)
+    np.testing.assert_array_equal(view.get(), expect)
+    np.testing.assert_array_equal(view.copy().get(), expect)
+    flat = view.reshape(-1)
+    np.testing.assert_array_equal(flat.get(), expect.reshape(-1))
+    new = rng.standard_normal(expect.shape).astype(np.float32)
+    view.set(new)
+    host_after = host.copy()
+    host_after[key].transpose(perm)[...] = new
+    np.testing.assert_array_equal(dev.get(), host_after)

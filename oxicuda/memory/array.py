@@ -175,8 +175,8 @@ class DeviceArray:
 
     def __dlpack__(
         self,
-        *,
         stream: int | None = None,
+        *,
         max_version: tuple[int, int] | None = None,
         dl_device: tuple[int, int] | None = None,
         copy: bool | None = None,
