@@ -261,8 +261,8 @@ from hypothesis import strategies as st  # noqa: E402
 
 
 def _slices(n):
-    return st.builds(slice, st.none() | st.integers(-n - 1, n + 1), st.none() | st.integers(-n - 1, n + 1),
-                     st.none() | st.sampled_from([1, 2, 3, -1, -2, -3]))
+    bound = st.none() | st.integers(-n - 1, n + 1)
+    return st.builds(slice, bound, bound, st.none() | st.sampled_from([1, 2, 3, -1, -2, -3]))
 
 
 @st.composite

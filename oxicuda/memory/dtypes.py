@@ -92,7 +92,7 @@ def dtype_name(dt: object) -> str:
 
 
 def typestr(dt: np.dtype) -> str:
-    """The ``__array_interface__``/CAI type string: "<f4", "|b1", ... ("<V2" for the bf16 stand-in)."""
+    """The CAI type string: "<f4", "|b1", ... ("<V2" for bfloat16, as no standard one exists)."""
     dt = normalize_dtype(dt)
     if is_bfloat16(dt):
         return "<V2"

@@ -288,7 +288,8 @@ def from_cuda_array_interface(obj: object) -> DeviceArray:
         raise ValueError(f"__cuda_array_interface__ of {type(obj).__name__} lacks shape, typestr "
                          f"or data=(ptr, readonly): {cai!r}") from exc
     if cai.get("mask") is not None:
-        raise ValueError("__cuda_array_interface__ with a mask is not supported; allowed: mask None")
+        raise ValueError("__cuda_array_interface__ with a mask is not supported; "
+                         "allowed: mask None")
     if text[:1] == ">" and text[2:] != "1":
         raise TypeError(f"typestr {text!r} is big-endian; device data must be little-endian")
     dtype = dtype_from_typestr(text)

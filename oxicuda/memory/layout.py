@@ -6,17 +6,22 @@ Nothing here touches a device: contiguity, byte spans, basic indexing and no-cop
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+
+
+def _as_dims(shape: object, what: str) -> tuple:
+    try:
+        return (operator.index(shape),)
+    except TypeError:
+        pass
+    try:
+        return tuple(shape)
+    except TypeError:
+        raise TypeError(f"{what} {shape!r} is not an int or a sequence of ints") from None
 
 
 def normalize_shape(shape: object, what: str = "shape") -> tuple[int, ...]:
     """``shape`` (an int or a sequence of ints) as a tuple of non-negative ints."""
-    if isinstance(shape, (int,)) or hasattr(shape, "__index__") and not isinstance(shape, Sequence):
-        dims = (shape,)
-    elif isinstance(shape, Sequence):
-        dims = tuple(shape)
-    else:
-        raise TypeError(f"{what} {shape!r} is not an int or a sequence of ints")
+    dims = _as_dims(shape, what)
     out = []
     for d in dims:
         try:
@@ -49,7 +54,9 @@ def size_of(shape: tuple[int, ...]) -> int:
     return n
 
 
-def is_contiguous(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int, order: str) -> bool:
+def is_contiguous(
+    shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int, order: str
+) -> bool:
     """numpy's contiguity flag: size-1 dimensions' strides do not matter; empty arrays are both."""
     if size_of(shape) == 0:
         return True
@@ -133,10 +140,7 @@ def basic_index(
 
 def resolve_reshape(size: int, newshape: object) -> tuple[int, ...]:
     """``newshape`` with a single -1 inferred; ValueError if the sizes disagree."""
-    if isinstance(newshape, int) or hasattr(newshape, "__index__") and not isinstance(newshape, Sequence):
-        dims = [operator.index(newshape)]
-    else:
-        dims = [operator.index(d) for d in newshape]
+    dims = [operator.index(d) for d in _as_dims(newshape, "reshape: shape")]
     unknown = [i for i, d in enumerate(dims) if d == -1]
     if len(unknown) > 1 or any(d < -1 for d in dims):
         raise ValueError(f"reshape to {tuple(dims)}: at most one -1 and no other negative sizes")

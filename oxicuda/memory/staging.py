@@ -120,7 +120,7 @@ def copy_host_to_device(dst: int, host: np.ndarray, stream: int = 0) -> None:
 
 
 def copy_device_to_host(host: np.ndarray, src: int, stream: int = 0) -> None:
-    """Copy ``host.nbytes`` bytes from ``src`` into contiguous ``host``; returns when they landed."""
+    """Copy ``host.nbytes`` bytes from ``src`` into contiguous ``host``; returns once landed."""
     nbytes = host.nbytes
     if nbytes == 0:
         return
