@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import oxicuda
-from oxicuda.memory import from_dlpack
+from oxicuda.memory import from_cuda_array_interface, from_dlpack
 
 pytestmark = pytest.mark.gpu
 
@@ -32,7 +32,7 @@ def cupy():
 def test_torch_tensor_to_oxicuda_through_cai_shares_memory(torch, rng):
     host = rng.standard_normal((64, 33)).astype(np.float32)
     t = torch.from_numpy(host).cuda()
-    dev = oxicuda.asarray(t)  # __cuda_array_interface__
+    dev = from_cuda_array_interface(t)
     assert dev.ptr == t.data_ptr() and dev.shape == (64, 33)
     np.testing.assert_array_equal(dev.get(), host)
     dev[3:9, ::2].fill(-2.0)  # write on our side, read on theirs
@@ -69,6 +69,13 @@ def test_oxicuda_to_torch_through_dlpack_and_cai_shares_memory(torch, rng):
     np.testing.assert_array_equal(t2.cpu().numpy(), (host * 2.0).T)
 
 
+def test_asarray_takes_torch_bfloat16_without_a_copy(torch):
+    t = torch.randn(33, device="cuda").to(torch.bfloat16)
+    dev = oxicuda.asarray(t)  # DLPack first: PyTorch's CAI refuses bfloat16
+    assert dev.ptr == t.data_ptr() and dev.dtype == oxicuda.memory.BFLOAT16
+    assert dev.get().tobytes() == t.cpu().view(torch.uint8).numpy().tobytes()
+
+
 def test_torch_legacy_capsule(torch, rng):
     from torch.utils import dlpack as tdl
 
@@ -83,7 +90,7 @@ def test_torch_legacy_capsule(torch, rng):
 def test_cupy_both_ways_through_cai_and_dlpack(cupy, rng):
     host = rng.standard_normal((50, 70)).astype(np.float32)
     c = cupy.asarray(host)
-    dev = oxicuda.asarray(c)  # CAI
+    dev = from_cuda_array_interface(c)
     assert dev.ptr == c.data.ptr
     dev.fill(3.0)
     cupy.cuda.Device().synchronize()

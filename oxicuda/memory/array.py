@@ -434,19 +434,19 @@ def asarray(obj: object, dtype: object = None, stream: object = None,
     """``obj`` as a DeviceArray.
 
     - a DeviceArray: itself (or ``astype(dtype)`` when the dtype differs);
-    - an object with ``__cuda_array_interface__``, or a DLPack producer on a CUDA device: a
-      zero-copy view that keeps the producer alive (then converted when ``dtype`` differs);
+    - a DLPack producer on a CUDA device, or else an object with ``__cuda_array_interface__``:
+      a zero-copy view that keeps the producer alive (then converted when ``dtype`` differs);
     - anything numpy accepts: copied to the device (C order, or F order for F-contiguous input
       with ``order="K"``/``"A"``).
     Raises TypeError for unsupported dtypes (object, strings, ...) before touching the device.
     """
     if isinstance(obj, DeviceArray):
         return obj if dtype is None or normalize_dtype(dtype) == obj.dtype else obj.astype(dtype)
+    if interop.is_cuda_dlpack_producer(obj):  # first: PyTorch's CAI refuses bfloat16
+        arr = interop.from_dlpack(obj)
+        return arr if dtype is None or normalize_dtype(dtype) == arr.dtype else arr.astype(dtype)
     if hasattr(obj, "__cuda_array_interface__"):
         arr = interop.from_cuda_array_interface(obj)
-        return arr if dtype is None or normalize_dtype(dtype) == arr.dtype else arr.astype(dtype)
-    if interop.is_cuda_dlpack_producer(obj):
-        arr = interop.from_dlpack(obj)
         return arr if dtype is None or normalize_dtype(dtype) == arr.dtype else arr.astype(dtype)
     if order not in _ORDERS:
         raise ValueError(f"order {order!r} is not allowed; allowed orders: {_ORDERS}")
@@ -467,7 +467,7 @@ def asnumpy(a: object, stream: object = None) -> np.ndarray:
     ``numpy.asarray(a)`` for anything else."""
     if isinstance(a, DeviceArray):
         return a.get(stream)
-    if hasattr(a, "__cuda_array_interface__") or interop.is_cuda_dlpack_producer(a):
+    if interop.is_cuda_dlpack_producer(a) or hasattr(a, "__cuda_array_interface__"):
         return asarray(a).get(stream)
     return np.asarray(a)
 
