@@ -33,6 +33,7 @@ class DeviceHeap:
         self._ends: list[int] = []  # parallel to _bases: base + size
         self._bufs: list[np.ndarray] = []  # parallel to _bases: uint8 buffers
         self._freed: list[tuple[int, int]] = []  # (base, size) of freed allocations, in order
+        self._tables: tuple | None = None
 
     # -- allocation ------------------------------------------------------------------------
     def alloc(self, nbytes: int, call: str = "cuMemAlloc_v2") -> int:
@@ -48,12 +49,14 @@ class DeviceHeap:
             )
         base = self._next
         self._next = (base + nbytes + GUARD_BYTES + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
-        buf = np.zeros(nbytes, dtype=np.uint8)
+        # padded to 16 bytes so that typed views (uint64, 16-byte vectors) always fit
+        buf = np.zeros((nbytes + 15) // 16 * 16, dtype=np.uint8)
         i = bisect.bisect_left(self._bases, base)
         self._bases.insert(i, base)
         self._ends.insert(i, base + nbytes)
         self._bufs.insert(i, buf)
         self.used += nbytes
+        self._tables = None
         return base
 
     def free(self, ptr: int, call: str = "cuMemFree_v2") -> None:
@@ -66,8 +69,16 @@ class DeviceHeap:
         del self._bases[i], self._ends[i], self._bufs[i]
         self._freed.append((ptr, size))
         self.used -= size
+        self._tables = None
 
     # -- lookup ----------------------------------------------------------------------------
+    def tables(self) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+        """(bases, ends, buffers) of the live allocations, sorted: for vectorized lookups."""
+        if self._tables is None:
+            self._tables = (np.array(self._bases, dtype=np.uint64),
+                            np.array(self._ends, dtype=np.uint64), list(self._bufs))
+        return self._tables
+
     def find(self, addr: int) -> tuple[int, int, np.ndarray] | None:
         """(base, end, buffer) of the live allocation holding ``addr``, or None."""
         i = bisect.bisect_right(self._bases, addr) - 1

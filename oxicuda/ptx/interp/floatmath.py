@@ -1,0 +1,149 @@
+"""Correctly rounded float helpers: directed rounding, exact fma, ftz, half formats."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .types import bf16_bits_to_f32, f32_to_bf16_bits
+
+F32_MIN_NORMAL = np.float32(1.1754943508222875e-38)
+F64_MIN_NORMAL = np.float64(2.2250738585072014e-308)
+
+
+def two_sum(a, b):
+    """s = RN(a+b) and the exact error e (a + b = s + e)."""
+    s = a + b
+    bb = s - a
+    e = (a - (s - bb)) + (b - bb)
+    return s, e
+
+
+def round_odd_add(a, b):
+    """a + b in float64 rounded to odd (exact then correctly re-roundable to <= 51 bits)."""
+    s, e = two_sum(a, b)
+    fix = (e != 0) & np.isfinite(s) & ((s.view(np.uint64) & np.uint64(1)) == 0)
+    if np.any(fix):
+        s = np.where(fix, np.nextafter(s, np.where(e > 0, np.inf, -np.inf)), s)
+    return s
+
+
+def _split(a):
+    c = a * 134217729.0  # 2^27 + 1 (Veltkamp)
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def two_prod(a, b):
+    """p = RN(a*b) and the exact error (Dekker), for float64 arrays."""
+    p = a * b
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    return p, e
+
+
+def fma_f64(a, b, c):
+    """Correctly rounded a*b + c in float64 (Boldo-Melquiond with rounding to odd).
+
+    Exact for finite operands without intermediate overflow; inf/NaN follow a*b + c.
+    """
+    a = np.asarray(a, np.float64)
+    b = np.asarray(b, np.float64)
+    c = np.asarray(c, np.float64)
+    ph, pl = two_prod(a, b)
+    uh, ul = two_sum(c, ph)
+    t = round_odd_add(ul, pl)
+    r = uh + t
+    naive = a * b + c
+    return np.where(np.isfinite(r) & np.isfinite(ph), r, naive)
+
+
+def fma_f32(a, b, c):
+    """Correctly rounded a*b + c for float32 inputs: exact product in f64, sum rounded to odd,
+    then one rounding to f32."""
+    p = np.asarray(a, np.float64) * np.asarray(b, np.float64)
+    s = round_odd_add(p, np.asarray(c, np.float64))
+    return s.astype(np.float32)
+
+
+def to_f32_odd(x):
+    """float64 -> float32 rounded to odd (for a later exact re-rounding to bf16/f16)."""
+    r = np.asarray(x, np.float64).astype(np.float32)
+    inexact = (r.astype(np.float64) != x) & np.isfinite(r)
+    fix = inexact & ((r.view(np.uint32) & np.uint32(1)) == 0)
+    if np.any(fix):
+        r = np.where(fix, np.nextafter(r, np.where(x > r, np.float32(np.inf), np.float32(-np.inf))), r)
+    return r
+
+
+def round_f64(x, ptype: str, mode: str):
+    """float64 values rounded to f32/f16/f64 with mode rn|rz|rm|rp (correct for each)."""
+    x = np.asarray(x, np.float64)
+    if ptype == "f64":
+        return x
+    dt = np.float32 if ptype == "f32" else np.float16
+    r = x.astype(dt)
+    if mode == "rn":
+        return r
+    back = r.astype(np.float64)
+    if mode == "rz":
+        fix = np.abs(back) > np.abs(x)
+        toward = np.zeros_like(r)
+    elif mode == "rm":
+        fix = back > x
+        toward = np.full_like(r, -np.inf)
+    else:
+        fix = back < x
+        toward = np.full_like(r, np.inf)
+    fix &= np.isfinite(x)
+    if np.any(fix):
+        r = np.where(fix, np.nextafter(r, toward), r)
+    return r
+
+
+def ftz(x):
+    """Flush f32 subnormals to sign-preserving zero."""
+    tiny = np.abs(x) < F32_MIN_NORMAL
+    if np.any(tiny & (x != 0)):
+        return np.where(tiny, np.copysign(np.float32(0), x), x).astype(np.float32)
+    return x
+
+
+# -- half formats: unpack to float32 lanes, pack back with round-to-nearest-even ---------------
+def unpack(ptype: str, raw):
+    """Values of a half type as a list of float32 arrays (one per packed half)."""
+    if ptype == "f16":
+        return [np.asarray(raw).astype(np.float32)]
+    if ptype == "bf16":
+        return [bf16_bits_to_f32(raw)]
+    raw = np.asarray(raw, np.uint32)
+    lo = (raw & np.uint32(0xFFFF)).astype(np.uint16)
+    hi = (raw >> np.uint32(16)).astype(np.uint16)
+    if ptype == "f16x2":
+        return [lo.view(np.float16).astype(np.float32), hi.view(np.float16).astype(np.float32)]
+    return [bf16_bits_to_f32(lo), bf16_bits_to_f32(hi)]
+
+
+def half_bits(elem: str, v):
+    """float32 or float64 values -> uint16 bits of f16/bf16 (nearest even, single rounding)."""
+    v = np.asarray(v)
+    if elem == "f16":
+        return v.astype(np.float16).view(np.uint16)
+    if v.dtype == np.float64:
+        v = to_f32_odd(v)
+    return f32_to_bf16_bits(v)
+
+
+def pack(ptype: str, parts):
+    """Inverse of ``unpack``: float32/float64 lanes rounded (RN) into the raw representation."""
+    if ptype == "f16":
+        return np.asarray(parts[0]).astype(np.float16)
+    if ptype == "bf16":
+        return half_bits("bf16", parts[0])
+    elem = "f16" if ptype == "f16x2" else "bf16"
+    lo = half_bits(elem, parts[0]).astype(np.uint32)
+    hi = half_bits(elem, parts[1]).astype(np.uint32)
+    return lo | (hi << np.uint32(16))
+
+
+HALF_TYPES = ("f16", "bf16", "f16x2", "bf16x2")
