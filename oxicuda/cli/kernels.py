@@ -1,0 +1,68 @@
+"""``python -m oxicuda kernels [--validate sm_86,sm_90] [--regs] [--family F]``.
+
+Without ``--validate``: one line per registered configuration (family, arch, spec key).
+With it: every configuration of every family that supports each listed arch is generated and
+assembled with ptxas (Hopper ``sm_90a`` configurations for ``sm_90a``), one line per failure with
+ptxas's message, and the last line ``N kernels valid, M failed``; exit status 1 on any failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from oxicuda.ptx import registry
+from oxicuda.ptx.validate import PtxasNotFound, assemble_many, find_ptxas, parse_arch_list
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m oxicuda kernels", description=__doc__.splitlines()[0])
+    p.add_argument("--validate", metavar="ARCHS", help="comma-separated archs to assemble for, e.g. sm_86,sm_90")
+    p.add_argument("--regs", action="store_true", help="print registers/spills/shared per kernel (with --validate)")
+    p.add_argument("--family", help="only this family")
+    p.add_argument("--jobs", type=int, default=None, help="parallel ptxas processes")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command; returns the exit status."""
+    args = _parser().parse_args(argv)
+    registry.load_all_families()
+    if args.family is not None and args.family not in registry.families():
+        print(f"kernels: no family {args.family!r}; registered: {sorted(registry.families())}", file=sys.stderr)
+        return 2
+    if not args.validate:
+        specs = registry.configurations(family=args.family)
+        for spec in specs:
+            print(f"{registry.family_of(spec).name}\t{spec.arch}\t{spec.key()}")
+        print(f"{len(specs)} configurations in {len(registry.families())} families")
+        return 0
+    try:
+        archs = parse_arch_list(args.validate)
+        find_ptxas()
+    except (ValueError, PtxasNotFound) as exc:
+        print(f"kernels: {exc}", file=sys.stderr)
+        return 2
+    jobs, labels, failures = [], [], []
+    for arch in archs:
+        for spec in registry.configurations(arch=arch, family=args.family):
+            label = f"{registry.family_of(spec).name} {arch} {spec.key()}"
+            try:
+                text = registry.generate_ptx(spec)
+            except Exception as exc:  # a generator that raises is a failed kernel, reported like one
+                failures.append(f"FAIL {label}: generator raised {type(exc).__name__}: {exc}")
+                continue
+            jobs.append((text, arch))
+            labels.append(label)
+    reports = assemble_many(jobs, workers=args.jobs)
+    for label, rep in zip(labels, reports):
+        if not rep.ok:
+            failures.append(f"FAIL {label}: {rep.message}")
+        elif args.regs:
+            print(f"{label}: {rep.registers} registers, {rep.spill_stores}/{rep.spill_loads} bytes spilled "
+                  f"(stores/loads), {rep.shared_bytes} bytes shared, {rep.stack_bytes} bytes stack")
+    for line in failures:
+        print(line)
+    valid = sum(1 for r in reports if r.ok)
+    print(f"{valid} kernels valid, {len(failures)} failed")
+    return 1 if failures else 0

@@ -1,0 +1,195 @@
+"""The kernel cache: spec -> PTX text -> loaded function, in memory and on disk.
+
+Levels:
+- memory: ``spec -> PTX`` and ``(context handle, spec) -> oxicuda.driver.module.Function``; a hit
+  of ``load(spec)`` is one thread-local read and one dict lookup;
+- disk: one file per spec under ``OXICUDA_CACHE_DIR`` (default ``$XDG_CACHE_HOME/oxicuda`` or
+  ``~/.cache/oxicuda``), in ``ptx-v<schema>/``; ``OXICUDA_CACHE=off`` disables this level.
+
+On-disk format (one ASCII file ``<key>.ptx``)::
+
+    // oxicuda-kernel-cache key=<key> sha256=<sha256 of the PTX text>
+    <the PTX text>
+
+``key = sha256(spec.key() NUL oxicuda.__version__ NUL CODEGEN_SCHEMA_VERSION)``: every spec field
+(arch and math mode included), the package version and the code-generation schema. Writes go
+through a temporary file and ``os.replace`` (atomic); a file whose header or checksum does not
+match is counted as corrupt, ignored, and rewritten after regeneration.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+import threading
+from pathlib import Path
+
+from .registry import generate_ptx
+from .spec import KernelSpec
+
+#: Bump when the generators' output changes for unchanged specs (invalidates disk caches).
+CODEGEN_SCHEMA_VERSION = 1
+_HEADER = re.compile(r"^// oxicuda-kernel-cache key=([0-9a-f]{64}) sha256=([0-9a-f]{64})\n")
+
+_lock = threading.RLock()
+_ptx: dict[KernelSpec, str] = {}
+_functions: dict[tuple[int, KernelSpec], object] = {}
+_stats = {
+    "function": {"hits": 0, "misses": 0},
+    "ptx_memory": {"hits": 0, "misses": 0},
+    "disk": {"hits": 0, "misses": 0, "writes": 0, "corrupt": 0, "errors": 0},
+}
+_checked_versions: set[str] = set()
+
+
+def cache_key(spec: KernelSpec) -> str:
+    """The disk key of a spec: sha256 of its key, the package version and the schema version."""
+    from oxicuda import __version__
+
+    text = f"{spec.key()}\0{__version__}\0{CODEGEN_SCHEMA_VERSION}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def cache_dir() -> Path:
+    """The disk cache folder (not created until a write)."""
+    root = os.environ.get("OXICUDA_CACHE_DIR")
+    if not root:
+        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        root = os.path.join(xdg, "oxicuda")
+    return Path(root) / f"ptx-v{CODEGEN_SCHEMA_VERSION}"
+
+
+def disk_cache_enabled() -> bool:
+    """False when ``OXICUDA_CACHE`` is off/0/false/no."""
+    return os.environ.get("OXICUDA_CACHE", "").strip().lower() not in ("off", "0", "false", "no")
+
+
+def _read_disk(key: str) -> str | None:
+    path = cache_dir() / f"{key}.ptx"
+    try:
+        raw = path.read_text(encoding="ascii")
+    except FileNotFoundError:
+        _stats["disk"]["misses"] += 1
+        return None
+    except (OSError, UnicodeDecodeError):
+        _stats["disk"]["corrupt"] += 1
+        return None
+    m = _HEADER.match(raw)
+    body = raw[m.end():] if m else ""
+    if m is None or m.group(1) != key or hashlib.sha256(body.encode()).hexdigest() != m.group(2):
+        _stats["disk"]["corrupt"] += 1
+        return None
+    _stats["disk"]["hits"] += 1
+    return body
+
+
+def _write_disk(key: str, text: str) -> None:
+    folder = cache_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        header = f"// oxicuda-kernel-cache key={key} sha256={hashlib.sha256(text.encode()).hexdigest()}\n"
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{key[:16]}-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="ascii", newline="") as fh:
+                fh.write(header + text)
+            os.replace(tmp, folder / f"{key}.ptx")
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        _stats["disk"]["writes"] += 1
+    except OSError:
+        # a read-only or full cache folder must not break kernel loading
+        _stats["disk"]["errors"] += 1
+
+
+def ptx_for(spec: KernelSpec) -> str:
+    """The PTX text of ``spec``: from memory, else disk, else the family's generator."""
+    text = _ptx.get(spec)
+    if text is not None:
+        _stats["ptx_memory"]["hits"] += 1
+        return text
+    with _lock:
+        text = _ptx.get(spec)
+        if text is not None:
+            _stats["ptx_memory"]["hits"] += 1
+            return text
+        _stats["ptx_memory"]["misses"] += 1
+        use_disk = disk_cache_enabled()
+        key = cache_key(spec) if use_disk else ""
+        text = _read_disk(key) if use_disk else None
+        if text is None:
+            text = generate_ptx(spec)
+            if use_disk:
+                _write_disk(key, text)
+        _ptx[spec] = text
+        return text
+
+
+def _entry_name(module, spec: KernelSpec) -> str:
+    wanted = spec.kernel_name()
+    entries = module.entries() if callable(getattr(module, "entries", None)) else module.entries
+    if wanted in entries:
+        return wanted
+    if len(entries) == 1:
+        return entries[0]
+    raise ValueError(f"PTX of {spec.key()} has entries {entries}; expected one named {wanted!r}")
+
+
+def _check_driver(text: str) -> None:
+    m = re.search(r"^\.version (\d+\.\d+)", text, re.M)
+    if m is None or m.group(1) in _checked_versions:
+        return
+    from .target import check_driver_supports
+
+    check_driver_supports(m.group(1))
+    _checked_versions.add(m.group(1))
+
+
+def load(spec: KernelSpec):
+    """The loaded ``Function`` of ``spec`` in the current context (generating, caching and
+    loading it on first use). This is the call every library makes per launch."""
+    from oxicuda.driver.context import ensure_context
+
+    key = (ensure_context(), spec)
+    fn = _functions.get(key)
+    if fn is not None:
+        _stats["function"]["hits"] += 1
+        return fn
+    with _lock:
+        fn = _functions.get(key)
+        if fn is not None:
+            _stats["function"]["hits"] += 1
+            return fn
+        _stats["function"]["misses"] += 1
+        from oxicuda.driver.module import Module
+
+        text = ptx_for(spec)
+        _check_driver(text)
+        module = Module(text)
+        fn = module.get_function(_entry_name(module, spec))
+        fn.spec = spec
+        _functions[key] = fn
+        return fn
+
+
+def cache_info() -> dict[str, dict[str, object]]:
+    """Hits and misses per level, with sizes and the disk folder."""
+    info = {level: dict(counts) for level, counts in _stats.items()}
+    info["function"]["size"] = len(_functions)
+    info["ptx_memory"]["size"] = len(_ptx)
+    info["disk"]["enabled"] = disk_cache_enabled()
+    info["disk"]["dir"] = str(cache_dir())
+    return info
+
+
+def clear_memory_cache() -> None:
+    """Forget the memory levels (PTX and loaded functions) and zero the statistics."""
+    with _lock:
+        _ptx.clear()
+        _functions.clear()
+        for counts in _stats.values():
+            for k in counts:
+                counts[k] = 0

@@ -1,0 +1,140 @@
+"""Registry and the kernels/inspect commands, with a test-local family registered per test."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import pytest
+
+from oxicuda.ptx import registry
+from oxicuda.ptx.spec import KernelSpec
+from oxicuda.ptx.validate import PtxasNotFound, find_ptxas
+from oxicuda.cli import inspect as inspect_cli
+from oxicuda.cli import kernels as kernels_cli
+
+import ptx_test_family as fam
+
+try:
+    find_ptxas()
+    HAVE_PTXAS = True
+except PtxasNotFound:
+    HAVE_PTXAS = False
+needs_ptxas = pytest.mark.skipif(not HAVE_PTXAS, reason="ptxas not installed")
+
+
+@dataclass(frozen=True)
+class BrokenSpec(KernelSpec):
+    family: ClassVar[str] = "test_broken"
+    bad: bool = True
+
+
+def _broken_generate(spec: BrokenSpec) -> str:
+    # ptxas rejects this: an f32 register used as an address
+    return (".version 7.1\n.target sm_86\n.address_size 64\n\n.visible .entry "
+            f"{spec.kernel_name()}()\n{{\n\t.reg .f32 %f<2>;\n\tld.global.f32 %f1, [%f1];\n\tret;\n}}\n")
+
+
+@pytest.fixture
+def scale_family():
+    fam.register()
+    yield
+    fam.unregister()
+
+
+@pytest.fixture
+def broken_family():
+    registry.register_family("test_broken", BrokenSpec, _broken_generate, lambda arch: [BrokenSpec(arch=arch)],
+                             archs=("sm_86",))
+    yield
+    registry.unregister_family("test_broken")
+
+
+def test_register_enumerate_and_unregister(scale_family):
+    assert "test_scale" in registry.families()
+    specs = registry.configurations(family="test_scale")
+    assert len(specs) == 3 * 8 and {s.arch for s in specs} == {"sm_80", "sm_86", "sm_90"}
+    assert registry.configurations(arch="sm_90a", family="test_scale") == []
+    assert len(registry.configurations(arch="sm_86", family="test_scale")) == 8
+    spec = fam.ScaleSpec(arch="sm_86")
+    assert registry.family_of(spec).name == "test_scale"
+    assert spec.kernel_name() in registry.generate_ptx(spec)
+    fam.unregister()
+    assert "test_scale" not in registry.families()
+    with pytest.raises(KeyError, match="no kernel family registered"):
+        registry.generate_ptx(spec)
+    fam.register()
+
+
+def test_registering_a_name_with_another_class_raises(scale_family):
+    with pytest.raises(ValueError, match="already registered"):
+        registry.register_family("test_scale", BrokenSpec, _broken_generate, lambda a: [])
+    with pytest.raises(TypeError, match="must subclass KernelSpec"):
+        registry.register_family("x", dict, _broken_generate, lambda a: [])
+
+
+def test_generate_ptx_rejects_non_ascii():
+    @dataclass(frozen=True)
+    class Accented(KernelSpec):
+        family: ClassVar[str] = "test_accented"
+
+    registry.register_family("test_accented", Accented, lambda s: ".entry k() {}\n// r\u00e9sum\u00e9\n",
+                             lambda a: [], archs=("sm_86",))
+    try:
+        with pytest.raises(ValueError, match="non-ASCII PTX \\(line 2\\)"):
+            registry.generate_ptx(Accented())
+    finally:
+        registry.unregister_family("test_accented")
+
+
+def test_load_all_families_skips_missing_packages_and_raises_for_broken_ones(tmp_path, monkeypatch):
+    assert registry.load_all_families(("oxicuda_no_such_package_xyz",)) == []
+    (tmp_path / "oxi_broken_lib.py").write_text("import oxi_missing_dependency_xyz\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ModuleNotFoundError, match="oxi_missing_dependency_xyz"):
+        registry.load_all_families(("oxi_broken_lib",))
+
+
+def test_kernels_lists_configurations(scale_family, capsys):
+    assert kernels_cli.main(["--family", "test_scale"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 25 and out[-1].startswith("24 configurations")
+    assert all(line.startswith("test_scale\tsm_") for line in out[:-1])
+
+
+@needs_ptxas
+def test_kernels_validate_reports_valid_count(scale_family, capsys):
+    assert kernels_cli.main(["--validate", "sm_86,sm_90", "--family", "test_scale", "--regs"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == "16 kernels valid, 0 failed"
+    assert sum("registers" in line for line in lines) == 16
+
+
+@needs_ptxas
+def test_kernels_validate_prints_one_line_per_failure_and_exits_1(broken_family, capsys):
+    assert kernels_cli.main(["--validate", "sm_86", "--family", "test_broken"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == "0 kernels valid, 1 failed"
+    assert lines[0].startswith("FAIL test_broken sm_86") and "error" in lines[0]
+
+
+def test_kernels_rejects_bad_arch_names(scale_family, capsys):
+    assert kernels_cli.main(["--validate", "86", "--family", "test_scale"]) == 2
+    assert "expected names like sm_86" in capsys.readouterr().err
+
+
+def test_inspect_prints_the_ptx_of_the_requested_spec(scale_family, capsys):
+    assert inspect_cli.main(["test_scale", "--param", "dtype=f64", "--param", "factor=3", "--arch", "sm_90"]) == 0
+    out = capsys.readouterr().out
+    spec = fam.ScaleSpec(arch="sm_90", dtype="f64", factor=3.0)
+    assert out == registry.generate_ptx(spec)
+    assert inspect_cli.main(["test_scale", "--param", "nope=1"]) == 2
+    assert "has fields" in capsys.readouterr().err
+
+
+@needs_ptxas
+def test_inspect_regs_reports_registers(scale_family, capsys):
+    assert inspect_cli.main(["test_scale", "--emit", "regs", "--arch", "sm_86"]) == 0
+    out = capsys.readouterr().out
+    assert "registers: " in out and "spill stores: 0 bytes" in out
+    assert int(out.split("registers: ")[1].split()[0]) > 0
