@@ -99,3 +99,39 @@ def test_parse_arch_list():
     assert validate.parse_arch_list("sm_86, sm_90a") == ["sm_86", "sm_90a"]
     with pytest.raises(ValueError, match="expected names like"):
         validate.parse_arch_list("sm86")
+
+
+# -- targets --------------------------------------------------------------------------------------
+def test_ptx_version_per_arch_and_driver():
+    from oxicuda.ptx import target
+
+    assert [target.ptx_version_for(a) for a in ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")] == [
+        "7.0", "7.1", "7.8", "7.8", "8.0"]
+    assert target.ptx_version_for_driver(13000) == "9.0"
+    assert target.ptx_version_for_driver(12080) == "8.7"
+    assert target.ptx_version_for_driver(12040) == "8.4"
+    assert target.ptx_version_for_driver(12000) == "8.0"
+    assert target.ptx_version_for_driver(11080) == "7.8"
+    assert target.ptx_version_for_driver(13020) == "9.0"  # newer than the table: best known
+    with pytest.raises(target.PtxVersionError, match="older than"):
+        target.ptx_version_for_driver(10020)
+    with pytest.raises(ValueError, match="unknown arch"):
+        target.ptx_version_for("sm_99")
+
+
+def test_check_driver_supports_raises_for_old_drivers():
+    from oxicuda.ptx import target
+
+    target.check_driver_supports("8.0", driver_max="8.4")
+    with pytest.raises(target.PtxVersionError, match="PTX ISA 8.0 but the installed driver JITs at most 7.8"):
+        target.check_driver_supports("8.0", driver_max="7.8")
+
+
+def test_device_arch_matches_the_live_device_compute_capability():
+    import oxicuda
+    from oxicuda.ptx import target
+
+    major, minor = oxicuda.Device(0).compute_capability
+    assert target.device_arch(0) == f"sm_{major}{minor}" == target.device_arch()
+    version = target.driver_max_ptx_version()
+    assert target.version_tuple(version) >= (7, 0)
