@@ -1,0 +1,254 @@
+"""Instruction-level semantics of the PTX interpreter against independent numpy references:
+wrap-around, .hi/.wide, shifts, rounding modes, fma single rounding, NaN/inf/denormal/-0 rules,
+conversions with saturation, comparisons incl. unordered, selection, f16/bf16."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from oxicuda.driver.emulator import EmulatorAPI
+from oxicuda.ptx.interp.harness import run_ptx
+
+_REG = {"f32": ("f", "f32"), "f64": ("fd", "f64"), "u32": ("r", "b32"), "s32": ("r", "b32"),
+        "b32": ("r", "b32"), "u64": ("rd", "b64"), "s64": ("rd", "b64"), "b64": ("rd", "b64"),
+        "f16": ("h", "b16"), "bf16": ("h", "b16"), "u16": ("h", "b16"), "s16": ("h", "b16"),
+        "pred": ("p", "pred"), "u8": ("r", "b32"), "s8": ("r", "b32")}
+_NP = {"f32": np.float32, "f64": np.float64, "u32": np.uint32, "s32": np.int32, "b32": np.uint32,
+       "u64": np.uint64, "s64": np.int64, "b64": np.uint64, "f16": np.float16, "bf16": np.uint16,
+       "u16": np.uint16, "s16": np.int16, "u8": np.uint8, "s8": np.int8}
+_SIZE = {k: np.dtype(v).itemsize for k, v in _NP.items()}
+
+
+def kernel(body: str, in_types: list[str], out_type: str) -> str:
+    """A kernel: thread i loads in_k[i] (k = 0..), runs ``body`` on %a0.., writes %o to out[i]."""
+    params = ",\n".join([f"\t.param .u64 in{k}" for k in range(len(in_types))] + ["\t.param .u64 out"])
+    lines = [".version 8.0", ".target sm_86", ".address_size 64", "", f".visible .entry t(\n{params}\n)", "{",
+             "\t.reg .b32 %i;", "\t.reg .b64 %ad<2>;", "\t.reg .pred %p<4>;"]
+    lines.append(f"\t.reg .{_REG[out_type][1]} %o;")
+    for k, t in enumerate(in_types):
+        lines.append(f"\t.reg .{_REG[t][1]} %a{k};")
+    lines.append("\tmov.u32 %i, %tid.x;")
+    for k, t in enumerate(in_types):
+        lines += [f"\tld.param.u64 %ad0, [in{k}];", f"\tmul.wide.u32 %ad1, %i, {_SIZE[t]};",
+                  "\tadd.s64 %ad0, %ad0, %ad1;", f"\tld.global.{_ldt(t)} %a{k}, [%ad0];"]
+    lines.append("\t" + body.strip())
+    lines += ["\tld.param.u64 %ad0, [out];", f"\tmul.wide.u32 %ad1, %i, {_SIZE[out_type]};",
+              "\tadd.s64 %ad0, %ad0, %ad1;", f"\tst.global.{_ldt(out_type)} [%ad0], %o;", "\tret;", "}", ""]
+    return "\n".join(lines)
+
+
+def _ldt(t):
+    return {"f16": "b16", "bf16": "b16", "u8": "u8", "s8": "s8"}.get(t, t)
+
+
+@pytest.fixture(scope="module")
+def emu():
+    return EmulatorAPI()
+
+
+def run1(emu, body, ins, in_types, out_type):
+    n = len(ins[0])
+    out = np.zeros(n, _NP[out_type])
+    res = run_ptx(emu, kernel(body, in_types, out_type), "t", (1, 1, 1), (n, 1, 1),
+                  [np.asarray(a, _NP[t]) for a, t in zip(ins, in_types)] + [out])
+    return res[-1]
+
+
+def bits(x):
+    return np.asarray(x).view(np.uint32 if np.asarray(x).dtype == np.float32 else np.uint64)
+
+
+SPECIAL_F32 = np.array([0.0, -0.0, 1.0, -1.5, np.inf, -np.inf, np.nan, 1e-45, -1e-40, 3.4e38,
+                        1.17549435e-38, 0.1, 2.0**-126 * 1.5], np.float32)
+
+
+def test_integer_add_mul_wrap_and_hi_wide(emu, rng):
+    a = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    b = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    a[:2] = [0xFFFFFFFF, 0x80000000]
+    b[:2] = [1, 0x80000000]
+    np.testing.assert_array_equal(run1(emu, "add.u32 %o, %a0, %a1;", [a, b], ["u32", "u32"], "u32"), a + b)
+    np.testing.assert_array_equal(run1(emu, "mul.lo.u32 %o, %a0, %a1;", [a, b], ["u32", "u32"], "u32"), a * b)
+    hi = ((a.astype(np.uint64) * b.astype(np.uint64)) >> 32).astype(np.uint32)
+    np.testing.assert_array_equal(run1(emu, "mul.hi.u32 %o, %a0, %a1;", [a, b], ["u32", "u32"], "u32"), hi)
+    sa, sb = a.view(np.int32), b.view(np.int32)
+    wide = sa.astype(np.int64) * sb.astype(np.int64)
+    np.testing.assert_array_equal(run1(emu, "mul.wide.s32 %o, %a0, %a1;", [sa, sb], ["s32", "s32"], "s64"), wide)
+    shi = (wide >> 32).astype(np.int32)
+    np.testing.assert_array_equal(run1(emu, "mul.hi.s32 %o, %a0, %a1;", [sa, sb], ["s32", "s32"], "s32"), shi)
+    c = rng.integers(-2**62, 2**62, 64)
+    np.testing.assert_array_equal(run1(emu, "mad.wide.s32 %o, %a0, %a1, %a2;", [sa, sb, c],
+                                       ["s32", "s32", "s64"], "s64"), wide + c)
+
+
+def test_shifts_clamp_and_signed_division_truncates(emu, rng):
+    a = rng.integers(-2**31, 2**31, 64).astype(np.int32)
+    s = rng.integers(0, 40, 64).astype(np.uint32)
+    ref_shl = np.where(s >= 32, 0, (a.view(np.uint32).astype(np.uint64) << np.minimum(s, 31)) & 0xFFFFFFFF).astype(np.uint32)
+    np.testing.assert_array_equal(run1(emu, "shl.b32 %o, %a0, %a1;", [a.view(np.uint32), s], ["b32", "u32"], "b32"), ref_shl)
+    ref_sra = a >> np.minimum(s, 31).astype(np.int32)
+    np.testing.assert_array_equal(run1(emu, "shr.s32 %o, %a0, %a1;", [a, s], ["s32", "u32"], "s32"), ref_sra)
+    b = rng.integers(-100, 100, 64).astype(np.int32)
+    b[b == 0] = 7
+    q = np.array([int(x / y) for x, y in zip(a.tolist(), b.tolist())], np.int32)
+    np.testing.assert_array_equal(run1(emu, "div.s32 %o, %a0, %a1;", [a, b], ["s32", "s32"], "s32"), q)
+    np.testing.assert_array_equal(run1(emu, "rem.s32 %o, %a0, %a1;", [a, b], ["s32", "s32"], "s32"), a - q * b)
+
+
+def test_f32_arithmetic_special_values_and_min_max_nan_rule(emu):
+    a = np.repeat(SPECIAL_F32, len(SPECIAL_F32))
+    b = np.tile(SPECIAL_F32, len(SPECIAL_F32))
+    with np.errstate(all="ignore"):
+        for op, ref in [("add", a + b), ("sub", a - b), ("mul", a * b), ("div.rn", a / b)]:
+            got = run1(emu, f"{op}.f32 %o, %a0, %a1;", [a, b], ["f32", "f32"], "f32")
+            np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+            ok = ~np.isnan(ref)
+            np.testing.assert_array_equal(bits(got[ok]), bits(ref[ok]))
+    got = run1(emu, "min.f32 %o, %a0, %a1;", [a, b], ["f32", "f32"], "f32")
+    ref = np.fmin(a, b)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(a) & np.isnan(b))
+    np.testing.assert_array_equal(got[~np.isnan(ref)], ref[~np.isnan(ref)])
+
+
+def test_add_f32_directed_rounding_and_ftz(emu, rng):
+    a = rng.standard_normal(200).astype(np.float32)
+    b = (rng.standard_normal(200) * 1e-4).astype(np.float32)
+    exact = [Fraction(float(x)) + Fraction(float(y)) for x, y in zip(a, b)]
+    for mode in ("rz", "rm", "rp", "rn"):
+        got = run1(emu, f"add.{mode}.f32 %o, %a0, %a1;", [a, b], ["f32", "f32"], "f32")
+        for g, e in zip(got, exact):
+            lo, hi = np.nextafter(g, np.float32(-np.inf)), np.nextafter(g, np.float32(np.inf))
+            fg = Fraction(float(g))
+            if mode == "rz":
+                assert abs(fg) <= abs(e) and abs(e) < abs(Fraction(float(np.nextafter(g, np.copysign(np.inf, g))))) or fg == e
+            elif mode == "rm":
+                assert fg <= e < Fraction(float(hi))
+            elif mode == "rp":
+                assert Fraction(float(lo)) < e <= fg
+            else:
+                assert abs(fg - e) <= abs(Fraction(float(lo)) - e) and abs(fg - e) <= abs(Fraction(float(hi)) - e)
+    d = np.array([1e-40, -1e-40, 1.0], np.float32)
+    got = run1(emu, "add.ftz.f32 %o, %a0, %a1;", [d, np.array([0.0, -0.0, 0.0], np.float32)],
+                ["f32", "f32"], "f32")
+    assert bits(got).tolist() == [0, 0x80000000, 0x3F800000]
+
+
+def test_fma_f32_is_rounded_once(emu, rng):
+    # a*b + c where double rounding in f64 would differ: a*b = 1 + 2^-24 + 2^-48ish patterns
+    a = np.concatenate([rng.standard_normal(120), [1 + 2**-12, 1 + 2**-23]]).astype(np.float32)
+    b = np.concatenate([rng.standard_normal(120), [1 + 2**-12, 1 - 2**-24]]).astype(np.float32)
+    c = np.concatenate([rng.standard_normal(120), [-1.0, -1.0]]).astype(np.float32)
+    got = run1(emu, "fma.rn.f32 %o, %a0, %a1, %a2;", [a, b, c], ["f32", "f32", "f32"], "f32")
+    for g, x, y, z in zip(got, a, b, c):
+        e = Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))
+        lo, hi = np.nextafter(g, np.float32(-np.inf)), np.nextafter(g, np.float32(np.inf))
+        d = abs(Fraction(float(g)) - e)
+        assert d <= abs(Fraction(float(lo)) - e) and d <= abs(Fraction(float(hi)) - e)
+
+
+def test_fma_f64_is_rounded_once(emu, rng):
+    a = rng.standard_normal(64)
+    b = rng.standard_normal(64)
+    c = -(a * b) * (1 + rng.standard_normal(64) * 1e-15)
+    got = run1(emu, "fma.rn.f64 %o, %a0, %a1, %a2;", [a, b, c], ["f64", "f64", "f64"], "f64")
+    for g, x, y, z in zip(got, a, b, c):
+        e = Fraction(x) * Fraction(y) + Fraction(z)
+        for nb in (np.nextafter(g, -np.inf), np.nextafter(g, np.inf)):
+            assert abs(Fraction(g) - e) <= abs(Fraction(nb) - e)
+
+
+def test_cvt_float_to_int_saturates_and_nan_is_zero(emu):
+    x = np.array([1.5, 2.5, -1.5, -2.5, 3e9, -3e9, np.nan, np.inf, -np.inf, 0.49999997], np.float32)
+    assert run1(emu, "cvt.rni.s32.f32 %o, %a0;", [x], ["f32"], "s32").tolist() == \
+        [2, 2, -2, -2, 2**31 - 1, -2**31, 0, 2**31 - 1, -2**31, 0]
+    assert run1(emu, "cvt.rzi.s32.f32 %o, %a0;", [x], ["f32"], "s32").tolist() == \
+        [1, 2, -1, -2, 2**31 - 1, -2**31, 0, 2**31 - 1, -2**31, 0]
+    assert run1(emu, "cvt.rmi.u32.f32 %o, %a0;", [x], ["f32"], "u32").tolist() == \
+        [1, 2, 0, 0, 3000000000, 0, 0, 2**32 - 1, 0, 0]
+    assert run1(emu, "cvt.rpi.s64.f32 %o, %a0;", [x], ["f32"], "s64").tolist() == \
+        [2, 3, -1, -2, 3000000000, -3000000000, 0, 2**63 - 1, -2**63, 1]
+
+
+def test_cvt_between_floats_with_rounding_modes(emu, rng):
+    x = np.concatenate([rng.standard_normal(100) * 100, [1 + 2**-11, 1 + 3 * 2**-11, 70000.0, -1e-9]])
+    f32 = run1(emu, "cvt.rn.f32.f64 %o, %a0;", [x], ["f64"], "f32")
+    np.testing.assert_array_equal(f32, x.astype(np.float32))
+    rz = run1(emu, "cvt.rz.f32.f64 %o, %a0;", [x], ["f64"], "f32")
+    assert (np.abs(rz.astype(np.float64)) <= np.abs(x)).all()
+    assert (np.abs(np.nextafter(rz, np.copysign(np.float32(np.inf), rz)).astype(np.float64)) > np.abs(x)).all()
+    x32 = x.astype(np.float32)
+    h = run1(emu, "cvt.rn.f16.f32 %o, %a0;", [x32], ["f32"], "f16")
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(h.view(np.uint16), x32.astype(np.float16).view(np.uint16))
+    back = run1(emu, "cvt.f32.f16 %o, %a0;", [h], ["f16"], "f32")
+    np.testing.assert_array_equal(back, h.astype(np.float32))
+    bf = run1(emu, "cvt.rn.bf16.f32 %o, %a0;", [x32], ["f32"], "bf16")
+    u = x32.view(np.uint32).astype(np.uint64)
+    np.testing.assert_array_equal(bf, ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16))
+    i = np.array([16777217, -16777217, 2**31 - 1, 5], np.int32)
+    np.testing.assert_array_equal(run1(emu, "cvt.rn.f32.s32 %o, %a0;", [i], ["s32"], "f32"), i.astype(np.float32))
+
+
+def test_cvt_integer_narrowing_and_saturation(emu):
+    x = np.array([-1, 300, -300, 127, 70000], np.int32)
+    assert run1(emu, "cvt.sat.s8.s32 %o, %a0;", [x], ["s32"], "s8").tolist() == [-1, 127, -128, 127, 127]
+    assert run1(emu, "cvt.u16.s32 %o, %a0;", [x], ["s32"], "u16").tolist() == [65535, 300, 65236, 127, 4464]
+    assert run1(emu, "cvt.s64.s32 %o, %a0;", [x], ["s32"], "s64").tolist() == x.tolist()
+
+
+@pytest.mark.parametrize("cmp,ref", [
+    ("eq", lambda a, b: a == b), ("ne", lambda a, b: (a != b) & ~np.isnan(a) & ~np.isnan(b)),
+    ("lt", lambda a, b: a < b), ("geu", lambda a, b: (a >= b) | np.isnan(a) | np.isnan(b)),
+    ("neu", lambda a, b: a != b), ("nan", lambda a, b: np.isnan(a) | np.isnan(b)),
+    ("num", lambda a, b: ~np.isnan(a) & ~np.isnan(b)), ("ltu", lambda a, b: ~(a >= b)),
+])
+def test_setp_float_comparisons_ordered_and_unordered(emu, cmp, ref):
+    a = np.repeat(SPECIAL_F32[:8], 8)
+    b = np.tile(SPECIAL_F32[:8], 8)
+    body = f"setp.{cmp}.f32 %p1, %a0, %a1;\n\tselp.u32 %o, 1, 0, %p1;"
+    got = run1(emu, body, [a, b], ["f32", "f32"], "u32")
+    np.testing.assert_array_equal(got.astype(bool), ref(a, b))
+
+
+def test_setp_unsigned_and_combining_and_two_destinations(emu, rng):
+    a = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    b = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    body = ("setp.lo.u32 %p1|%p2, %a0, %a1;\n\tsetp.ne.and.u32 %p3, %a0, 7, %p2;\n\t"
+            "selp.u32 %o, 1, 0, %p3;")
+    got = run1(emu, body, [a, b], ["u32", "u32"], "u32")
+    np.testing.assert_array_equal(got.astype(bool), (a >= b) & (a != 7))
+
+
+def test_bit_instructions(emu, rng):
+    a = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    a[0] = 0
+    popc = np.array([bin(int(x)).count("1") for x in a], np.uint32)
+    np.testing.assert_array_equal(run1(emu, "popc.b32 %o, %a0;", [a], ["b32"], "u32"), popc)
+    clz = np.array([32 - int(x).bit_length() for x in a], np.uint32)
+    np.testing.assert_array_equal(run1(emu, "clz.b32 %o, %a0;", [a], ["b32"], "u32"), clz)
+    brev = np.array([int(f"{int(x):032b}"[::-1], 2) for x in a], np.uint32)
+    np.testing.assert_array_equal(run1(emu, "brev.b32 %o, %a0;", [a], ["b32"], "b32"), brev)
+
+
+def test_f16_and_bf16_arithmetic_rounds_once(emu, rng):
+    a = (rng.standard_normal(64) * 4).astype(np.float16)
+    b = (rng.standard_normal(64) * 4).astype(np.float16)
+    got = run1(emu, "add.f16 %o, %a0, %a1;", [a, b], ["f16", "f16"], "f16")
+    np.testing.assert_array_equal(got, (a.astype(np.float64) + b.astype(np.float64)).astype(np.float16))
+    got = run1(emu, "fma.rn.f16 %o, %a0, %a1, %a0;", [a, b], ["f16", "f16"], "f16")
+    np.testing.assert_array_equal(got, (a.astype(np.float64) * b + a).astype(np.float16))
+
+
+def test_transcendentals_close_to_float64(emu, rng):
+    x = rng.uniform(-4, 4, 64).astype(np.float32)
+    for op, ref in [("ex2.approx", np.exp2), ("sin.approx", np.sin), ("cos.approx", np.cos),
+                    ("tanh.approx", np.tanh)]:
+        got = run1(emu, f"{op}.f32 %o, %a0;", [x], ["f32"], "f32")
+        np.testing.assert_allclose(got, ref(x.astype(np.float64)), rtol=1e-6, atol=1e-7)
+    p = np.abs(x) + 0.1
+    np.testing.assert_allclose(run1(emu, "lg2.approx.f32 %o, %a0;", [p], ["f32"], "f32"), np.log2(p.astype(np.float64)), rtol=1e-6)
+    np.testing.assert_array_equal(run1(emu, "sqrt.rn.f32 %o, %a0;", [p], ["f32"], "f32"), np.sqrt(p))
+    np.testing.assert_allclose(run1(emu, "rsqrt.approx.f32 %o, %a0;", [p], ["f32"], "f32"), 1 / np.sqrt(p.astype(np.float64)), rtol=1e-6)
