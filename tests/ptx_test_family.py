@@ -47,8 +47,12 @@ def generate(spec: ScaleSpec) -> str:
 
 
 def configurations(arch: str) -> list[ScaleSpec]:
-    return [ScaleSpec(arch=arch, dtype=d, factor=f, math=m)
-            for d in ("f32", "f64") for f in (2.0, -0.5) for m in ("precise", "fast")]
+    return [
+        ScaleSpec(arch=arch, dtype=d, factor=f, math=m)
+        for d in ("f32", "f64")
+        for f in (2.0, -0.5)
+        for m in ("precise", "fast")
+    ]
 
 
 def register(archs=("sm_80", "sm_86", "sm_90")) -> None:

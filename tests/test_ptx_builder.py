@@ -127,7 +127,7 @@ def hopper_skeleton(arch: str = "sm_90a") -> KernelBuilder:
     kb.wgmma_commit_group()
     kb.wgmma_wait_group(0)
     for j in kb.unroll(4):
-        kb.st("global", kb.addr(out, tid, 16), d[4 * j: 4 * j + 4], offset=2048 * j)
+        kb.st("global", kb.addr(out, tid, 16), d[4 * j : 4 * j + 4], offset=2048 * j)
     return kb
 
 
@@ -139,10 +139,28 @@ def math_features(arch: str, math: str) -> KernelBuilder:
     xs = kb.ld("global", "s32", p, offset=16)
     xb = kb.ld("global", "u8", p, offset=20)
     vals = [
-        kb.div(xf, 3.0), kb.rcp(xf), kb.sqrt(xf), kb.rsqrt(xf), kb.exp(xf), kb.log(xf), kb.sin(xf),
-        kb.cos(xf), kb.floor(xf), kb.ceil(xf), kb.trunc(xf), kb.round(xf), kb.abs(xf), kb.neg(xf),
-        kb.min(xf, 1.0), kb.max(xf, -1.0), kb.sub(xf, 2.0), kb.mul(xf, 0.5), kb.fma(xf, xf, xf),
-        kb.cvt(xs, "f32"), kb.cvt(xd, "f32"), kb.cvt(xb, "f32"),
+        kb.div(xf, 3.0),
+        kb.rcp(xf),
+        kb.sqrt(xf),
+        kb.rsqrt(xf),
+        kb.exp(xf),
+        kb.log(xf),
+        kb.sin(xf),
+        kb.cos(xf),
+        kb.floor(xf),
+        kb.ceil(xf),
+        kb.trunc(xf),
+        kb.round(xf),
+        kb.abs(xf),
+        kb.neg(xf),
+        kb.min(xf, 1.0),
+        kb.max(xf, -1.0),
+        kb.sub(xf, 2.0),
+        kb.mul(xf, 0.5),
+        kb.fma(xf, xf, xf),
+        kb.cvt(xs, "f32"),
+        kb.cvt(xd, "f32"),
+        kb.cvt(xb, "f32"),
         kb.cvt(kb.cvt(kb.cvt(xf, "f16"), "f32"), "f32", rnd="rni"),
         kb.cvt(kb.cvt(xf, "bf16"), "f32"),
         kb.selp(xf, 0.0, kb.setp("gtu", xf, 0.0)),
@@ -151,13 +169,31 @@ def math_features(arch: str, math: str) -> KernelBuilder:
     for v in vals:
         kb.add(acc, v, out=acc)
     kb.st("global", p, acc, offset=24)
-    dvals = [kb.div(xd, 3.0), kb.rcp(xd), kb.sqrt(xd), kb.rsqrt(xd), kb.fma(xd, xd, 1.0), kb.cvt(xf, "f64")]
+    dvals = [
+        kb.div(xd, 3.0),
+        kb.rcp(xd),
+        kb.sqrt(xd),
+        kb.rsqrt(xd),
+        kb.fma(xd, xd, 1.0),
+        kb.cvt(xf, "f64"),
+    ]
     dacc = kb.mov(0.0, "f64")
     for v in dvals:
         kb.add(dacc, v, out=dacc)
     kb.st("global", p, dacc, offset=32)
-    ints = [kb.cvt(xf, "s32"), kb.cvt(xf, "s32", rnd="rmi"), kb.cvt(xd, "u32", sat=True), kb.mul(xs, xs, mode="hi"),
-            kb.div(xs, 7), kb.shl(xs, 3), kb.shr(xs, 2), kb.xor(xs, 0x55), kb.or_(xs, 1), kb.not_(xs), kb.abs(xs)]
+    ints = [
+        kb.cvt(xf, "s32"),
+        kb.cvt(xf, "s32", rnd="rmi"),
+        kb.cvt(xd, "u32", sat=True),
+        kb.mul(xs, xs, mode="hi"),
+        kb.div(xs, 7),
+        kb.shl(xs, 3),
+        kb.shr(xs, 2),
+        kb.xor(xs, 0x55),
+        kb.or_(xs, 1),
+        kb.not_(xs),
+        kb.abs(xs),
+    ]
     iacc = kb.mov(0, "s32")
     for v in ints:
         kb.add(iacc, kb.bitcast(v, "s32") if v.type != "s32" else v, out=iacc)
@@ -210,14 +246,28 @@ def test_vector_add_emits_expected_ptx():
     text = vector_add("sm_86").ptx()
     assert text.startswith(".version 7.1\n.target sm_86\n.address_size 64\n")
     for line in (
-        "\t.param .u64 a,", "\t.param .u32 n", "ld.param.u64 %rd1, [a];", "cvta.to.global.u64 %rd2, %rd1;",
-        "mov.u32 %r2, %ctaid.x;", "mov.u32 %r3, %ntid.x;", "mov.u32 %r4, %tid.x;", "mad.lo.u32 %r5, %r2, %r3, %r4;",
-        "setp.lt.u32 %p1, %r5, %r1;", "@!%p1 bra $L_else_1;", "mul.wide.u32 %rd7, %r5, 4;",
-        "add.u64 %rd8, %rd2, %rd7;", "ld.global.f32 %f1, [%rd8];", "add.rn.f32 %f3, %f1, %f2;",
-        "st.global.f32 [%rd12], %f3;", "$L_else_1:", "\tret;",
+        "\t.param .u64 a,",
+        "\t.param .u32 n",
+        "ld.param.u64 %rd1, [a];",
+        "cvta.to.global.u64 %rd2, %rd1;",
+        "mov.u32 %r2, %ctaid.x;",
+        "mov.u32 %r3, %ntid.x;",
+        "mov.u32 %r4, %tid.x;",
+        "mad.lo.u32 %r5, %r2, %r3, %r4;",
+        "setp.lt.u32 %p1, %r5, %r1;",
+        "@!%p1 bra $L_else_1;",
+        "mul.wide.u32 %rd7, %r5, 4;",
+        "add.u64 %rd8, %rd2, %rd7;",
+        "ld.global.f32 %f1, [%rd8];",
+        "add.rn.f32 %f3, %f1, %f2;",
+        "st.global.f32 [%rd12], %f3;",
+        "$L_else_1:",
+        "\tret;",
     ):
         assert line in text, f"missing {line!r} in\n{text}"
-    assert ".reg .f32 %f<4>;" in text and ".reg .b64 %rd<13>;" in text and ".reg .pred %p<2>;" in text
+    assert (
+        ".reg .f32 %f<4>;" in text and ".reg .b64 %rd<13>;" in text and ".reg .pred %p<2>;" in text
+    )
     assert "add.f32" in vector_add("sm_86", math="fast").ptx()  # fast mode may contract
 
 
@@ -229,8 +279,8 @@ def test_float_literals_are_exact_hex_of_the_operand_type():
     kb.st("global", p, kb.add(x, 0.1), offset=16)
     kb.st("global", p, kb.add(y, 0.1), offset=24)
     text = kb.ptx()
-    d_hex = "0d%016X" % struct.unpack(">Q", struct.pack(">d", 0.1))[0]
-    f_hex = "0f%08X" % struct.unpack(">I", struct.pack(">f", 0.1))[0]
+    d_hex = f"0d{struct.unpack('>Q', struct.pack('>d', 0.1))[0]:016X}"
+    f_hex = f"0f{struct.unpack('>I', struct.pack('>f', 0.1))[0]:08X}"
     assert f"add.rn.f64 %fd2, %fd1, {d_hex};" in text
     assert f"add.rn.f32 %f2, %f1, {f_hex};" in text
     assert not re.search(r"\.f64 [^;]*0f[0-9A-F]{8}", text)
@@ -245,7 +295,7 @@ def test_exp_multiplies_by_log2e_before_ex2_and_precise_mode_uses_ieee_forms():
     kb.st("global", p, kb.sqrt(x), offset=8)
     kb.st("global", p, kb.rcp(x), offset=12)
     text = kb.ptx()
-    log2e = "0f%08X" % struct.unpack(">I", struct.pack(">f", 1.4426950408889634))[0]
+    log2e = f"0f{struct.unpack('>I', struct.pack('>f', 1.4426950408889634))[0]:08X}"
     assert f"mul.rn.f32 %f2, %f1, {log2e};" in text and "ex2.approx.f32 %f3, %f2;" in text
     assert "div.rn.f32" in text and "sqrt.rn.f32" in text and "rcp.rn.f32" in text
     fast = KernelBuilder("e", arch="sm_86", math="fast")
@@ -260,7 +310,9 @@ def test_exp_multiplies_by_log2e_before_ex2_and_precise_mode_uses_ieee_forms():
 
 def test_register_banks_are_per_type_and_never_shadow_special_registers():
     text = math_features("sm_86", "precise").ptx()
-    decls = dict(re.findall(r"\.reg \.(\w+) (%\w+)<\d+>;", text)[i][::-1] for i in range(text.count(".reg ")))
+    decls = dict(
+        re.findall(r"\.reg \.(\w+) (%\w+)<\d+>;", text)[i][::-1] for i in range(text.count(".reg "))
+    )
     assert decls["%f"] == "f32" and decls["%fd"] == "f64" and decls["%p"] == "pred"
     for name in re.findall(r"%[a-z]+\d+", text):
         assert not re.match(r"%(tid|ntid|ctaid|nctaid|laneid|warpid|clock)\d", name), name
@@ -274,8 +326,12 @@ def test_structure_labels_have_sigil_and_loop_is_runtime():
         kb.add(acc, i, out=acc)
     kb.st("global", kb.param_ptr("o"), acc)
     text = kb.ptx()
-    assert "setp.ge.s32 %p1, %r3, %r1;" in text and "$L_loop_1:" in text and "@%p2 bra $L_loop_1;" in text
-    assert all(lbl.startswith("$") for lbl in re.findall(r"^(\S+):$", text, re.M))
+    assert (
+        "setp.ge.s32 %p1, %r3, %r1;" in text
+        and "$L_loop_1:" in text
+        and "@%p2 bra $L_loop_1;" in text
+    )
+    assert all(lbl.startswith("$") for lbl in re.findall(r"^(\S+):$", text, re.MULTILINE))
 
 
 def test_addr_uses_64_bit_arithmetic_past_4_gib():
@@ -329,9 +385,8 @@ def test_unbalanced_structure_raises_at_build():
         kb.build()
     kb2 = KernelBuilder("bad2", arch="sm_86")
     kb2.tid()
-    with pytest.raises(RuntimeError, match="else_ must directly follow"):
-        with kb2.else_():
-            pass
+    with pytest.raises(RuntimeError, match="else_ must directly follow"), kb2.else_():
+        pass
     with pytest.raises(ValueError, match="sigil"):
         kb2.bra("nowhere")
 
@@ -395,7 +450,10 @@ def test_ptx_version_rises_with_the_instructions_used():
         kb.ptx()
 
 
-@pytest.mark.skipif(importlib.util.find_spec("oxicuda.ptx.parse") is None, reason="oxicuda.ptx.parse not written yet")
+@pytest.mark.skipif(
+    importlib.util.find_spec("oxicuda.ptx.parse") is None,
+    reason="oxicuda.ptx.parse not written yet",
+)
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_emitted_ptx_parses_back_to_the_same_ir(name):
     from oxicuda.ptx.emit import emit
@@ -408,7 +466,9 @@ def test_emitted_ptx_parses_back_to_the_same_ir(name):
         parsed = parse(text)
     except Exception as exc:
         if "{" in text and "[%rd" in text and name == "hopper":
-            pytest.xfail(f"parser does not read tensor-map operands [tmap, {{c0, c1}}] (ir.Addr.index) yet: {exc}")
+            pytest.xfail(
+                f"parser does not read tensor-map operands [tmap, {{c0, c1}}] (ir.Addr.index) yet: {exc}"
+            )
         raise
     assert parsed == module
 
@@ -441,7 +501,9 @@ def test_vector_add_kernel_computes_c_equals_a_plus_b(rng):
 
     n = 1000
     a, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
-    c = oxicuda.full((n + 24,), np.nan, np.float32)  # poisoned, with a tail that must stay untouched
+    c = oxicuda.full(
+        (n + 24,), np.nan, np.float32
+    )  # poisoned, with a tail that must stay untouched
     fn = _load(vector_add("sm_86"))
     fn(((n + 127) // 128, 1, 1), (128, 1, 1), [oxicuda.asarray(a), oxicuda.asarray(b), c, n])
     got = oxicuda.asnumpy(c)
@@ -459,7 +521,9 @@ def test_shared_reduction_kernel_sums_every_element(rng):
     out = oxicuda.zeros((1,), np.float32)
     fn = _load(shared_reduction("sm_86"))
     fn(((n + 255) // 256, 1, 1), (256, 1, 1), [oxicuda.asarray(x), out, n])
-    np.testing.assert_allclose(oxicuda.asnumpy(out)[0], x.astype(np.float64).sum(), rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(
+        oxicuda.asnumpy(out)[0], x.astype(np.float64).sum(), rtol=1e-5, atol=1e-4
+    )
 
 
 def test_mma_tile_kernel_computes_twice_a_times_b_in_fragment_order(rng):

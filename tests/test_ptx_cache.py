@@ -6,12 +6,11 @@ import dataclasses
 import threading
 
 import numpy as np
+import ptx_test_family as fam
 import pytest
 
 import oxicuda
 from oxicuda.ptx import cache
-
-import ptx_test_family as fam
 
 
 @pytest.fixture
@@ -75,7 +74,9 @@ def test_disk_level_survives_a_memory_clear_and_is_written_atomically(scale_fami
     assert len(files) == 1 and files[0].name == f"{cache.cache_key(spec)}.ptx"
     assert not list(scale_family.rglob("*.tmp"))
     raw = files[0].read_text()
-    assert raw.startswith(f"// oxicuda-kernel-cache key={cache.cache_key(spec)} sha256=") and raw.endswith(text)
+    assert raw.startswith(
+        f"// oxicuda-kernel-cache key={cache.cache_key(spec)} sha256="
+    ) and raw.endswith(text)
     cache.clear_memory_cache()
     fam.CALLS["generate"] = 0
     assert cache.ptx_for(spec) == text
@@ -89,8 +90,12 @@ def test_corrupted_disk_entry_is_detected_ignored_and_regenerated(scale_family, 
     text = cache.ptx_for(spec)
     (path,) = _disk_files(scale_family)
     raw = path.read_text()
-    broken = {"truncate": raw[: len(raw) // 2], "flip": raw.replace("ld.global", "ld.glabal", 1),
-              "header": raw.replace("key=", "kex=", 1), "empty": ""}[damage]
+    broken = {
+        "truncate": raw[: len(raw) // 2],
+        "flip": raw.replace("ld.global", "ld.glabal", 1),
+        "header": raw.replace("key=", "kex=", 1),
+        "empty": "",
+    }[damage]
     path.write_text(broken)
     cache.clear_memory_cache()
     fam.CALLS["generate"] = 0

@@ -111,7 +111,11 @@ def test_wgmma_accumulator_layout_computes_a_64xn_product(n, rng):
 
 
 def test_wgmma_shared_layouts_are_bijections_with_16_byte_chunks():
-    offsets = {fr.wgmma_smem_offset_interleaved(r, kb, lbo=128, sbo=256) for r in range(64) for kb in range(32)}
+    offsets = {
+        fr.wgmma_smem_offset_interleaved(r, kb, lbo=128, sbo=256)
+        for r in range(64)
+        for kb in range(32)
+    }
     assert offsets == set(range(64 * 32))
     assert fr.wgmma_smem_offset_interleaved(9, 17, lbo=128, sbo=256) == 256 + 128 + 16 + 1
     swz = [fr.wgmma_smem_offset_128b(r, kb) for r in range(16) for kb in range(128)]
@@ -120,7 +124,9 @@ def test_wgmma_shared_layouts_are_bijections_with_16_byte_chunks():
         for chunk in range(8):
             base = fr.wgmma_smem_offset_128b(r, 16 * chunk)
             assert base % 16 == 0 and base // 16 % 8 == chunk ^ r
-            assert [fr.wgmma_smem_offset_128b(r, 16 * chunk + j) for j in range(16)] == list(range(base, base + 16))
+            assert [fr.wgmma_smem_offset_128b(r, 16 * chunk + j) for j in range(16)] == list(
+                range(base, base + 16)
+            )
     with pytest.raises(ValueError, match="128 bytes"):
         fr.wgmma_smem_offset_128b(0, 128)
 

@@ -5,15 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+import ptx_test_family as fam
 import pytest
 
+from oxicuda.cli import inspect as inspect_cli
+from oxicuda.cli import kernels as kernels_cli
 from oxicuda.ptx import registry
 from oxicuda.ptx.spec import KernelSpec
 from oxicuda.ptx.validate import PtxasNotFound, find_ptxas
-from oxicuda.cli import inspect as inspect_cli
-from oxicuda.cli import kernels as kernels_cli
-
-import ptx_test_family as fam
 
 try:
     find_ptxas()
@@ -31,8 +30,10 @@ class BrokenSpec(KernelSpec):
 
 def _broken_generate(spec: BrokenSpec) -> str:
     # ptxas rejects this: an f32 register used as an address
-    return (".version 7.1\n.target sm_86\n.address_size 64\n\n.visible .entry "
-            f"{spec.kernel_name()}()\n{{\n\t.reg .f32 %f<2>;\n\tld.global.f32 %f1, [%f1];\n\tret;\n}}\n")
+    return (
+        ".version 7.1\n.target sm_86\n.address_size 64\n\n.visible .entry "
+        f"{spec.kernel_name()}()\n{{\n\t.reg .f32 %f<2>;\n\tld.global.f32 %f1, [%f1];\n\tret;\n}}\n"
+    )
 
 
 @pytest.fixture
@@ -44,8 +45,13 @@ def scale_family():
 
 @pytest.fixture
 def broken_family():
-    registry.register_family("test_broken", BrokenSpec, _broken_generate, lambda arch: [BrokenSpec(arch=arch)],
-                             archs=("sm_86",))
+    registry.register_family(
+        "test_broken",
+        BrokenSpec,
+        _broken_generate,
+        lambda arch: [BrokenSpec(arch=arch)],
+        archs=("sm_86",),
+    )
     yield
     registry.unregister_family("test_broken")
 
@@ -78,8 +84,13 @@ def test_generate_ptx_rejects_non_ascii():
     class Accented(KernelSpec):
         family: ClassVar[str] = "test_accented"
 
-    registry.register_family("test_accented", Accented, lambda s: ".entry k() {}\n// r\u00e9sum\u00e9\n",
-                             lambda a: [], archs=("sm_86",))
+    registry.register_family(
+        "test_accented",
+        Accented,
+        lambda s: ".entry k() {}\n// r\u00e9sum\u00e9\n",
+        lambda a: [],
+        archs=("sm_86",),
+    )
     try:
         with pytest.raises(ValueError, match="non-ASCII PTX \\(line 2\\)"):
             registry.generate_ptx(Accented())
@@ -124,7 +135,12 @@ def test_kernels_rejects_bad_arch_names(scale_family, capsys):
 
 
 def test_inspect_prints_the_ptx_of_the_requested_spec(scale_family, capsys):
-    assert inspect_cli.main(["test_scale", "--param", "dtype=f64", "--param", "factor=3", "--arch", "sm_90"]) == 0
+    assert (
+        inspect_cli.main(
+            ["test_scale", "--param", "dtype=f64", "--param", "factor=3", "--arch", "sm_90"]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     spec = fam.ScaleSpec(arch="sm_90", dtype="f64", factor=3.0)
     assert out == registry.generate_ptx(spec)

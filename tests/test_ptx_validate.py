@@ -24,7 +24,13 @@ ptxas info    : Used 40 registers, used 1 barriers, 4112 bytes smem, 380 bytes c
 
 def test_parse_ptxas_output_reads_every_figure():
     rep = validate.parse_ptxas_output(SAMPLE, "sm_86")
-    assert (rep.registers, rep.spill_stores, rep.spill_loads, rep.shared_bytes, rep.stack_bytes) == (40, 8, 12, 4112, 24)
+    assert (
+        rep.registers,
+        rep.spill_stores,
+        rep.spill_loads,
+        rep.shared_bytes,
+        rep.stack_bytes,
+    ) == (40, 8, 12, 4112, 24)
     assert rep.kernels == ("k",) and rep.ok and rep.spills == 20
 
 
@@ -106,7 +112,12 @@ def test_ptx_version_per_arch_and_driver():
     from oxicuda.ptx import target
 
     assert [target.ptx_version_for(a) for a in ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")] == [
-        "7.0", "7.1", "7.8", "7.8", "8.0"]
+        "7.0",
+        "7.1",
+        "7.8",
+        "7.8",
+        "8.0",
+    ]
     assert target.ptx_version_for_driver(13000) == "9.0"
     assert target.ptx_version_for_driver(12080) == "8.7"
     assert target.ptx_version_for_driver(12040) == "8.4"
@@ -123,7 +134,9 @@ def test_check_driver_supports_raises_for_old_drivers():
     from oxicuda.ptx import target
 
     target.check_driver_supports("8.0", driver_max="8.4")
-    with pytest.raises(target.PtxVersionError, match="PTX ISA 8.0 but the installed driver JITs at most 7.8"):
+    with pytest.raises(
+        target.PtxVersionError, match="PTX ISA 8.0 but the installed driver JITs at most 7.8"
+    ):
         target.check_driver_supports("8.0", driver_max="7.8")
 
 

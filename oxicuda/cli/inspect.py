@@ -16,9 +16,13 @@ from oxicuda.ptx.validate import PtxasNotFound, assemble
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m oxicuda inspect", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(
+        prog="python -m oxicuda inspect", description=__doc__.splitlines()[0]
+    )
     p.add_argument("family", help="a registered kernel family (see `python -m oxicuda kernels`)")
-    p.add_argument("--param", action="append", default=[], metavar="K=V", help="a spec field, repeatable")
+    p.add_argument(
+        "--param", action="append", default=[], metavar="K=V", help="a spec field, repeatable"
+    )
     p.add_argument("--arch", default=None, help="target arch (default: the spec's default)")
     p.add_argument("--emit", choices=("ptx", "regs"), default="ptx")
     return p

@@ -16,9 +16,19 @@ from oxicuda.ptx.validate import PtxasNotFound, assemble_many, find_ptxas, parse
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m oxicuda kernels", description=__doc__.splitlines()[0])
-    p.add_argument("--validate", metavar="ARCHS", help="comma-separated archs to assemble for, e.g. sm_86,sm_90")
-    p.add_argument("--regs", action="store_true", help="print registers/spills/shared per kernel (with --validate)")
+    p = argparse.ArgumentParser(
+        prog="python -m oxicuda kernels", description=__doc__.splitlines()[0]
+    )
+    p.add_argument(
+        "--validate",
+        metavar="ARCHS",
+        help="comma-separated archs to assemble for, e.g. sm_86,sm_90",
+    )
+    p.add_argument(
+        "--regs",
+        action="store_true",
+        help="print registers/spills/shared per kernel (with --validate)",
+    )
     p.add_argument("--family", help="only this family")
     p.add_argument("--jobs", type=int, default=None, help="parallel ptxas processes")
     return p
@@ -29,7 +39,10 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     registry.load_all_families()
     if args.family is not None and args.family not in registry.families():
-        print(f"kernels: no family {args.family!r}; registered: {sorted(registry.families())}", file=sys.stderr)
+        print(
+            f"kernels: no family {args.family!r}; registered: {sorted(registry.families())}",
+            file=sys.stderr,
+        )
         return 2
     if not args.validate:
         specs = registry.configurations(family=args.family)
@@ -49,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
             label = f"{registry.family_of(spec).name} {arch} {spec.key()}"
             try:
                 text = registry.generate_ptx(spec)
-            except Exception as exc:  # a generator that raises is a failed kernel, reported like one
+            # a generator that raises is a failed kernel, reported like one
+            except Exception as exc:  # noqa: BLE001
                 failures.append(f"FAIL {label}: generator raised {type(exc).__name__}: {exc}")
                 continue
             jobs.append((text, arch))
@@ -59,8 +73,10 @@ def main(argv: list[str] | None = None) -> int:
         if not rep.ok:
             failures.append(f"FAIL {label}: {rep.message}")
         elif args.regs:
-            print(f"{label}: {rep.registers} registers, {rep.spill_stores}/{rep.spill_loads} bytes spilled "
-                  f"(stores/loads), {rep.shared_bytes} bytes shared, {rep.stack_bytes} bytes stack")
+            print(
+                f"{label}: {rep.registers} registers, {rep.spill_stores}/{rep.spill_loads} bytes spilled "
+                f"(stores/loads), {rep.shared_bytes} bytes shared, {rep.stack_bytes} bytes stack"
+            )
     for line in failures:
         print(line)
     valid = sum(1 for r in reports if r.ok)

@@ -30,26 +30,35 @@ Loops and accumulators::
 Shared memory: ``tile = kb.shared("tile", "f32", 1024)`` (static, <= 48 KB) or
 ``kb.dynamic_shared("smem", max_bytes)`` (checked against the arch's opt-in limit); address it
 directly (``kb.ld("shared", "f32", tile, offset=16)``) or as a u32 from ``kb.shared_addr(tile)``.
-See the mixins for the full instruction list: ``builder_arith`` (arithmetic, conversion, special
-registers, addresses), ``builder_memory`` (params, ld/st, shared, directives), ``builder_flow``
-(if/else/loop, barriers, atomics, shuffles, votes), ``builder_tensorcore`` (cp.async, ldmatrix,
-mma.sync, wgmma, mbarrier, TMA).
+See the mixins for the full instruction list: ``builder_arith`` (arithmetic, logic, special
+registers), ``builder_convert`` (cvt, packing, ex2/lg2/sin/cos, exp/log, addresses),
+``builder_memory`` (params, ld/st, shared, directives), ``builder_flow`` (if/else/loop, barriers,
+atomics, shuffles, votes), ``builder_tensorcore`` (cp.async, ldmatrix, mma.sync, wgmma,
+mbarrier, TMA).
 """
 
 from __future__ import annotations
 
 from . import ir
-from .builder_arith import LN_2, LOG2_E, ArithMixin
 from .builder_base import ParamArray, SharedArray, Value
+from .builder_convert import LN_2, LOG2_E, ConvertMixin
 from .builder_flow import FlowMixin
 from .builder_memory import MemoryMixin
 from .builder_tensorcore import TensorCoreMixin, matrix_descriptor_bits
 from .emit import emit
 
-__all__ = ["KernelBuilder", "Value", "SharedArray", "ParamArray", "matrix_descriptor_bits", "LOG2_E", "LN_2"]
+__all__ = [
+    "LN_2",
+    "LOG2_E",
+    "KernelBuilder",
+    "ParamArray",
+    "SharedArray",
+    "Value",
+    "matrix_descriptor_bits",
+]
 
 
-class KernelBuilder(ArithMixin, MemoryMixin, FlowMixin, TensorCoreMixin):
+class KernelBuilder(ConvertMixin, MemoryMixin, FlowMixin, TensorCoreMixin):
     """Builds one PTX ``.entry`` for ``arch`` (``sm_80``, ``sm_86``, ``sm_90``, ``sm_90a``...).
 
     ``math``: ``"precise"`` (IEEE div/sqrt/rcp, ``.rn`` on add/sub/mul so nothing is contracted
@@ -85,7 +94,9 @@ class KernelBuilder(ArithMixin, MemoryMixin, FlowMixin, TensorCoreMixin):
         globals_: tuple[ir.VarDecl, ...] = ()
         if self._dynamic_shared is not None:
             d = self._dynamic_shared
-            globals_ = (ir.VarDecl("shared", "b8", d.name, align=d.align, size=0, linkage="extern"),)
+            globals_ = (
+                ir.VarDecl("shared", "b8", d.name, align=d.align, size=0, linkage="extern"),
+            )
         return ir.Module(self.ptx_version, self.arch, 64, globals_, (fn,))
 
     def ptx(self) -> str:

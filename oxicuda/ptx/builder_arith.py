@@ -8,13 +8,31 @@ from __future__ import annotations
 
 from . import ir
 from .builder_base import BuilderBase, Operandish, Value
-from .types import f16_bits, bf16_bits, ptx_type
+from .types import bf16_bits, f16_bits, ptx_type
 
 LOG2_E = 1.4426950408889634
 LN_2 = 0.6931471805599453
 
-_COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs",
-                "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan")
+_COMPARISONS = (
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "lo",
+    "ls",
+    "hi",
+    "hs",
+    "equ",
+    "neu",
+    "ltu",
+    "leu",
+    "gtu",
+    "geu",
+    "num",
+    "nan",
+)
 _FLOAT_ROUNDING = ("rn", "rz", "rm", "rp", "rna")
 _INT_ROUNDING = ("rni", "rzi", "rmi", "rpi")
 _SPECIAL_DIMS = ("x", "y", "z")
@@ -22,8 +40,17 @@ _SPECIAL_DIMS = ("x", "y", "z")
 
 class ArithMixin(BuilderBase):
     # -- helpers --------------------------------------------------------------------------------
-    def _binary(self, op: str, a: Operandish, b: Operandish, mods: tuple[str, ...], type_: str | None,
-                out: Value | None, *, allow: str = "usf") -> Value:
+    def _binary(
+        self,
+        op: str,
+        a: Operandish,
+        b: Operandish,
+        mods: tuple[str, ...],
+        type_: str | None,
+        out: Value | None,
+        *,
+        allow: str = "usf",
+    ) -> Value:
         t = self._infer_type(op, a, b, type_=type_)
         pt = ptx_type(t)
         if pt.kind not in allow:
@@ -111,18 +138,28 @@ class ArithMixin(BuilderBase):
         return self._special("%warpid")
 
     # -- integer and float arithmetic -----------------------------------------------------------
-    def add(self, a: Operandish, b: Operandish, type_: str | None = None, out: Value | None = None) -> Value:
+    def add(
+        self, a: Operandish, b: Operandish, type_: str | None = None, out: Value | None = None
+    ) -> Value:
         """``a + b`` (``add.rn`` for floats in precise mode)."""
         t = self._infer_type("add", a, b, type_=type_)
         return self._binary("add", a, b, self._float_round(t), t, out)
 
-    def sub(self, a: Operandish, b: Operandish, type_: str | None = None, out: Value | None = None) -> Value:
+    def sub(
+        self, a: Operandish, b: Operandish, type_: str | None = None, out: Value | None = None
+    ) -> Value:
         """``a - b`` (``sub.rn`` for floats in precise mode)."""
         t = self._infer_type("sub", a, b, type_=type_)
         return self._binary("sub", a, b, self._float_round(t), t, out)
 
-    def mul(self, a: Operandish, b: Operandish, mode: str = "lo", type_: str | None = None,
-            out: Value | None = None) -> Value:
+    def mul(
+        self,
+        a: Operandish,
+        b: Operandish,
+        mode: str = "lo",
+        type_: str | None = None,
+        out: Value | None = None,
+    ) -> Value:
         """``a * b``. Integers: ``mode`` lo (low half), hi (high half) or wide (double-width result,
         e.g. u32*u32 -> u64). Floats: ``mul.rn`` in precise mode."""
         t = self._infer_type("mul", a, b, type_=type_)
@@ -143,8 +180,15 @@ class ArithMixin(BuilderBase):
         self._emit("mul", ("wide", t), (d.reg, sa, sb))
         return d
 
-    def mad(self, a: Operandish, b: Operandish, c: Operandish, mode: str = "lo", type_: str | None = None,
-            out: Value | None = None) -> Value:
+    def mad(
+        self,
+        a: Operandish,
+        b: Operandish,
+        c: Operandish,
+        mode: str = "lo",
+        type_: str | None = None,
+        out: Value | None = None,
+    ) -> Value:
         """``a * b + c`` for integers (``mode`` lo or wide: c and the result are double width).
         For floats this is ``fma.rn`` (PTX's float mad is the same fused operation)."""
         t = self._infer_type("mad", a, b, type_=type_)
@@ -160,14 +204,24 @@ class ArithMixin(BuilderBase):
             return d
         if mode == "wide":
             wide = f"{pt.kind}{pt.bits * 2}"
-            ops = [self._src(a, t, "mad.wide"), self._src(b, t, "mad.wide"), self._src(c, wide, "mad.wide")]
+            ops = [
+                self._src(a, t, "mad.wide"),
+                self._src(b, t, "mad.wide"),
+                self._src(c, wide, "mad.wide"),
+            ]
             d = self._dst(wide, out, "mad.wide")
             self._emit("mad", ("wide", t), (d.reg, *ops))
             return d
         raise ValueError(f"mad: mode={mode!r}; allowed: lo, wide")
 
-    def fma(self, a: Operandish, b: Operandish, c: Operandish, type_: str | None = None,
-            out: Value | None = None) -> Value:
+    def fma(
+        self,
+        a: Operandish,
+        b: Operandish,
+        c: Operandish,
+        type_: str | None = None,
+        out: Value | None = None,
+    ) -> Value:
         """``fma.rn``: ``a * b + c`` rounded once (floats only)."""
         t = self._infer_type("fma", a, b, c, type_=type_)
         if ptx_type(t).kind != "f":
@@ -179,7 +233,9 @@ class ArithMixin(BuilderBase):
         self._emit("fma", ("rn", t), (d.reg, *ops))
         return d
 
-    def div(self, a: Operandish, b: Operandish, type_: str | None = None, out: Value | None = None) -> Value:
+    def div(
+        self, a: Operandish, b: Operandish, type_: str | None = None, out: Value | None = None
+    ) -> Value:
         """``a / b``: integers truncate; f32 is IEEE ``div.rn`` in precise mode and ``div.full``
         (about 2 ulp) in fast mode; f64 is always ``div.rn``."""
         t = self._infer_type("div", a, b, type_=type_)
@@ -187,18 +243,24 @@ class ArithMixin(BuilderBase):
         if pt.kind in "us":
             return self._binary("div", a, b, (), t, out)
         if t == "f32":
-            return self._binary("div", a, b, ("rn",) if self.math == "precise" else ("full",), t, out)
+            return self._binary(
+                "div", a, b, ("rn",) if self.math == "precise" else ("full",), t, out
+            )
         if t == "f64":
             return self._binary("div", a, b, ("rn",), t, out)
         raise TypeError(f"div: .{t} is not supported; allowed: integers, f32, f64")
 
-    def _unary(self, op: str, mods: tuple[str, ...], x: Operandish, t: str, out: Value | None) -> Value:
+    def _unary(
+        self, op: str, mods: tuple[str, ...], x: Operandish, t: str, out: Value | None
+    ) -> Value:
         s = self._src(x, t, op)
         d = self._dst(t, out, op)
         self._emit(op, (*mods, t), (d.reg, s))
         return d
 
-    def _float_unary_type(self, op: str, x: Operandish, type_: str | None, allowed: tuple[str, ...]) -> str:
+    def _float_unary_type(
+        self, op: str, x: Operandish, type_: str | None, allowed: tuple[str, ...]
+    ) -> str:
         t = self._infer_type(op, x, type_=type_)
         if t not in allowed:
             raise TypeError(f"{op}: .{t} is not supported; PTX has {op} for {allowed} only")
@@ -226,11 +288,15 @@ class ArithMixin(BuilderBase):
         mods = ("approx", "ftz") if t == "f64" else ("approx",)
         return self._unary("rsqrt", mods, x, t, out)
 
-    def min(self, a: Operandish, b: Operandish, type_: str | None = None, out: Value | None = None) -> Value:
+    def min(
+        self, a: Operandish, b: Operandish, type_: str | None = None, out: Value | None = None
+    ) -> Value:
         """``min(a, b)`` (floats: the non-NaN operand if one is NaN)."""
         return self._binary("min", a, b, (), type_, out)
 
-    def max(self, a: Operandish, b: Operandish, type_: str | None = None, out: Value | None = None) -> Value:
+    def max(
+        self, a: Operandish, b: Operandish, type_: str | None = None, out: Value | None = None
+    ) -> Value:
         """``max(a, b)`` (floats: the non-NaN operand if one is NaN)."""
         return self._binary("max", a, b, (), type_, out)
 
@@ -249,7 +315,9 @@ class ArithMixin(BuilderBase):
         return self._unary("neg", (), x, t, out)
 
     # -- bits -----------------------------------------------------------------------------------
-    def _logic(self, op: str, a: Operandish, b: Operandish, type_: str | None, out: Value | None) -> Value:
+    def _logic(
+        self, op: str, a: Operandish, b: Operandish, type_: str | None, out: Value | None
+    ) -> Value:
         t = self._infer_type(op, a, b, type_=type_)
         pt = ptx_type(t)
         if pt.kind == "f":
@@ -260,15 +328,21 @@ class ArithMixin(BuilderBase):
         self._emit(op, (it,), (d.reg, sa, sb))
         return d
 
-    def and_(self, a: Operandish, b: Operandish, type_: str | None = None, out: Value | None = None) -> Value:
+    def and_(
+        self, a: Operandish, b: Operandish, type_: str | None = None, out: Value | None = None
+    ) -> Value:
         """Bitwise (or predicate) and."""
         return self._logic("and", a, b, type_, out)
 
-    def or_(self, a: Operandish, b: Operandish, type_: str | None = None, out: Value | None = None) -> Value:
+    def or_(
+        self, a: Operandish, b: Operandish, type_: str | None = None, out: Value | None = None
+    ) -> Value:
         """Bitwise (or predicate) or."""
         return self._logic("or", a, b, type_, out)
 
-    def xor(self, a: Operandish, b: Operandish, type_: str | None = None, out: Value | None = None) -> Value:
+    def xor(
+        self, a: Operandish, b: Operandish, type_: str | None = None, out: Value | None = None
+    ) -> Value:
         """Bitwise (or predicate) exclusive or."""
         return self._logic("xor", a, b, type_, out)
 
@@ -282,7 +356,9 @@ class ArithMixin(BuilderBase):
         self._emit("not", (pt.bits_name,), (d.reg, s))
         return d
 
-    def shl(self, a: Operandish, n: Operandish, type_: str | None = None, out: Value | None = None) -> Value:
+    def shl(
+        self, a: Operandish, n: Operandish, type_: str | None = None, out: Value | None = None
+    ) -> Value:
         """``a << n`` (n is a u32 count)."""
         t = self._infer_type("shl", a, type_=type_)
         pt = ptx_type(t)
@@ -293,7 +369,9 @@ class ArithMixin(BuilderBase):
         self._emit("shl", (pt.bits_name,), (d.reg, sa, sn))
         return d
 
-    def shr(self, a: Operandish, n: Operandish, type_: str | None = None, out: Value | None = None) -> Value:
+    def shr(
+        self, a: Operandish, n: Operandish, type_: str | None = None, out: Value | None = None
+    ) -> Value:
         """``a >> n``: arithmetic for signed types, logical for unsigned and bits types."""
         t = self._infer_type("shr", a, type_=type_)
         pt = ptx_type(t)
@@ -306,7 +384,14 @@ class ArithMixin(BuilderBase):
         return d
 
     # -- comparison and selection ---------------------------------------------------------------
-    def setp(self, cmp: str, a: Operandish, b: Operandish, type_: str | None = None, out: Value | None = None) -> Value:
+    def setp(
+        self,
+        cmp: str,
+        a: Operandish,
+        b: Operandish,
+        type_: str | None = None,
+        out: Value | None = None,
+    ) -> Value:
         """A predicate: ``a <cmp> b`` with cmp in eq ne lt le gt ge (and lo ls hi hs for unsigned,
         equ neu ltu leu gtu geu num nan for floats)."""
         if cmp not in _COMPARISONS:
@@ -317,7 +402,14 @@ class ArithMixin(BuilderBase):
         self._emit("setp", (cmp, t), (d.reg, sa, sb))
         return d
 
-    def selp(self, a: Operandish, b: Operandish, p: Value, type_: str | None = None, out: Value | None = None) -> Value:
+    def selp(
+        self,
+        a: Operandish,
+        b: Operandish,
+        p: Value,
+        type_: str | None = None,
+        out: Value | None = None,
+    ) -> Value:
         """``p ? a : b``."""
         t = self._infer_type("selp", a, b, type_=type_)
         pt = ptx_type(t)
@@ -329,169 +421,5 @@ class ArithMixin(BuilderBase):
         self._emit("selp", (it,), (d.reg, *ops))
         return d
 
-    # -- conversion -----------------------------------------------------------------------------
-    def cvt(self, x: Operandish, to: str, rnd: str | None = None, sat: bool = False, ftz: bool = False,
-            type_: str | None = None, out: Value | None = None) -> Value:
-        """Convert ``x`` to type ``to``. Rounding defaults: float narrowing and int->float ``rn``,
-        float->int ``rzi`` (C truncation), float->same float with ``rnd`` in rni/rzi/rmi/rpi rounds
-        to an integral value (``floor`` is ``cvt.rmi``). ``sat`` clamps to the destination range."""
-        src = self._infer_type("cvt", x, type_=type_)
-        st, dt = ptx_type(src), ptx_type(to)
-        if st.kind in ("b", "pred") or dt.kind in ("b", "pred"):
-            raise TypeError(f"cvt: .{src} -> .{to}; cvt needs typed operands: use bitcast or selp")
-        mods: list[str] = []
-        if dt.name == "tf32":
-            self._require("cvt.rna.tf32.f32", 80, ptx="7.0")
-            if src != "f32":
-                raise TypeError(f"cvt: tf32 converts from f32 only, got .{src}")
-            rnd = rnd or "rna"
-        elif st.kind == "f" and dt.kind == "f":
-            if st.name == dt.name:
-                if rnd not in _INT_ROUNDING:
-                    raise ValueError(f"cvt .{src} -> .{to}: same type needs rnd in {_INT_ROUNDING}, got {rnd!r}")
-            elif dt.bits < st.bits:
-                rnd = rnd or "rn"
-                if rnd not in _FLOAT_ROUNDING:
-                    raise ValueError(f"cvt narrowing .{src} -> .{to}: rnd={rnd!r}; allowed {_FLOAT_ROUNDING}")
-                if dt.name == "bf16" or st.name == "bf16":
-                    self._require(f"cvt .{src} -> .{to}", 80, ptx="7.0")
-            elif rnd is not None:
-                raise ValueError(f"cvt widening .{src} -> .{to} is exact; rounding {rnd!r} is not allowed")
-        elif st.kind == "f":
-            rnd = rnd or "rzi"
-            if rnd not in _INT_ROUNDING:
-                raise ValueError(f"cvt .{src} -> .{to}: rnd={rnd!r}; allowed {_INT_ROUNDING}")
-        elif dt.kind == "f":
-            rnd = rnd or "rn"
-            if rnd not in ("rn", "rz", "rm", "rp"):
-                raise ValueError(f"cvt .{src} -> .{to}: rnd={rnd!r}; allowed rn rz rm rp")
-        elif rnd is not None:
-            raise ValueError(f"cvt int .{src} -> int .{to} takes no rounding (got {rnd!r})")
-        if rnd:
-            mods.append(rnd)
-        if ftz:
-            mods.append("ftz")
-        if sat:
-            mods.append("sat")
-        s = self._src(x, src, "cvt")
-        d = self._dst(dt.name, out, "cvt")
-        self._emit("cvt", (*mods, dt.name, src), (d.reg, s))
-        return d
 
-    def floor(self, x: Value, out: Value | None = None) -> Value:
-        """Round toward minus infinity (``cvt.rmi``; PTX has no floor instruction)."""
-        return self.cvt(x, x.type, rnd="rmi", out=out)
-
-    def ceil(self, x: Value, out: Value | None = None) -> Value:
-        """Round toward plus infinity (``cvt.rpi``)."""
-        return self.cvt(x, x.type, rnd="rpi", out=out)
-
-    def trunc(self, x: Value, out: Value | None = None) -> Value:
-        """Round toward zero (``cvt.rzi``)."""
-        return self.cvt(x, x.type, rnd="rzi", out=out)
-
-    def round(self, x: Value, out: Value | None = None) -> Value:
-        """Round to nearest even (``cvt.rni``)."""
-        return self.cvt(x, x.type, rnd="rni", out=out)
-
-    def cvt_pack(self, hi: Operandish, lo: Operandish, to: str = "f16x2", out: Value | None = None) -> Value:
-        """Two f32 values packed into one f16x2/bf16x2 register (``cvt.rn``; ``hi`` in bits 16-31)."""
-        if to not in ("f16x2", "bf16x2"):
-            raise ValueError(f"cvt_pack: to={to!r}; allowed f16x2, bf16x2")
-        self._require(f"cvt.rn.{to}.f32", 80, ptx="7.0")
-        sa, sb = self._src(hi, "f32", "cvt_pack"), self._src(lo, "f32", "cvt_pack")
-        d = self._dst(to, out, "cvt_pack")
-        self._emit("cvt", ("rn", to, "f32"), (d.reg, sa, sb))
-        return d
-
-    def pack(self, lo: Value, hi: Value, to: str | None = None) -> Value:
-        """Two 16-bit values as one 32-bit register (``mov.b32 d, {lo, hi}``); f16 -> f16x2."""
-        self._check_value(lo, "pack")
-        self._check_value(hi, "pack")
-        if lo.ptype.bits != 16 or hi.ptype.bits != 16:
-            raise TypeError(f"pack: {lo!r} and {hi!r} must both be 16-bit")
-        to = to or {"f16": "f16x2", "bf16": "bf16x2"}.get(lo.type, "b32")
-        d = self._dst(to, None, "pack")
-        self._emit("mov", ("b32",), (d.reg, ir.Vec((lo.reg, hi.reg))))
-        return d
-
-    def unpack(self, v: Value) -> tuple[Value, Value]:
-        """``(lo, hi)`` 16-bit halves of a 32-bit register; f16x2 -> two f16."""
-        self._check_value(v, "unpack")
-        if v.ptype.bits != 32:
-            raise TypeError(f"unpack: {v!r} must be 32-bit")
-        half = {"f16x2": "f16", "bf16x2": "bf16"}.get(v.type, "b16")
-        lo, hi = self._dst(half, None, "unpack"), self._dst(half, None, "unpack")
-        self._emit("mov", ("b32",), (ir.Vec((lo.reg, hi.reg)), v.reg))
-        return lo, hi
-
-    # -- transcendentals (approximate, f32 only: PTX has no f64 forms) --------------------------
-    def _approx(self, op: str, x: Operandish, out: Value | None, type_: str | None) -> Value:
-        t = self._infer_type(op, x, type_=type_)
-        if t != "f32":
-            raise TypeError(
-                f"{op}.approx exists for .f32 only, got .{t}; compute f64 {op} with a polynomial"
-            )
-        mods = ("approx", "ftz") if self.math == "fast" else ("approx",)
-        return self._unary(op, mods, x, t, out)
-
-    def ex2(self, x: Operandish, type_: str | None = None, out: Value | None = None) -> Value:
-        """``2 ** x`` (``ex2.approx.f32``). For ``e ** x`` use ``exp``."""
-        return self._approx("ex2", x, out, type_)
-
-    def lg2(self, x: Operandish, type_: str | None = None, out: Value | None = None) -> Value:
-        """``log2(x)`` (``lg2.approx.f32``). For the natural log use ``log``."""
-        return self._approx("lg2", x, out, type_)
-
-    def sin(self, x: Operandish, type_: str | None = None, out: Value | None = None) -> Value:
-        """``sin(x)`` (``sin.approx.f32``)."""
-        return self._approx("sin", x, out, type_)
-
-    def cos(self, x: Operandish, type_: str | None = None, out: Value | None = None) -> Value:
-        """``cos(x)`` (``cos.approx.f32``; there is no cos.approx.f64)."""
-        return self._approx("cos", x, out, type_)
-
-    def exp(self, x: Value, out: Value | None = None) -> Value:
-        """``e ** x`` = ``ex2(x * log2(e))`` (f32)."""
-        if x.type != "f32":
-            raise TypeError(f"exp: {x!r} must be f32 (ex2.approx is f32 only)")
-        return self.ex2(self.mul(x, LOG2_E), out=out)
-
-    def log(self, x: Value, out: Value | None = None) -> Value:
-        """Natural log = ``lg2(x) * ln(2)`` (f32)."""
-        if x.type != "f32":
-            raise TypeError(f"log: {x!r} must be f32 (lg2.approx is f32 only)")
-        return self.mul(self.lg2(x), LN_2, out=out)
-
-    # -- addresses ------------------------------------------------------------------------------
-    def addr(self, base: Value, index: Operandish, elem_size: int) -> Value:
-        """``base + index * elem_size`` without 32-bit overflow: a u64 base takes ``mul.wide`` of a
-        32-bit index (or ``mul.lo.u64`` of a 64-bit one) and ``add.u64``; a u32 (shared) base
-        takes ``mad.lo.u32``."""
-        if not isinstance(elem_size, int) or elem_size <= 0:
-            raise ValueError(f"addr: elem_size={elem_size!r}; must be a positive int")
-        self._check_value(base, "addr")
-        if base.ptype.bits == 32:
-            idx = index if isinstance(index, int) else self._as_u32(index)
-            return self.mad(idx, elem_size, base, type_="u32") if not isinstance(idx, int) else self.add(base, idx * elem_size)
-        if base.ptype.bits != 64 or base.ptype.kind == "f":
-            raise TypeError(f"addr: base {base!r} must be a u64 (global/generic) or u32 (shared) address")
-        base64 = base if base.type == "u64" else self.bitcast(base, "u64")
-        if isinstance(index, int):
-            return self.add(base64, index * elem_size)
-        if index.ptype.bits == 64:
-            off = self.mul(self.bitcast(index, "u64") if index.type != "s64" else index, elem_size)
-            off = off if off.type == "u64" else self.bitcast(off, "u64")
-        else:
-            kind = "s32" if index.type == "s32" else "u32"
-            off = self.mul(index if index.type == kind else self.bitcast(index, kind), elem_size, mode="wide")
-            off = off if off.type == "u64" else self.bitcast(off, "u64")
-        return self.add(base64, off)
-
-    def _as_u32(self, v: Operandish) -> Value:
-        if not isinstance(v, Value) or v.ptype.bits != 32 or v.ptype.kind == "f":
-            raise TypeError(f"expected a 32-bit integer Value, got {v!r}")
-        return v if v.type == "u32" else self.bitcast(v, "u32")
-
-
-__all__ = ["ArithMixin", "LOG2_E", "LN_2"]
+__all__ = ["LN_2", "LOG2_E", "ArithMixin"]

@@ -7,8 +7,8 @@ the names documented on ``KernelBuilder`` are public; the helpers here are share
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence, Union
 
 from . import ir
 from .target import ptx_version_for, version_tuple
@@ -19,8 +19,15 @@ MATH_MODES = ("precise", "fast")
 
 # dynamic (opt-in) shared memory per block, bytes; static shared is limited to 48 KB everywhere
 SHARED_OPTIN_LIMIT = {
-    70: 98304, 75: 65536, 80: 166912, 86: 101376, 87: 166912, 89: 101376, 90: 232448,
-    100: 232448, 120: 101376,
+    70: 98304,
+    75: 65536,
+    80: 166912,
+    86: 101376,
+    87: 166912,
+    89: 101376,
+    90: 232448,
+    100: 232448,
+    120: 101376,
 }
 STATIC_SHARED_LIMIT = 48 * 1024
 
@@ -28,9 +35,9 @@ STATIC_SHARED_LIMIT = 48 * 1024
 class Value:
     """A typed virtual register made by a builder: ``.type`` (a PtxType name) and ``.name``."""
 
-    __slots__ = ("type", "name", "_owner")
+    __slots__ = ("_owner", "name", "type")
 
-    def __init__(self, owner: "BuilderBase", type_: str, name: str) -> None:
+    def __init__(self, owner: BuilderBase, type_: str, name: str) -> None:
         self.type = type_
         self.name = name
         self._owner = owner
@@ -71,16 +78,20 @@ class ParamArray:
     align: int
 
 
-Operandish = Union[Value, int, float, bool]
-Address = Union[Value, SharedArray, ParamArray]
+Operandish = Value | int | float | bool
+Address = Value | SharedArray | ParamArray
 
 
 class BuilderBase:
     """Registers, statements, structure stack and arch/version gates shared by the mixins."""
 
-    def __init__(self, name: str, arch: str, math: str = "precise", ptx_version: str | None = None) -> None:
+    def __init__(
+        self, name: str, arch: str, math: str = "precise", ptx_version: str | None = None
+    ) -> None:
         if not _IDENT.match(name):
-            raise ValueError(f"kernel name {name!r} is not a PTX identifier ([A-Za-z_][A-Za-z0-9_]*)")
+            raise ValueError(
+                f"kernel name {name!r} is not a PTX identifier ([A-Za-z_][A-Za-z0-9_]*)"
+            )
         if math not in MATH_MODES:
             raise ValueError(f"math={math!r}; allowed: {MATH_MODES}")
         self.name = name
@@ -127,7 +138,10 @@ class BuilderBase:
         else:
             if out._owner is not self:
                 raise ValueError(f"{what}: out={out!r} belongs to another KernelBuilder")
-            if ptx_type(out.type).bank != ptx_type(type_).bank or ptx_type(out.type).bits != ptx_type(type_).bits:
+            if (
+                ptx_type(out.type).bank != ptx_type(type_).bank
+                or ptx_type(out.type).bits != ptx_type(type_).bits
+            ):
                 raise TypeError(f"{what}: out={out!r} cannot hold a .{type_} result")
             v = out
         self._written.add(v.name)
@@ -159,15 +173,31 @@ class BuilderBase:
         if len(types) == 1:
             return types.pop()
         if not types:
-            raise TypeError(f"{what}: all operands are Python numbers; pass type_= to say the PTX type")
+            raise TypeError(
+                f"{what}: all operands are Python numbers; pass type_= to say the PTX type"
+            )
         listing = ", ".join(f"{x!r}" for x in xs if isinstance(x, Value))
-        raise TypeError(f"{what}: operand types differ ({listing}); convert one with kb.cvt(...) first")
+        raise TypeError(
+            f"{what}: operand types differ ({listing}); convert one with kb.cvt(...) first"
+        )
 
     # -- statements -----------------------------------------------------------------------------
-    def _emit(self, opcode: str, mods: Iterable[str], operands: Sequence[ir.Operand], pred: ir.Pred | None = None) -> None:
+    def _emit(
+        self,
+        opcode: str,
+        mods: Iterable[str],
+        operands: Sequence[ir.Operand],
+        pred: ir.Pred | None = None,
+    ) -> None:
         self._body.append(ir.Instr(opcode, tuple(mods), tuple(operands), pred))
 
-    def instr(self, opcode: str, mods: Sequence[str] = (), operands: Sequence[ir.Operand] = (), pred: Value | None = None) -> None:
+    def instr(
+        self,
+        opcode: str,
+        mods: Sequence[str] = (),
+        operands: Sequence[ir.Operand] = (),
+        pred: Value | None = None,
+    ) -> None:
         """Record one raw instruction (an escape hatch; no type checks)."""
         guard = ir.Pred(pred.reg) if pred is not None else None
         self._body.append(ir.Instr(opcode, tuple(mods), tuple(operands), guard))
@@ -185,20 +215,26 @@ class BuilderBase:
         return f"$L_{kind}_{self._label_counter}"
 
     # -- gates ----------------------------------------------------------------------------------
-    def _require(self, what: str, min_sm: int, *, arch_a: bool = False, ptx: str | None = None) -> None:
+    def _require(
+        self, what: str, min_sm: int, *, arch_a: bool = False, ptx: str | None = None
+    ) -> None:
         if arch_a and not (self.arch.endswith("a") and self.sm == min_sm):
             raise NotImplementedError(
                 f"{what} needs sm_{min_sm}a (arch-specific features); this builder targets {self.arch}"
             )
         if self.sm < min_sm:
-            raise NotImplementedError(f"{what} needs sm_{min_sm} or newer; this builder targets {self.arch}")
+            raise NotImplementedError(
+                f"{what} needs sm_{min_sm} or newer; this builder targets {self.arch}"
+            )
         if ptx is not None and version_tuple(ptx) > version_tuple(self._needed_version):
             self._needed_version = ptx
 
     @property
     def ptx_version(self) -> str:
         """The PTX ISA version the module will declare (raised by instructions that need more)."""
-        if self._explicit_version and version_tuple(self._needed_version) > version_tuple(self._base_version):
+        if self._explicit_version and version_tuple(self._needed_version) > version_tuple(
+            self._base_version
+        ):
             raise ValueError(
                 f"ptx_version={self._base_version} was given but the kernel uses instructions that "
                 f"need PTX {self._needed_version}"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from . import ir
 from .builder_base import Address, BuilderBase, Operandish, Value
@@ -51,7 +51,9 @@ class FlowMixin(BuilderBase):
         n = self._last_closed_if
         if n is None or self._body[-1] != ir.Label(f"$L_else_{n}"):
             raise RuntimeError("else_ must directly follow a closed `with kb.if_(...)` block")
-        self._body.insert(len(self._body) - 1, ir.Instr("bra", ("uni",), (ir.Sym(f"$L_endif_{n}"),)))
+        self._body.insert(
+            len(self._body) - 1, ir.Instr("bra", ("uni",), (ir.Sym(f"$L_endif_{n}"),))
+        )
         self._last_closed_if = None
         self._push("else", n)
         yield
@@ -59,13 +61,18 @@ class FlowMixin(BuilderBase):
         self._body.append(ir.Label(f"$L_endif_{n}"))
 
     @contextmanager
-    def loop(self, start: Operandish, stop: Operandish, step: int = 1, type_: str | None = None) -> Iterator[Value]:
+    def loop(
+        self, start: Operandish, stop: Operandish, step: int = 1, type_: str | None = None
+    ) -> Iterator[Value]:
         """``with kb.loop(start, stop, step) as i:`` a runtime loop ``for i in range(start, stop,
         step)`` (step a nonzero Python int; zero trips when the range is empty)."""
         if not isinstance(step, int) or step == 0:
             raise ValueError(f"loop: step={step!r}; must be a nonzero Python int")
-        t = self._infer_type("loop", start, stop, type_=type_) if any(
-            isinstance(x, Value) for x in (start, stop)) or type_ else "s32"
+        t = (
+            self._infer_type("loop", start, stop, type_=type_)
+            if any(isinstance(x, Value) for x in (start, stop)) or type_
+            else "s32"
+        )
         if ptx_type(t).kind not in "us":
             raise TypeError(f"loop: the counter type .{t} must be an integer type")
         self._label_counter += 1
@@ -101,7 +108,9 @@ class FlowMixin(BuilderBase):
     def bra(self, label: str, pred: Value | None = None, negate: bool = False) -> None:
         """Branch to ``label`` (which must carry the ``$`` sigil), optionally under a predicate."""
         if not label.startswith("$"):
-            raise ValueError(f"bra: label {label!r} lacks the '$' sigil; use the name kb.label() returned")
+            raise ValueError(
+                f"bra: label {label!r} lacks the '$' sigil; use the name kb.label() returned"
+            )
         self._emit("bra", (), (ir.Sym(label),), self._guard(pred, negate))
 
     def ret(self, pred: Value | None = None) -> None:
@@ -130,7 +139,9 @@ class FlowMixin(BuilderBase):
         """``fence.{sc,acq_rel}.{cta,cluster,gpu,sys}`` (sm_70)."""
         if sem not in ("sc", "acq_rel") or scope not in ("cta", "cluster", "gpu", "sys"):
             raise ValueError(f"fence: sem={sem!r} scope={scope!r}")
-        self._require("fence", 90 if scope == "cluster" else 70, ptx="7.8" if scope == "cluster" else "6.0")
+        self._require(
+            "fence", 90 if scope == "cluster" else 70, ptx="7.8" if scope == "cluster" else "6.0"
+        )
         self._emit("fence", (sem, scope), ())
 
     def fence_proxy_async(self, space: str = "shared::cta") -> None:
@@ -153,11 +164,21 @@ class FlowMixin(BuilderBase):
         if op in ("inc", "dec") and t.name != "u32":
             raise TypeError(f"atom.{op} exists for .u32 only, got .{t.name}")
         if op in ("min", "max") and t.kind not in "us":
-            raise TypeError(f"atom.{op}: .{t.name}; allowed integer types (float min/max needs sm_90 f16/bf16 forms)")
+            raise TypeError(
+                f"atom.{op}: .{t.name}; allowed integer types (float min/max needs sm_90 f16/bf16 forms)"
+            )
         return t.name
 
-    def atom(self, space: str, op: str, type_: str, addr: Address, value: Operandish,
-             compare: Operandish | None = None, offset: int = 0) -> Value:
+    def atom(
+        self,
+        space: str,
+        op: str,
+        type_: str,
+        addr: Address,
+        value: Operandish,
+        compare: Operandish | None = None,
+        offset: int = 0,
+    ) -> Value:
         """Atomic read-modify-write; returns the old value. ``cas`` takes ``compare`` (the expected
         value) and ``value`` (the new one)."""
         if space not in ("global", "shared"):
@@ -173,7 +194,9 @@ class FlowMixin(BuilderBase):
         self._emit("atom", (space, op, it), (d.reg, a, *ops))
         return d
 
-    def red(self, space: str, op: str, type_: str, addr: Address, value: Operandish, offset: int = 0) -> None:
+    def red(
+        self, space: str, op: str, type_: str, addr: Address, value: Operandish, offset: int = 0
+    ) -> None:
         """Atomic reduction without a result (``red``)."""
         if space not in ("global", "shared"):
             raise ValueError(f"red: space={space!r}; allowed global, shared")
@@ -184,17 +207,29 @@ class FlowMixin(BuilderBase):
         self._emit("red", (space, op, it), (a, self._src(value, it, "red", bits_ok=True)))
 
     # -- warp collectives -----------------------------------------------------------------------
-    def shfl_sync(self, mode: str, value: Value, b: Operandish, c: Operandish | None = None,
-                  mask: Operandish = FULL_MASK) -> Value:
+    def shfl_sync(
+        self,
+        mode: str,
+        value: Value,
+        b: Operandish,
+        c: Operandish | None = None,
+        mask: Operandish = FULL_MASK,
+    ) -> Value:
         """``shfl.sync.<mode>.b32``: ``value`` from another lane (32-bit values). ``b`` is the lane
         delta/mask/index; ``c`` the clamp (default 31, or 0 for ``up``)."""
         if mode not in SHFL_MODES:
             raise ValueError(f"shfl_sync: mode={mode!r}; allowed {SHFL_MODES}")
         if not isinstance(value, Value) or value.ptype.bits != 32:
-            raise TypeError(f"shfl_sync: value {value!r} must be a 32-bit Value; split wider values")
+            raise TypeError(
+                f"shfl_sync: value {value!r} must be a 32-bit Value; split wider values"
+            )
         c = (0 if mode == "up" else 31) if c is None else c
-        ops = (self._src(value, "b32", "shfl_sync", bits_ok=True), self._src(b, "b32", "shfl_sync"),
-               self._src(c, "b32", "shfl_sync"), self._src(_mask(mask), "b32", "shfl_sync"))
+        ops = (
+            self._src(value, "b32", "shfl_sync", bits_ok=True),
+            self._src(b, "b32", "shfl_sync"),
+            self._src(c, "b32", "shfl_sync"),
+            self._src(_mask(mask), "b32", "shfl_sync"),
+        )
         d = self._dst(value.type, None, "shfl_sync")
         self._emit("shfl", ("sync", mode, "b32"), (d.reg, *ops))
         return d
@@ -220,10 +255,12 @@ class FlowMixin(BuilderBase):
         self._require("redux.sync", 80, ptx="7.0")
         if value.type not in ("u32", "s32", "b32"):
             raise TypeError(f"redux_sync: {value!r} must be u32/s32 (f32 forms need sm_100a)")
-        it = f"b32" if op in ("and", "or", "xor") else ("u32" if value.type == "b32" else value.type)
+        it = "b32" if op in ("and", "or", "xor") else ("u32" if value.type == "b32" else value.type)
         s = self._src(value, it, "redux_sync", bits_ok=True)
         d = self._dst(value.type, None, "redux_sync")
-        self._emit("redux", ("sync", op, it), (d.reg, s, self._src(_mask(mask), "b32", "redux_sync")))
+        self._emit(
+            "redux", ("sync", op, it), (d.reg, s, self._src(_mask(mask), "b32", "redux_sync"))
+        )
         return d
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from . import ir
 from .builder_base import (
@@ -44,7 +44,9 @@ class MemoryMixin(BuilderBase):
             raise TypeError(f"param {name!r}: .{t.name} cannot be a kernel parameter")
         self._add_param(ir.Param(t.name, name))
         d = self._dst(_WIDENED.get(t.name, t.name), None, "param")
-        self._emit("ld", ("param", t.name), (d.reg, ir.Addr(ir.Sym(name))))
+        self._emit(
+            "ld", ("param", _MEMORY_TYPE.get(t.name, t.name)), (d.reg, ir.Addr(ir.Sym(name)))
+        )
         return d
 
     def param_ptr(self, name: str) -> Value:
@@ -57,7 +59,9 @@ class MemoryMixin(BuilderBase):
     def param_array(self, name: str, size: int = 128, align: int = 64) -> ParamArray:
         """Declare a by-value ``.b8`` array parameter (a 128-byte, 64-aligned CUtensorMap)."""
         if size <= 0 or align <= 0 or align & (align - 1):
-            raise ValueError(f"param_array {name!r}: size={size}, align={align}; need size > 0, align a power of 2")
+            raise ValueError(
+                f"param_array {name!r}: size={size}, align={align}; need size > 0, align a power of 2"
+            )
         self._add_param(ir.Param("b8", name, align=align, size=size))
         return ParamArray(name, size, align)
 
@@ -95,7 +99,9 @@ class MemoryMixin(BuilderBase):
         """The kernel's one ``.extern .shared`` array; ``max_bytes`` is what launches will ask for
         and is checked against the arch's opt-in limit (sm_86: 101376, sm_90: 232448)."""
         if self._dynamic_shared is not None:
-            raise ValueError(f"dynamic_shared {name!r}: kernel already has {self._dynamic_shared.name!r}")
+            raise ValueError(
+                f"dynamic_shared {name!r}: kernel already has {self._dynamic_shared.name!r}"
+            )
         if not _IDENT.match(name):
             raise ValueError(f"dynamic shared name {name!r} is not a PTX identifier")
         static = sum(a.nbytes for a in self._shared)
@@ -105,7 +111,9 @@ class MemoryMixin(BuilderBase):
         return self._dynamic_shared
 
     def _check_shared_total(self, static: int, dynamic: int, name: str) -> None:
-        limit = SHARED_OPTIN_LIMIT.get(self.sm, SHARED_OPTIN_LIMIT[max(k for k in SHARED_OPTIN_LIMIT if k <= self.sm)])
+        limit = SHARED_OPTIN_LIMIT.get(
+            self.sm, SHARED_OPTIN_LIMIT[max(k for k in SHARED_OPTIN_LIMIT if k <= self.sm)]
+        )
         if static + dynamic > limit:
             raise ValueError(
                 f"shared {name!r}: {static} static + {dynamic} dynamic = {static + dynamic} bytes of shared "
@@ -163,13 +171,23 @@ class MemoryMixin(BuilderBase):
         if pt.kind == "f" or pt.kind == "pred":
             raise TypeError(f"{what}: address {addr!r} must be an integer register")
         if pt.bits == 32 and space != "shared":
-            raise TypeError(f"{what}: a 32-bit address {addr!r} is only valid for space='shared', got {space!r}")
+            raise TypeError(
+                f"{what}: a 32-bit address {addr!r} is only valid for space='shared', got {space!r}"
+            )
         if pt.bits not in (32, 64):
             raise TypeError(f"{what}: address {addr!r} must be 32 or 64 bits")
         return ir.Addr(addr.reg, offset)
 
-    def ld(self, space: str, type_: str, addr: Address, offset: int = 0, vec: int = 1, nc: bool = False,
-           cache: str | None = None) -> Value | tuple[Value, ...]:
+    def ld(
+        self,
+        space: str,
+        type_: str,
+        addr: Address,
+        offset: int = 0,
+        vec: int = 1,
+        nc: bool = False,
+        cache: str | None = None,
+    ) -> Value | tuple[Value, ...]:
         """Load ``vec`` (1, 2 or 4) elements of ``type_`` from ``[addr+offset]`` in ``space``.
         ``nc`` reads through the non-coherent (read-only) path; ``cache`` is a cache operator
         (ca cg cs lu cv). Returns one Value, or a tuple for vec > 1. u8/s8 load into u32/s32."""
@@ -181,7 +199,9 @@ class MemoryMixin(BuilderBase):
         if vec * t.nbytes > 16:
             raise ValueError(f"ld: vec={vec} of .{t.name} is {vec * t.nbytes} bytes; at most 16")
         if offset % (vec * t.nbytes):
-            raise ValueError(f"ld: offset {offset} is not a multiple of the access size {vec * t.nbytes}")
+            raise ValueError(
+                f"ld: offset {offset} is not a multiple of the access size {vec * t.nbytes}"
+            )
         if nc and space != "global":
             raise ValueError(f"ld: nc=True needs space='global', got {space!r}")
         if cache is not None and cache not in LOAD_CACHE_OPS:
@@ -189,13 +209,25 @@ class MemoryMixin(BuilderBase):
         a = self._address(space, addr, offset, "ld")
         rtype = _WIDENED.get(t.name, t.name)
         outs = tuple(self._dst(rtype, None, "ld") for _ in range(vec))
-        mods = [space] + ([cache] if cache else []) + (["nc"] if nc else []) + ([f"v{vec}"] if vec > 1 else [])
+        mods = (
+            [space]
+            + ([cache] if cache else [])
+            + (["nc"] if nc else [])
+            + ([f"v{vec}"] if vec > 1 else [])
+        )
         dst = outs[0].reg if vec == 1 else ir.Vec(tuple(o.reg for o in outs))
         self._emit("ld", (*mods, _MEMORY_TYPE.get(t.name, t.name)), (dst, a))
         return outs[0] if vec == 1 else outs
 
-    def st(self, space: str, addr: Address, values: Operandish | Sequence[Operandish], offset: int = 0,
-           type_: str | None = None, cache: str | None = None) -> None:
+    def st(
+        self,
+        space: str,
+        addr: Address,
+        values: Operandish | Sequence[Operandish],
+        offset: int = 0,
+        type_: str | None = None,
+        cache: str | None = None,
+    ) -> None:
         """Store one value or a 2/4-vector to ``[addr+offset]`` in ``space``. ``type_`` defaults to
         the values' type (give it for immediates or to narrow, e.g. ``u8``)."""
         vals = tuple(values) if isinstance(values, (tuple, list)) else (values,)
@@ -209,7 +241,9 @@ class MemoryMixin(BuilderBase):
         if t.kind == "pred":
             raise TypeError("st: predicates cannot be stored; selp them to an integer first")
         if offset % (len(vals) * t.nbytes):
-            raise ValueError(f"st: offset {offset} is not a multiple of the access size {len(vals) * t.nbytes}")
+            raise ValueError(
+                f"st: offset {offset} is not a multiple of the access size {len(vals) * t.nbytes}"
+            )
         a = self._address(space, addr, offset, "st")
         ops = []
         for v in vals:

@@ -77,7 +77,7 @@ def _read_disk(key: str) -> str | None:
         _stats["disk"]["corrupt"] += 1
         return None
     m = _HEADER.match(raw)
-    body = raw[m.end():] if m else ""
+    body = raw[m.end() :] if m else ""
     if m is None or m.group(1) != key or hashlib.sha256(body.encode()).hexdigest() != m.group(2):
         _stats["disk"]["corrupt"] += 1
         return None
@@ -139,7 +139,7 @@ def _entry_name(module, spec: KernelSpec) -> str:
 
 
 def _check_driver(text: str) -> None:
-    m = re.search(r"^\.version (\d+\.\d+)", text, re.M)
+    m = re.search(r"^\.version (\d+\.\d+)", text, re.MULTILINE)
     if m is None or m.group(1) in _checked_versions:
         return
     from .target import check_driver_supports

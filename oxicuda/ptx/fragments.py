@@ -23,20 +23,30 @@ Element ``i`` of a fragment lives in register ``i // per_reg`` (the low half fir
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 Layout = tuple[tuple[tuple[int, int], ...], ...]  # [lane][element] -> (row, col)
 WARP = 32
 
 
-def _table(rows: int, cols: int, per_lane: int, fn: Callable[[int, int, int], tuple[int, int]], name: str,
-           lanes: int = WARP) -> Layout:
-    table = tuple(tuple(fn(lane >> 2, lane % 4, i) for i in range(per_lane)) for lane in range(lanes))
+def _table(
+    rows: int,
+    cols: int,
+    per_lane: int,
+    fn: Callable[[int, int, int], tuple[int, int]],
+    name: str,
+    lanes: int = WARP,
+) -> Layout:
+    table = tuple(
+        tuple(fn(lane >> 2, lane % 4, i) for i in range(per_lane)) for lane in range(lanes)
+    )
     seen = sorted(rc for lane in table for rc in lane)
     expected = [(r, c) for r in range(rows) for c in range(cols)]
     if seen != expected:
-        raise AssertionError(f"fragment table {name} does not cover its {rows}x{cols} matrix exactly once")
+        raise AssertionError(
+            f"fragment table {name} does not cover its {rows}x{cols} matrix exactly once"
+        )
     return table
 
 
@@ -100,11 +110,20 @@ def _frag(rows: int, cols: int, regs: int, per_reg: int, fn, name: str) -> Fragm
 # -- per-shape layouts ----------------------------------------------------------------------------
 _C16x8_F32 = _frag(16, 8, 4, 1, lambda g, t, i: (g + 8 * (i >> 1), 2 * t + (i & 1)), "C m16n8 f32")
 _C16x8_F16 = _frag(16, 8, 2, 2, lambda g, t, i: (g + 8 * (i >> 1), 2 * t + (i & 1)), "C m16n8 f16")
-_A16x16_H = _frag(16, 16, 4, 2, lambda g, t, i: (g + 8 * ((i >> 1) & 1), 2 * t + (i & 1) + 8 * (i >> 2)), "A m16n8k16")
+_A16x16_H = _frag(
+    16,
+    16,
+    4,
+    2,
+    lambda g, t, i: (g + 8 * ((i >> 1) & 1), 2 * t + (i & 1) + 8 * (i >> 2)),
+    "A m16n8k16",
+)
 _B16x8_H = _frag(16, 8, 2, 2, lambda g, t, i: (2 * t + (i & 1) + 8 * (i >> 1), g), "B m16n8k16")
 _A16x8_H = _frag(16, 8, 2, 2, lambda g, t, i: (g + 8 * (i >> 1), 2 * t + (i & 1)), "A m16n8k8 f16")
 _B8x8_H = _frag(8, 8, 1, 2, lambda g, t, i: (2 * t + i, g), "B m16n8k8 f16")
-_A16x8_TF32 = _frag(16, 8, 4, 1, lambda g, t, i: (g + 8 * (i & 1), t + 4 * (i >> 1)), "A m16n8k8 tf32")
+_A16x8_TF32 = _frag(
+    16, 8, 4, 1, lambda g, t, i: (g + 8 * (i & 1), t + 4 * (i >> 1)), "A m16n8k8 tf32"
+)
 _B8x8_TF32 = _frag(8, 8, 2, 1, lambda g, t, i: (t + 4 * i, g), "B m16n8k8 tf32")
 _A16x4_TF32 = _frag(16, 4, 2, 1, lambda g, t, i: (g + 8 * i, t), "A m16n8k4 tf32")
 _B4x8_TF32 = _frag(4, 8, 1, 1, lambda g, t, i: (t, g), "B m16n8k4 tf32")
@@ -113,7 +132,9 @@ _B4x8_F64 = _frag(4, 8, 1, 1, lambda g, t, i: (t, g), "B m8n8k4 f64")
 _C8x8_F64 = _frag(8, 8, 2, 1, lambda g, t, i: (g, 2 * t + i), "C m8n8k4 f64")
 
 
-def _mma(shape: str, a_type: str, c_type: str, a: Fragment, b: Fragment, c: Fragment, sm: int, ptx: str) -> MmaShape:
+def _mma(
+    shape: str, a_type: str, c_type: str, a: Fragment, b: Fragment, c: Fragment, sm: int, ptx: str
+) -> MmaShape:
     m, rest = shape[1:].split("n")
     n, k = rest.split("k")
     return MmaShape(shape, int(m), int(n), int(k), a_type, c_type, a, b, c, sm, ptx)
@@ -141,7 +162,9 @@ def mma_shape(shape: str, a_type: str, c_type: str) -> MmaShape:
     try:
         return MMA_SHAPES[(shape, a_type, c_type)]
     except KeyError:
-        raise ValueError(f"mma {shape} {a_type}->{c_type} does not exist; known: {sorted(MMA_SHAPES)}") from None
+        raise ValueError(
+            f"mma {shape} {a_type}->{c_type} does not exist; known: {sorted(MMA_SHAPES)}"
+        ) from None
 
 
 # -- ldmatrix -------------------------------------------------------------------------------------
@@ -187,7 +210,9 @@ def wgmma_accumulator_layout(n: int) -> Layout:
     table = tuple(tuple(at(th, i) for i in range(regs)) for th in range(WARPGROUP))
     seen = sorted(rc for row in table for rc in row)
     if seen != [(r, c) for r in range(64) for c in range(n)]:
-        raise AssertionError(f"wgmma accumulator layout m64n{n} does not cover the tile exactly once")
+        raise AssertionError(
+            f"wgmma accumulator layout m64n{n} does not cover the tile exactly once"
+        )
     return table
 
 

@@ -14,14 +14,20 @@ from __future__ import annotations
 
 import importlib
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 from .spec import KernelSpec
 
 DEFAULT_ARCHS = ("sm_80", "sm_86", "sm_90", "sm_90a")
-LIBRARY_PACKAGES = ("oxicuda.blas", "oxicuda.dnn", "oxicuda.fft", "oxicuda.sparse", "oxicuda.solver",
-                    "oxicuda.rand")
+LIBRARY_PACKAGES = (
+    "oxicuda.blas",
+    "oxicuda.dnn",
+    "oxicuda.fft",
+    "oxicuda.sparse",
+    "oxicuda.solver",
+    "oxicuda.rand",
+)
 
 
 @dataclass(frozen=True)
@@ -40,16 +46,22 @@ _families: dict[str, Family] = {}
 _by_class: dict[type, Family] = {}
 
 
-def register_family(family: str, spec_cls: type, generate: Callable[[KernelSpec], str],
-                    configurations: Callable[[str], Iterable[KernelSpec]],
-                    archs: Iterable[str] = DEFAULT_ARCHS) -> Family:
+def register_family(
+    family: str,
+    spec_cls: type,
+    generate: Callable[[KernelSpec], str],
+    configurations: Callable[[str], Iterable[KernelSpec]],
+    archs: Iterable[str] = DEFAULT_ARCHS,
+) -> Family:
     """Register a kernel family. ``generate(spec) -> PTX text``; ``configurations(arch)`` yields
     the specs the family can produce for ``arch`` (one of ``archs``). Registering the same name
     again with the same spec class replaces the entry (module reloads); another class raises."""
     if not family or not isinstance(family, str):
         raise ValueError(f"register_family: family={family!r}; a non-empty string")
     if not (isinstance(spec_cls, type) and issubclass(spec_cls, KernelSpec)):
-        raise TypeError(f"register_family {family!r}: spec_cls={spec_cls!r} must subclass KernelSpec")
+        raise TypeError(
+            f"register_family {family!r}: spec_cls={spec_cls!r} must subclass KernelSpec"
+        )
     archs = tuple(archs)
     if not archs:
         raise ValueError(f"register_family {family!r}: archs is empty")
@@ -65,7 +77,9 @@ def register_family(family: str, spec_cls: type, generate: Callable[[KernelSpec]
             _by_class.pop(old.spec_cls, None)
         owner = _by_class.get(spec_cls)
         if owner is not None and owner.name != family:
-            raise ValueError(f"register_family: {spec_cls.__qualname__} already belongs to family {owner.name!r}")
+            raise ValueError(
+                f"register_family: {spec_cls.__qualname__} already belongs to family {owner.name!r}"
+            )
         _families[family] = entry
         _by_class[spec_cls] = entry
     return entry
@@ -114,7 +128,9 @@ def generate_ptx(spec: KernelSpec) -> str:
     if not text.isascii():
         bad = next(i for i, ch in enumerate(text) if ord(ch) > 127)
         line = text.count("\n", 0, bad) + 1
-        raise ValueError(f"generator of {entry.name!r} produced non-ASCII PTX (line {line}); drivers reject it")
+        raise ValueError(
+            f"generator of {entry.name!r} produced non-ASCII PTX (line {line}); drivers reject it"
+        )
     if ".entry" not in text:
         raise ValueError(f"generator of {entry.name!r} produced PTX without an .entry")
     return text

@@ -74,9 +74,26 @@ PTX_TYPES: dict[str, PtxType] = {
 
 #: Special registers (prefixes); no virtual register name may start like one of these.
 SPECIAL_REGISTERS = (
-    "%tid", "%ntid", "%ctaid", "%nctaid", "%laneid", "%warpid", "%nwarpid", "%smid", "%nsmid",
-    "%gridid", "%clock", "%clock64", "%lanemask", "%pm", "%envreg", "%globaltimer",
-    "%dynamic_smem_size", "%total_smem_size", "%cluster", "%is_explicit_cluster",
+    "%tid",
+    "%ntid",
+    "%ctaid",
+    "%nctaid",
+    "%laneid",
+    "%warpid",
+    "%nwarpid",
+    "%smid",
+    "%nsmid",
+    "%gridid",
+    "%clock",
+    "%clock64",
+    "%lanemask",
+    "%pm",
+    "%envreg",
+    "%globaltimer",
+    "%dynamic_smem_size",
+    "%total_smem_size",
+    "%cluster",
+    "%is_explicit_cluster",
 )
 
 _BANKS = {t.bank for t in PTX_TYPES.values()}
@@ -96,12 +113,12 @@ def ptx_type(name: str) -> PtxType:
 
 def f32_literal(value: float) -> str:
     """``0fXXXXXXXX``: the exact IEEE single bits of ``value`` (rounded to nearest)."""
-    return "0f%08X" % struct.unpack(">I", struct.pack(">f", float(value)))[0]
+    return f"0f{struct.unpack('>I', struct.pack('>f', float(value)))[0]:08X}"
 
 
 def f64_literal(value: float) -> str:
     """``0dXXXXXXXXXXXXXXXX``: the exact IEEE double bits of ``value``."""
-    return "0d%016X" % struct.unpack(">Q", struct.pack(">d", float(value)))[0]
+    return f"0d{struct.unpack('>Q', struct.pack('>d', float(value)))[0]:016X}"
 
 
 def f16_bits(value: float) -> int:
@@ -118,7 +135,7 @@ def bf16_bits(value: float) -> int:
     return (bits >> 16) & 0xFFFF
 
 
-def immediate_text(value: int | float | bool, t: PtxType) -> str:
+def immediate_text(value: float | bool, t: PtxType) -> str:
     """PTX literal text of a Python number for an operand of type ``t``.
 
     Floats become exact hex literals (0f.. for f32, 0d.. for f64: never an f32 literal in f64

@@ -17,10 +17,10 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 
 
 class PtxasNotFound(RuntimeError):
@@ -69,7 +69,9 @@ def find_ptxas() -> str:
 
 
 _RE_ENTRY = re.compile(r"Compiling entry function '([^']+)' for '([^']+)'")
-_RE_STACK = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_RE_STACK = re.compile(
+    r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads"
+)
 _RE_USED = re.compile(r"Used (\d+) registers")
 _RE_SMEM = re.compile(r"(\d+) bytes smem")
 
@@ -81,11 +83,29 @@ def parse_ptxas_output(text: str, arch: str, ok: bool = True) -> AssemblyReport:
     smem = max((int(m.group(1)) for m in _RE_SMEM.finditer(text)), default=0)
     stack = stores = loads = 0
     for m in _RE_STACK.finditer(text):
-        stack, stores, loads = max(stack, int(m.group(1))), max(stores, int(m.group(2))), max(loads, int(m.group(3)))
-    message = "" if ok else " ".join(line.strip() for line in text.splitlines()
-                                     if "error" in line or "fatal" in line)[:2000]
-    return AssemblyReport(ok, arch, message or ("" if ok else text.strip()[:2000]), regs, stores, loads,
-                          smem, stack, kernels)
+        stack, stores, loads = (
+            max(stack, int(m.group(1))),
+            max(stores, int(m.group(2))),
+            max(loads, int(m.group(3))),
+        )
+    message = (
+        ""
+        if ok
+        else " ".join(
+            line.strip() for line in text.splitlines() if "error" in line or "fatal" in line
+        )[:2000]
+    )
+    return AssemblyReport(
+        ok,
+        arch,
+        message or ("" if ok else text.strip()[:2000]),
+        regs,
+        stores,
+        loads,
+        smem,
+        stack,
+        kernels,
+    )
 
 
 _memo: dict[str, AssemblyReport] = {}
@@ -101,7 +121,9 @@ def _disk_cache() -> Path | None:
     return Path(folder) if folder else None
 
 
-def assemble(ptx: str, arch: str, ptxas: str | None = None, timeout: float = 120.0) -> AssemblyReport:
+def assemble(
+    ptx: str, arch: str, ptxas: str | None = None, timeout: float = 120.0
+) -> AssemblyReport:
     """Assemble ``ptx`` for ``arch`` (``sm_86``, ``sm_90a``...) with ``ptxas -v``.
 
     Returns a report with ``ok`` False and ptxas's error text on failure (never raises for bad
@@ -127,8 +149,13 @@ def assemble(ptx: str, arch: str, ptxas: str | None = None, timeout: float = 120
         src = Path(tmp) / "kernel.ptx"
         src.write_text(ptx, encoding="ascii", errors="replace")
         try:
-            proc = subprocess.run([ptxas, f"-arch={arch}", "-v", str(src), "-o", str(Path(tmp) / "k.cubin")],
-                                  capture_output=True, text=True, timeout=timeout)
+            proc = subprocess.run(
+                [ptxas, f"-arch={arch}", "-v", str(src), "-o", str(Path(tmp) / "k.cubin")],
+                capture_output=True,
+                check=False,
+                text=True,
+                timeout=timeout,
+            )
             text, ok = proc.stdout + proc.stderr, proc.returncode == 0
         except subprocess.TimeoutExpired:
             text, ok = f"ptxas timed out after {timeout} s", False
@@ -144,7 +171,9 @@ def assemble(ptx: str, arch: str, ptxas: str | None = None, timeout: float = 120
     return report
 
 
-def assemble_many(jobs: Iterable[tuple[str, str]], workers: int | None = None) -> list[AssemblyReport]:
+def assemble_many(
+    jobs: Iterable[tuple[str, str]], workers: int | None = None
+) -> list[AssemblyReport]:
     """Assemble many ``(ptx, arch)`` pairs on a thread pool over ptxas subprocesses, in order."""
     jobs = list(jobs)
     if not jobs:
