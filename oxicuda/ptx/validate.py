@@ -57,11 +57,13 @@ def find_ptxas() -> str:
     if on_path:
         return on_path
     looked = []
+    # the wheel's layout changed across releases: nvidia/cuda_nvcc/bin (12.x), nvidia/cu13/bin (13.x)
     for entry in sys.path:
-        candidate = Path(entry) / "nvidia" / "cuda_nvcc" / "bin" / "ptxas"
-        looked.append(str(candidate))
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
+        for sub in ("cuda_nvcc", "cu13", "cu12"):
+            candidate = Path(entry) / "nvidia" / sub / "bin" / "ptxas"
+            looked.append(str(candidate))
+            if candidate.is_file() and os.access(candidate, os.X_OK):
+                return str(candidate)
     raise PtxasNotFound(
         "ptxas not found on PATH nor in the nvidia-cuda-nvcc wheel "
         f"(looked in {looked[:3]}...); `pip install nvidia-cuda-nvcc` or set OXICUDA_PTXAS"
