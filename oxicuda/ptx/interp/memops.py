@@ -65,6 +65,23 @@ def _decode_ld(instr, kc):
                                 "parameter block")
             return ld_param
 
+        if count == 1:
+            put0 = puts[0]
+            lanes_all = cta.lanes_all
+
+            def ld1(m):
+                a = addr()
+                if a.ndim == 0:
+                    a = np.full(n, a, dtype=np.uint64)
+                if m is None:
+                    put0(mem.load1(space, a, lanes_all, dt), None)
+                else:
+                    lanes = np.flatnonzero(m)
+                    full = np.zeros(n, dtype=dt)
+                    full[lanes] = mem.load1(space, a[lanes], lanes, dt)
+                    put0(full, m)
+            return ld1
+
         def ld(m):
             a = np.broadcast_to(addr(), (n,))
             if m is None:
@@ -101,6 +118,24 @@ def _decode_st(instr, kc):
         mem = cta.mem
         n = cta.nthreads
         rs = [cta.reader(s, t) for s in srcs]
+
+        if count == 1:
+            r0 = rs[0]
+            lanes_all = cta.lanes_all
+
+            def st1(m):
+                a = addr()
+                if a.ndim == 0:
+                    a = np.full(n, a, dtype=np.uint64)
+                v = r0()
+                if np.ndim(v) == 0:
+                    v = np.full(n, v, dtype=dt)
+                if m is None:
+                    mem.store(space, a, lanes_all, v, dt, 1)
+                else:
+                    lanes = np.flatnonzero(m)
+                    mem.store(space, a[lanes], lanes, v[lanes], dt, 1)
+            return st1
 
         def st(m):
             a = np.broadcast_to(addr(), (n,))

@@ -136,6 +136,15 @@ class Memory:
         raise AssertionError(f"unknown state space {space}")
 
     # -- access ------------------------------------------------------------------------------
+    def load1(self, space: str, addrs: np.ndarray, lanes: np.ndarray, dtype: np.dtype) -> np.ndarray:
+        """One element per lane (the common case of ``load``): a 1-D array of ``dtype``."""
+        size = dtype.itemsize
+        pieces = self._pieces(space, addrs, size, lanes)
+        if len(pieces) == 1 and pieces[0][2] is None:
+            buf, offs, _ = pieces[0]
+            return buf.view(dtype)[(offs // _U64(size)).astype(np.intp)]
+        return self.load(space, addrs, lanes, dtype, 1)[:, 0]
+
     def load(self, space: str, addrs: np.ndarray, lanes: np.ndarray, dtype: np.dtype,
              count: int = 1) -> np.ndarray:
         """Values at ``addrs`` (one per lane): shape (lanes, count) of ``dtype``."""

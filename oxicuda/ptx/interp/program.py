@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import struct
+import warnings
 
 import numpy as np
 
@@ -23,6 +24,7 @@ from .types import DTYPES, immediate
 _PLUGINS = ("oxicuda.ptx.interp.handlers", "oxicuda.ptx.interp.tensorcore",
             "oxicuda.ptx.interp.async_copy")
 _plugins_loaded = False
+_plugin_errors: dict[str, str] = {}  # plugin module -> why it failed to import
 
 
 def _load_plugins() -> None:
@@ -34,7 +36,11 @@ def _load_plugins() -> None:
             importlib.import_module(name)
         except ModuleNotFoundError as exc:
             if exc.name != name:
-                raise
+                _plugin_errors[name] = f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # a broken plugin must not take the core interpreter down
+            _plugin_errors[name] = f"{type(exc).__name__}: {exc}"
+            warnings.warn(f"oxicuda emulator: instruction plugin {name} failed to import ({exc}); "
+                          "its instructions are reported as unsupported", RuntimeWarning, stacklevel=3)
     _plugins_loaded = True
 
 
@@ -175,7 +181,8 @@ class KernelProgram:
         if problems:
             raise_for(218, "cuModuleLoadData",
                       f"emulator: kernel {self.name} uses instructions the PTX interpreter does "
-                      "not support:\n" + "\n".join(problems[:20]))
+                      "not support:\n" + "\n".join(problems[:20])
+                      + "".join(f"\n  (plugin {k} failed to import: {v})" for k, v in _plugin_errors.items()))
         return ops
 
     def launch(self, grid, block, dynamic_smem: int, params: bytes, heap) -> None:
