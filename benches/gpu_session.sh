@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# One GPU session on the device machine: info, the whole suite on the real driver, the GPU tests
+# under compute-sanitizer memcheck, and the benchmarks. Everything lands under $OUT.
+#   bash .device-kit/run.sh bash benches/gpu_session.sh [tests|sanitize|bench|bench-full|costs]...
+set -o pipefail
+OUT=${OUT:-/tmp/oxicuda-out}
+mkdir -p "$OUT"
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(tests sanitize bench)
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,memory.used --format=csv > "$OUT/info.log" 2>&1
+python3 -m oxicuda info >> "$OUT/info.log" 2>&1
+for step in "${steps[@]}"; do
+  case "$step" in
+    tests)
+      timeout 420 python3 -m pytest -q -p no:cacheprovider -x --durations=15 2>&1 | tail -n 300 > "$OUT/gpu-tests.log"
+      tail -n 5 "$OUT/gpu-tests.log" ;;
+    tests-all)
+      timeout 420 python3 -m pytest -q -p no:cacheprovider --durations=15 2>&1 | tail -n 400 > "$OUT/gpu-tests.log"
+      tail -n 5 "$OUT/gpu-tests.log" ;;
+    sanitize)
+      timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 python3 -m pytest -q -p no:cacheprovider -m gpu 2>&1 | tail -n 120 > "$OUT/memcheck.log"
+      echo "memcheck rc=$?"; tail -n 4 "$OUT/memcheck.log" ;;
+    bench)
+      timeout 300 python3 -m oxicuda bench --quick --json "$OUT/bench-quick.json" 2>"$OUT/bench-progress.log" | tee "$OUT/bench-quick.txt" ;;
+    bench-full)
+      timeout 540 python3 -m oxicuda bench --json "$OUT/bench-full.json" 2>"$OUT/bench-progress.log" | tee "$OUT/bench-full.txt" ;;
+    costs)
+      timeout 200 python3 benches/ptx_costs.py --json "$OUT/ptx_costs.json" 2>&1 | tee "$OUT/ptx_costs.txt" ;;
+  esac
+done
