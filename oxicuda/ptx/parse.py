@@ -21,6 +21,7 @@ Where the IR has no node, the choice made here (and read back by the interpreter
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 
@@ -94,13 +95,14 @@ class _Parser:
             if m.lastgroup != "ws":
                 self.toks.append(_Tok(m.lastgroup, m.group(0), pos))
             pos = m.end()
+        self._newlines = [m.start() for m in re.finditer("\n", text)]
         self.i = 0
         self.details = ParseDetails(lines=text.splitlines())
         self._lines_of: list[int] = []
 
     # -- token helpers ---------------------------------------------------------------------
     def _line(self, pos: int) -> int:
-        return self.raw.count("\n", 0, pos) + 1
+        return bisect.bisect_right(self._newlines, pos - 1) + 1 if pos else 1
 
     def _error_at(self, pos: int, what: str) -> PtxSyntaxError:
         line = self._line(pos)

@@ -62,7 +62,13 @@ def fma_f32(a, b, c):
     """Correctly rounded a*b + c for float32 inputs: exact product in f64, sum rounded to odd,
     then one rounding to f32."""
     p = np.asarray(a, np.float64) * np.asarray(b, np.float64)
-    s = round_odd_add(p, np.asarray(c, np.float64))
+    c = np.asarray(c, np.float64)
+    s = p + c
+    # RN(RN64(x)) differs from RN(x) only when RN64(x) lands exactly halfway between two
+    # floats (low 29 mantissa bits 1000...0) or in the f32 subnormal range: fix those only
+    halfway = (s.view(np.uint64) & np.uint64(0x1FFFFFFF)) == np.uint64(0x10000000)
+    if halfway.any() or (np.abs(s) < 1.1754943508222875e-38).any():
+        s = round_odd_add(p, c)
     return s.astype(np.float32)
 
 
