@@ -252,3 +252,46 @@ def test_transcendentals_close_to_float64(emu, rng):
     np.testing.assert_allclose(run1(emu, "lg2.approx.f32 %o, %a0;", [p], ["f32"], "f32"), np.log2(p.astype(np.float64)), rtol=1e-6)
     np.testing.assert_array_equal(run1(emu, "sqrt.rn.f32 %o, %a0;", [p], ["f32"], "f32"), np.sqrt(p))
     np.testing.assert_allclose(run1(emu, "rsqrt.approx.f32 %o, %a0;", [p], ["f32"], "f32"), 1 / np.sqrt(p.astype(np.float64)), rtol=1e-6)
+
+
+def test_bfe_bfi_prmt_lop3(emu, rng):
+    a = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    b = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    pos = rng.integers(0, 32, 64).astype(np.uint32)
+    ln = rng.integers(0, 33, 64).astype(np.uint32)
+    got = run1(emu, "bfe.u32 %o, %a0, %a1, %a2;", [a, pos, ln], ["u32", "u32", "u32"], "u32")
+    ref = [(int(x) >> int(p)) & ((1 << min(int(n), 32)) - 1) for x, p, n in zip(a, pos, ln)]
+    assert got.tolist() == ref
+    got = run1(emu, "bfe.s32 %o, %a0, %a1, %a2;", [a.view(np.int32), pos, ln], ["s32", "u32", "u32"], "s32")
+    ref = []
+    for x, p, n in zip(a.tolist(), pos.tolist(), ln.tolist()):
+        n = min(n, 32)
+        if n == 0:
+            ref.append(0)
+            continue
+        sbit = (x >> min(p + n - 1, 31)) & 1  # PTX ISA: d[i] = a[pos+i] while i < len and pos+i <= 31
+        v = sum((((x >> (p + i)) & 1) if (i < n and p + i <= 31) else sbit) << i for i in range(32))
+        ref.append(v - (1 << 32) if v >= 1 << 31 else v)
+    assert got.tolist() == ref
+    got = run1(emu, "bfi.b32 %o, %a0, %a1, %a2, %a3;", [a, b, pos, ln], ["b32", "b32", "u32", "u32"], "b32")
+    ref = []
+    for x, y, p, n in zip(a.tolist(), b.tolist(), pos.tolist(), ln.tolist()):
+        m = ((1 << n) - 1) << p
+        ref.append(((y & ~m) | ((x << p) & m)) & 0xFFFFFFFF)
+    assert got.tolist() == ref
+    sel = rng.integers(0, 2**16, 64).astype(np.uint32)
+    got = run1(emu, "prmt.b32 %o, %a0, %a1, %a2;", [a, b, sel], ["b32", "b32", "b32"], "b32")
+    ref = []
+    for x, y, s in zip(a.tolist(), b.tolist(), sel.tolist()):
+        src = (x | (y << 32)).to_bytes(8, "little")
+        out = 0
+        for k in range(4):
+            nib = (s >> 4 * k) & 0xF
+            byte = src[nib & 7]
+            if nib & 8:
+                byte = 0xFF if byte & 0x80 else 0
+            out |= byte << 8 * k
+        ref.append(out)
+    assert got.tolist() == ref
+    got = run1(emu, "lop3.b32 %o, %a0, %a1, %a2, 0x96;", [a, b, sel], ["b32", "b32", "b32"], "b32")
+    np.testing.assert_array_equal(got, a ^ b ^ sel)

@@ -165,7 +165,12 @@ def _div_int(instr, t):
             q = np.where((a64 < 0) != (bs < 0), -q, q)
             return np.where(zero, -1, q).astype(dt)
         return div
-    return lambda a, b: np.where(np.asarray(b) == 0, dt.type(-1 & ((1 << 8 * dt.itemsize) - 1)) if False else np.iinfo(dt).max, a // np.where(np.asarray(b) == 0, 1, b)).astype(dt)
+    all_ones = np.iinfo(dt).max  # div.u by zero gives all ones on NVIDIA GPUs
+
+    def udiv(a, b):
+        zero = np.asarray(b) == 0
+        return np.where(zero, all_ones, a // np.where(zero, dt.type(1), b)).astype(dt)
+    return udiv
 
 
 def _rem_int(instr, t):

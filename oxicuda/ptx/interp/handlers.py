@@ -1,3 +1,3 @@
 """Imports every built-in instruction module so that their handlers are registered."""
 
-from . import alu, collectives, compare, control, data, memops  # noqa: F401
+from . import alu, bits, collectives, compare, control, data, memops  # noqa: F401
