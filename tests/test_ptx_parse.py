@@ -25,7 +25,8 @@ imm = st.builds(Imm, st.from_regex(r"-?[0-9]{1,6}|0f[0-9A-F]{8}|0d[0-9A-F]{16}|0
                                    fullmatch=True))
 label_name = st.from_regex(r"\$L_[a-z0-9_]{1,6}", fullmatch=True)
 sym = st.builds(Sym, ident | label_name)
-addr = st.builds(Addr, reg | st.builds(Sym, ident), st.integers(-4096, 4096))
+addr = st.builds(Addr, reg | st.builds(Sym, ident), st.integers(-4096, 4096)) | st.builds(
+    Addr, st.builds(Sym, ident), st.just(0), st.builds(Vec, st.lists(reg | imm, min_size=1, max_size=5).map(tuple)))
 scalar = reg | imm | sym
 operand = scalar | addr | st.builds(Vec, st.lists(reg | imm, min_size=1, max_size=4).map(tuple))
 mods = st.lists(st.sampled_from(["global", "shared", "f32", "u64", "s32", "v4", "rn", "lo",

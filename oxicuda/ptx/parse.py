@@ -432,12 +432,18 @@ class _Parser:
         if w == "[":
             base_tok = self.next()
             base = Reg(base_tok.text) if base_tok.text.startswith("%") else Sym(base_tok.text)
+            index = None
+            if self.at(","):  # a tensor-map operand: [tmap, {c0, c1}]
+                self.next()
+                index = self._operand()
+                if not isinstance(index, Vec):
+                    raise self.error("a tensor-map operand needs a coordinate vector {c0, ...}")
             offset = 0
             while self.at("+") or self.at("-"):
                 sign = -1 if self.next().text == "-" else 1
                 offset += sign * self.int_value()
             self.expect("]")
-            return Addr(base, offset)
+            return Addr(base, offset, index) if index is not None else Addr(base, offset)
         if w == "{":
             items = []
             while not self.at("}"):
