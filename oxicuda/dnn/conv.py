@@ -1,0 +1,245 @@
+"""``conv2d`` forward and its two backward passes (data, filter): validation, dispatch, launch.
+
+Layouts (``layout=``):
+
+- ``"NCHW"``: x (N, C, H, W), w (K, C/groups, R, S), y (N, K, OH, OW);
+- ``"NHWC"``: x (N, H, W, C), w (K, R, S, C/groups) (cuDNN's KRSC), y (N, OH, OW, K).
+
+``OH = (H + 2*pad_h - dil_h*(R-1) - 1) // stride_h + 1`` (likewise OW). Elements: float32,
+float16 or bfloat16 (x, w, bias the same; accumulation in float32). ``algo``: ``None``
+(dispatch, see ``conv_dispatch``), ``"implicit_gemm"``, ``"winograd"`` (F(4x4,3x3) or F(2x2,3x3)
+chosen by dispatch), ``"winograd_2x2"``, ``"winograd_4x4"``, ``"im2col"``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from oxicuda.memory.array import DeviceArray, empty
+
+from ._common import PTX_ELEMENT, as_float_array, contiguous, dtype_name_of, load_kernel, stream_of
+from .conv_dispatch import ALGOS, ConvProblem, choose_algo
+from .conv_epilogue import check_activation
+from .conv_implicit_gemm import THREADS, ConvImplicitGemmSpec
+
+LAYOUTS = ("NCHW", "NHWC")
+_INT31 = (1 << 31) - 1
+
+
+@dataclass(frozen=True)
+class ConvGeometry:
+    """A validated problem: sizes, per-dimension parameters, and the layout."""
+
+    problem: ConvProblem
+    layout: str
+
+    @property
+    def x_shape(self) -> tuple[int, ...]:
+        p = self.problem
+        return (p.n, p.c, p.h, p.w) if self.layout == "NCHW" else (p.n, p.h, p.w, p.c)
+
+    @property
+    def w_shape(self) -> tuple[int, ...]:
+        p = self.problem
+        cg = p.c // p.groups
+        return (p.k, cg, p.r, p.s) if self.layout == "NCHW" else (p.k, p.r, p.s, cg)
+
+    @property
+    def y_shape(self) -> tuple[int, ...]:
+        p = self.problem
+        return (p.n, p.k, p.oh, p.ow) if self.layout == "NCHW" else (p.n, p.oh, p.ow, p.k)
+
+
+def element_strides_nchw(arr: DeviceArray, layout: str) -> tuple[int, int, int, int]:
+    """Element strides of a 4-D tensor in (n, c, h, w) order (for w: (k, c, r, s))."""
+    s = tuple(st // arr.dtype.itemsize for st in arr.strides)
+    return s if layout == "NCHW" else (s[0], s[3], s[1], s[2])
+
+
+def _pair(value: object, name: str, op: str, minimum: int) -> tuple[int, int]:
+    vals = tuple(value) if isinstance(value, (tuple, list)) else (value, value)
+    if len(vals) != 2 or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in vals):
+        raise TypeError(f"{op}: {name}={value!r}; expected an int or a pair of ints")
+    if any(v < minimum for v in vals):
+        raise ValueError(f"{op}: {name}={value!r}; each value must be >= {minimum}")
+    return int(vals[0]), int(vals[1])
+
+
+def make_geometry(x_shape: tuple[int, ...], w_shape: tuple[int, ...], stride: object, padding: object,
+                  dilation: object, groups: object, layout: str, dtype: str, op: str) -> ConvGeometry:
+    """Validate sizes and parameters (nothing touches the device) and return the geometry."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"{op}: layout={layout!r}; allowed: {LAYOUTS}")
+    if len(x_shape) != 4:
+        raise ValueError(f"{op}: x has shape {tuple(x_shape)}; it must be 4-D ({layout})")
+    if len(w_shape) != 4:
+        raise ValueError(f"{op}: w has shape {tuple(w_shape)}; it must be 4-D "
+                         f"({'K, C/groups, R, S' if layout == 'NCHW' else 'K, R, S, C/groups'})")
+    st, pad, dil = _pair(stride, "stride", op, 1), _pair(padding, "padding", op, 0), _pair(dilation, "dilation", op, 1)
+    if not isinstance(groups, (int, np.integer)) or isinstance(groups, bool) or groups < 1:
+        raise ValueError(f"{op}: groups={groups!r}; it must be an int >= 1")
+    groups = int(groups)
+    if layout == "NCHW":
+        n, c, h, w = x_shape
+        k, cg, r, s = w_shape
+    else:
+        n, h, w, c = x_shape
+        k, r, s, cg = w_shape
+    if min(n, c, h, w) < 1 or min(k, cg, r, s) < 1:
+        raise ValueError(f"{op}: x {tuple(x_shape)} and w {tuple(w_shape)} must have no empty dimension")
+    if c % groups or k % groups:
+        raise ValueError(f"{op}: groups={groups} must divide the input channels ({c}) and the output "
+                         f"channels ({k})")
+    if cg != c // groups:
+        raise ValueError(f"{op}: w has shape {tuple(w_shape)} with {cg} input channels per group; x has {c} "
+                         f"channels and groups={groups}, so it must be {c // groups}")
+    eff_r, eff_s = dil[0] * (r - 1) + 1, dil[1] * (s - 1) + 1
+    if eff_r > h + 2 * pad[0] or eff_s > w + 2 * pad[1]:
+        raise ValueError(f"{op}: the dilated filter is {eff_r}x{eff_s} but the padded input is only "
+                         f"{h + 2 * pad[0]}x{w + 2 * pad[1]}; the filter must fit the padded input")
+    oh = (h + 2 * pad[0] - eff_r) // st[0] + 1
+    ow = (w + 2 * pad[1] - eff_s) // st[1] + 1
+    problem = ConvProblem(n, c, h, w, k, r, s, oh, ow, st, pad, dil, groups, dtype)
+    for what, count in (("x", n * c * h * w), ("w", k * cg * r * s), ("y", n * k * oh * ow)):
+        if count > _INT31:
+            raise ValueError(f"{op}: {what} has {count} elements; at most {_INT31} are supported per call")
+    return ConvGeometry(problem, layout)
+
+
+def _resolve_dtypes(x: object, w: object, op: str, x_name: str = "x", w_name: str = "w") -> tuple[DeviceArray, DeviceArray, str]:
+    xa = as_float_array(x, op, x_name)
+    wa = as_float_array(w, op, w_name)
+    if xa.dtype != wa.dtype:
+        raise TypeError(f"{op}: {x_name} has dtype {dtype_name_of(xa)} but {w_name} has {dtype_name_of(wa)}; "
+                        f"they must match")
+    return xa, wa, PTX_ELEMENT[dtype_name_of(xa)]
+
+
+def _check_shape(arr: DeviceArray, expected: tuple[int, ...], what: str, op: str) -> None:
+    if tuple(arr.shape) != tuple(expected):
+        raise ValueError(f"{op}: {what} has shape {tuple(arr.shape)}; it must be {tuple(expected)}")
+
+
+def conv2d(x: object, w: object, bias: object = None, stride: object = 1, padding: object = 0,
+           dilation: object = 1, groups: int = 1, layout: str = "NCHW", activation: str | None = None,
+           algo: str | None = None) -> DeviceArray:
+    """2-D cross-correlation (PyTorch's ``conv2d``) with bias and activation fused: returns
+    ``activation(conv(x, w) + bias)`` as a new array in ``layout``.
+
+    ``stride``, ``padding``, ``dilation``: an int or an (h, w) pair. ``activation``: None,
+    ``"relu"``, ``"silu"`` or ``"gelu"`` (erf form). ``algo``: see the module docstring.
+    Raises TypeError (dtypes) or ValueError (shapes, parameters, an algorithm that cannot run
+    this problem) before anything is launched.
+    """
+    op = "conv2d"
+    xa, wa, elem = _resolve_dtypes(x, w, op)
+    geo = make_geometry(tuple(xa.shape), tuple(wa.shape), stride, padding, dilation, groups, layout, elem, op)
+    act = check_activation(activation, op)
+    ba = None
+    if bias is not None:
+        ba = as_float_array(bias, op, "bias")
+        if ba.dtype != xa.dtype:
+            raise TypeError(f"{op}: bias has dtype {dtype_name_of(ba)} but x has {dtype_name_of(xa)}; they must match")
+        _check_shape(ba, (geo.problem.k,), "bias", op)
+        ba = contiguous(ba)
+    chosen = _resolve_algo(algo, geo.problem, op)
+    xa, wa = contiguous(xa), contiguous(wa)
+    y = empty(geo.y_shape, xa.dtype, stream=xa.stream or None)
+    if chosen == "implicit_gemm":
+        run_implicit_gemm("fwd", geo, xa, wa, y, ba, act)
+    elif chosen.startswith("winograd"):
+        from .conv_winograd import run_winograd
+
+        run_winograd(geo, xa, wa, y, ba, act, tile=4 if chosen == "winograd_4x4" else 2)
+    else:
+        from .conv_im2col import run_im2col
+
+        run_im2col(geo, xa, wa, y, ba, act)
+    return y
+
+
+def _resolve_algo(algo: str | None, problem: ConvProblem, op: str) -> str:
+    if algo is None:
+        return choose_algo(problem)
+    if algo not in ALGOS:
+        raise ValueError(f"{op}: algo={algo!r}; allowed: None, " + ", ".join(repr(a) for a in ALGOS))
+    if algo.startswith("winograd"):
+        if not problem.winograd_eligible:
+            raise ValueError(f"{op}: algo={algo!r} needs a 3x3 filter, stride 1 and dilation 1; got "
+                             f"{problem.r}x{problem.s}, stride {problem.stride}, dilation {problem.dilation}")
+        if algo == "winograd":
+            picked = choose_algo(problem, {"winograd_min_channels": 0, "winograd_4x4_min_output": 8,
+                                           "im2col_min_reduction": 1 << 62, "im2col_max_workspace_bytes": 0})
+            return picked
+    return algo
+
+
+def run_implicit_gemm(mode: str, geo: ConvGeometry, x: DeviceArray, w: DeviceArray, y: DeviceArray,
+                      bias: DeviceArray | None, activation: str) -> None:
+    """Launch one implicit-GEMM kernel over validated, C-contiguous x, w, y (``mode`` decides
+    which two are read and which one is written)."""
+    p = geo.problem
+    cg, kg = p.c // p.groups, p.k // p.groups
+    if mode == "fwd":
+        gm, gn, gk = p.n * p.oh * p.ow, kg, cg * p.r * p.s
+    elif mode == "bwd_data":
+        gm, gn, gk = p.n * p.h * p.w, cg, kg * p.r * p.s
+    else:
+        gm, gn, gk = kg, cg * p.r * p.s, p.n * p.oh * p.ow
+    spec = ConvImplicitGemmSpec(arch=_arch(), mode=mode, dtype=p.dtype, layout=geo.layout,
+                                activation=activation, bias=bias is not None)
+    fn = load_kernel(spec)
+    args = [x, w, y, bias if bias is not None else 0, gm, gn, gk, p.n, cg, p.h, p.w, kg, p.r, p.s, p.oh, p.ow,
+            p.stride[0], p.stride[1], p.padding[0], p.padding[1], p.dilation[0], p.dilation[1],
+            *element_strides_nchw(x, geo.layout), *element_strides_nchw(w, geo.layout),
+            *element_strides_nchw(y, geo.layout)]
+    grid = ((gm + spec.bm - 1) // spec.bm, (gn + spec.bn - 1) // spec.bn, p.groups)
+    fn(grid, THREADS, args, stream=stream_of(y))
+
+
+def _arch() -> str:
+    from oxicuda.ptx.target import device_arch
+
+    return device_arch()
+
+
+def conv2d_backward_data(dy: object, w: object, x_shape: tuple[int, ...], stride: object = 1, padding: object = 0,
+                         dilation: object = 1, groups: int = 1, layout: str = "NCHW",
+                         algo: str | None = None) -> DeviceArray:
+    """The gradient of ``conv2d`` with respect to x: ``dx`` of shape ``x_shape`` (in ``layout``)
+    from ``dy`` (the output's shape) and ``w``. Only ``algo="implicit_gemm"`` (or None) exists."""
+    op = "conv2d_backward_data"
+    dya, wa, elem = _resolve_dtypes(dy, w, op, "dy", "w")
+    geo = make_geometry(tuple(int(v) for v in x_shape), tuple(wa.shape), stride, padding, dilation, groups,
+                        layout, elem, op)
+    _check_shape(dya, geo.y_shape, "dy", op)
+    _check_backward_algo(algo, op)
+    dx = empty(geo.x_shape, dya.dtype, stream=dya.stream or None)
+    run_implicit_gemm("bwd_data", geo, dx, contiguous(wa), contiguous(dya), None, "none")
+    return dx
+
+
+def conv2d_backward_filter(x: object, dy: object, w_shape: tuple[int, ...], stride: object = 1,
+                           padding: object = 0, dilation: object = 1, groups: int = 1, layout: str = "NCHW",
+                           algo: str | None = None) -> DeviceArray:
+    """The gradient of ``conv2d`` with respect to w: ``dw`` of shape ``w_shape`` (in ``layout``)
+    from ``x`` and ``dy``. Only ``algo="implicit_gemm"`` (or None) exists."""
+    op = "conv2d_backward_filter"
+    xa, dya, elem = _resolve_dtypes(x, dy, op, "x", "dy")
+    geo = make_geometry(tuple(xa.shape), tuple(int(v) for v in w_shape), stride, padding, dilation, groups,
+                        layout, elem, op)
+    _check_shape(dya, geo.y_shape, "dy", op)
+    _check_backward_algo(algo, op)
+    dw = empty(geo.w_shape, xa.dtype, stream=xa.stream or None)
+    run_implicit_gemm("bwd_filter", geo, contiguous(xa), dw, contiguous(dya), None, "none")
+    return dw
+
+
+def _check_backward_algo(algo: str | None, op: str) -> None:
+    if algo not in (None, "implicit_gemm"):
+        raise ValueError(f"{op}: algo={algo!r}; allowed: None, 'implicit_gemm' (the only backward kernel)")
+
+
+__all__ = ["conv2d", "conv2d_backward_data", "conv2d_backward_filter", "LAYOUTS"]
