@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..memory.array import DeviceArray, asarray
+from ..memory.interop import is_cuda_dlpack_producer
 from ..memory.workspace import workspace
 from . import operands as op
 from .level1_kernels import BLOCK, Blas1MapSpec, Blas1ReduceSpec, real_type
@@ -180,7 +181,8 @@ def iamin_ptr(n: int, x_ptr: int, incx: int, result_ptr: int, *, dtype: object, 
 def _vector(v: object, what: str) -> tuple[DeviceArray, int, int]:
     """A 1-D device array, its element increment, and the BLAS base pointer (the lowest address
     the vector touches, as BLAS wants for negative increments)."""
-    if not isinstance(v, DeviceArray) and not (hasattr(v, "__cuda_array_interface__") or hasattr(v, "__dlpack__")):
+    if not isinstance(v, DeviceArray) and not (hasattr(v, "__cuda_array_interface__")
+                                               or is_cuda_dlpack_producer(v)):
         raise TypeError(f"{what}: {type(v).__name__} is not a device array; pass a DeviceArray or an "
                         "object with __cuda_array_interface__ / __dlpack__ (oxicuda.asarray copies host data)")
     arr = v if isinstance(v, DeviceArray) else asarray(v)

@@ -133,8 +133,8 @@ def generate_map(spec: Blas1MapSpec) -> str:
     n = kb.param("n", "u32")
     x, incx = kb.param_ptr("x"), kb.param("incx", "s64")
     y, incy = kb.param_ptr("y"), kb.param("incy", "s64")
-    scalar_comps = 1 if (spec.op == "rot" or spec.scalar_real) else ncomp
-    a = _scalar(kb, "a", rt, 1 if spec.op == "rot" else scalar_comps)
+    scalar_comps = 1 if spec.scalar_real else ncomp
+    a = _scalar(kb, "a", rt, 1 if spec.op == "rot" else scalar_comps)  # rot: c is real
     b = _scalar(kb, "b", rt, scalar_comps if spec.op == "rot" else 1)
     i = kb.mad(kb.ctaid(), kb.ntid(), kb.tid())
     with kb.if_(kb.setp("lt", i, n)):
