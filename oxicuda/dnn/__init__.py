@@ -1,1 +1,37 @@
-"""oxicuda.dnn."""
+"""oxicuda.dnn: cuDNN-like operations.
+
+Element-wise and reduction ops (this package's softmax, norms, activations and pooling modules)
+import eagerly; ``conv2d`` and ``attention`` come from ``oxicuda.dnn.conv`` and
+``oxicuda.dnn.attention`` on first access, so a missing or broken one never breaks
+``import oxicuda.dnn``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+
+from .activations import gelu, relu, sigmoid, silu, tanh
+from .norms import batch_norm, layer_norm, rms_norm
+from .pooling import avg_pool2d, max_pool2d
+from .softmax import log_softmax, softmax
+
+_LAZY = {"conv2d": "oxicuda.dnn.conv", "attention": "oxicuda.dnn.attention"}
+
+#: modules whose import registers kernel families (``oxicuda.ptx.registry.load_all_families``)
+KERNEL_MODULES = tuple(
+    ["softmax", "norms", "activations", "pooling"]
+    + [m for m in ("conv", "attention") if importlib.util.find_spec(f"oxicuda.dnn.{m}") is not None]
+)
+
+__all__ = ["softmax", "log_softmax", "layer_norm", "rms_norm", "batch_norm", "relu", "gelu", "silu",
+           "sigmoid", "tanh", "max_pool2d", "avg_pool2d", "conv2d", "attention"]
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'oxicuda.dnn' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,270 @@
+"""Normalizations: layer norm, RMS norm (both per row) and batch norm (inference, per channel).
+
+- ``layer_norm(x, normalized_shape=None, weight=None, bias=None, eps=1e-5)``: over the trailing
+  ``normalized_shape`` dimensions (default: the last one): ``(x - mean) / sqrt(var + eps) * w + b``
+  with the biased variance, computed in two passes (mean, then the mean of squared deviations),
+  which stays accurate when |mean| >> std.
+- ``rms_norm(x, weight=None, eps=1e-6)``: over the last dimension: ``x / sqrt(mean(x^2) + eps) * w``.
+- ``batch_norm(x, running_mean, running_var, weight=None, bias=None, eps=1e-5, layout="NCHW")``:
+  inference with the running statistics, channels on axis 1 (NCHW) or the last axis (NHWC).
+
+Kernel families: ``dnn_norm`` (one row per warp for rows up to ``DISPATCH["WARP_MAX_COLS"]``,
+else one row per CTA; ``algo="warp"|"block"`` forces one) and ``dnn_batchnorm`` (one thread per
+element). float32, float16, bfloat16 (statistics in f32); results are new arrays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Sequence
+
+import numpy as np
+
+from oxicuda.memory.array import DeviceArray, empty
+from oxicuda.ptx import registry
+from oxicuda.ptx.builder import KernelBuilder
+from oxicuda.ptx.spec import KernelSpec
+
+from . import _common as C
+
+#: provisional (not yet measured on the H200): rows up to this many elements go one per warp
+DISPATCH = {"WARP_MAX_COLS": 1024, "WARP_THREADS": 128, "BLOCK_THREADS": 512}
+NORM_KINDS = ("layer", "rms")
+
+
+@dataclass(frozen=True)
+class NormSpec(KernelSpec):
+    """One row-normalization kernel."""
+
+    family: ClassVar[str] = "dnn_norm"
+    kind: str = "layer"
+    dtype: str = "f32"
+    variant: str = "warp"
+    threads: int = 128
+    vec: int = 1
+    has_weight: bool = False
+    has_bias: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.kind not in NORM_KINDS or self.variant not in ("warp", "block"):
+            raise ValueError(f"NormSpec: kind={self.kind!r}, variant={self.variant!r}; allowed kinds "
+                             f"{NORM_KINDS}, variants ('warp', 'block')")
+        if self.dtype not in C.ELEMENT_BYTES or self.vec not in (1, 2, 4):
+            raise ValueError(f"NormSpec: dtype={self.dtype!r}, vec={self.vec}")
+        if self.kind == "rms" and self.has_bias:
+            raise ValueError("NormSpec: rms norm has no bias")
+
+
+def generate_norm(spec: NormSpec) -> str:
+    """PTX of one norm kernel. Params: x, y, w, b (u64; unused ones may be 0), rows, cols (u32),
+    eps (f32)."""
+    kb = KernelBuilder(spec.kernel_name(), arch=spec.arch, math=spec.math)
+    C.launch_bounds(kb, spec.threads)
+    x, y, w, b = kb.param_ptr("x"), kb.param_ptr("y"), kb.param_ptr("w"), kb.param_ptr("b")
+    rows, cols, eps = kb.param("rows", "u32"), kb.param("cols", "u32"), kb.param("eps", "f32")
+    size, vec, elem = C.ELEMENT_BYTES[spec.dtype], spec.vec, spec.dtype
+    tid = kb.tid()
+    lane, warp = kb.and_(tid, 31), kb.shr(tid, 5)
+    warps = spec.threads // 32
+    if spec.variant == "warp":
+        row, member, group = kb.mad(kb.ctaid(), warps, warp), lane, 32
+    else:
+        row, member, group = kb.ctaid(), tid, spec.threads
+        scratch = kb.shared("scratch", "f32", warps)
+    kb.ret(kb.setp("ge", row, rows))
+    offset = kb.mul(row, cols, mode="wide")
+    xrow, yrow = kb.addr(x, offset, size), kb.addr(y, offset, size)
+    start = kb.mul(member, vec) if vec > 1 else member
+    step = group * vec
+    inv_n = kb.div(1.0, kb.cvt(cols, "f32"), type_="f32")
+
+    def row_sum(term):
+        acc = kb.mov(0.0, "f32")
+        with kb.loop(start, cols, step) as j:
+            for v in C.load_f32(kb, elem, kb.addr(xrow, j, size), vec=vec):
+                kb.add(acc, term(v), out=acc)
+        if spec.variant == "warp":
+            return C.warp_allreduce(kb, (acc,), C.combine_sum)[0]
+        return C.block_allreduce(kb, (acc,), C.combine_sum, scratch, warps, warp, lane)[0]
+
+    if spec.kind == "layer":
+        mean = kb.mul(row_sum(lambda v: v), inv_n)
+        var = kb.mul(row_sum(lambda v: (lambda d: kb.mul(d, d))(kb.sub(v, mean))), inv_n)
+    else:
+        mean = None
+        var = kb.mul(row_sum(lambda v: kb.mul(v, v)), inv_n)
+    rstd = kb.rsqrt(kb.add(var, eps))
+    with kb.loop(start, cols, step) as j:
+        vals = C.load_f32(kb, elem, kb.addr(xrow, j, size), vec=vec)
+        ws = C.load_f32(kb, elem, kb.addr(w, j, size), vec=vec) if spec.has_weight else None
+        bs = C.load_f32(kb, elem, kb.addr(b, j, size), vec=vec) if spec.has_bias else None
+        out = []
+        for k, v in enumerate(vals):
+            r = kb.mul(kb.sub(v, mean) if mean is not None else v, rstd)
+            if ws is not None:
+                r = kb.mul(r, ws[k])
+            if bs is not None:
+                r = kb.add(r, bs[k])
+            out.append(r)
+        C.store_f32(kb, elem, kb.addr(yrow, j, size), out)
+    return kb.ptx()
+
+
+def norm_configurations(arch: str) -> list[NormSpec]:
+    """Both kinds, both variants, every dtype, vector widths 1 and 4 (f32) or 1 and 2 (halves),
+    affine and plain."""
+    specs = []
+    for kind in NORM_KINDS:
+        for dtype in ("f32", "f16", "bf16"):
+            for variant, threads in (("warp", DISPATCH["WARP_THREADS"]), ("block", DISPATCH["BLOCK_THREADS"])):
+                for vec in ((1, 4) if dtype == "f32" else (1, 2, 4)):
+                    for affine in (False, True):
+                        specs.append(NormSpec(arch=arch, kind=kind, dtype=dtype, variant=variant, threads=threads,
+                                              vec=vec, has_weight=affine, has_bias=affine and kind == "layer"))
+    return specs
+
+
+registry.register_family(NormSpec.family, NormSpec, generate_norm, norm_configurations)
+
+
+@dataclass(frozen=True)
+class BatchNormSpec(KernelSpec):
+    """Batch norm inference: one thread per element, channel = (i // inner) % channels."""
+
+    family: ClassVar[str] = "dnn_batchnorm"
+    dtype: str = "f32"
+    has_weight: bool = False
+    has_bias: bool = False
+    threads: int = 256
+
+
+def generate_batchnorm(spec: BatchNormSpec) -> str:
+    """PTX of one batch-norm kernel. Params: x, y, mean, var, w, b (u64), n, inner, channels
+    (u32), eps (f32)."""
+    kb = KernelBuilder(spec.kernel_name(), arch=spec.arch, math=spec.math)
+    C.launch_bounds(kb, spec.threads)
+    x, y, mean, var, w, b = (kb.param_ptr(p) for p in ("x", "y", "mean", "var", "w", "b"))
+    n, inner, channels = kb.param("n", "u32"), kb.param("inner", "u32"), kb.param("channels", "u32")
+    eps = kb.param("eps", "f32")
+    size, elem = C.ELEMENT_BYTES[spec.dtype], spec.dtype
+    i = kb.mad(kb.ctaid(), kb.ntid(), kb.tid())
+    with kb.if_(kb.setp("lt", i, n)):
+        c = C.urem(kb, kb.div(i, inner), channels)
+        v = C.load_f32(kb, elem, kb.addr(x, i, size))[0]
+        mu = C.load_f32(kb, elem, kb.addr(mean, c, size))[0]
+        sigma2 = C.load_f32(kb, elem, kb.addr(var, c, size))[0]
+        r = kb.mul(kb.sub(v, mu), kb.rsqrt(kb.add(sigma2, eps)))
+        if spec.has_weight:
+            r = kb.mul(r, C.load_f32(kb, elem, kb.addr(w, c, size))[0])
+        if spec.has_bias:
+            r = kb.add(r, C.load_f32(kb, elem, kb.addr(b, c, size))[0])
+        C.store_f32(kb, elem, kb.addr(y, i, size), [r])
+    return kb.ptx()
+
+
+def batchnorm_configurations(arch: str) -> list[BatchNormSpec]:
+    """Every dtype, with and without the affine parameters."""
+    return [BatchNormSpec(arch=arch, dtype=d, has_weight=a, has_bias=a) for d in ("f32", "f16", "bf16")
+            for a in (False, True)]
+
+
+registry.register_family(BatchNormSpec.family, BatchNormSpec, generate_batchnorm, batchnorm_configurations)
+
+
+# -- public calls ---------------------------------------------------------------------------------
+def _row_norm(kind: str, xa: DeviceArray, cols: int, weight: object, bias: object, eps: float,
+              param_shape: tuple[int, ...], op: str, algo: str | None) -> DeviceArray:
+    if algo not in (None, "warp", "block"):
+        raise ValueError(f"{op}: algo={algo!r}; allowed None, 'warp', 'block'")
+    wa = C.check_param_array(weight, op, "weight", param_shape, xa.dtype) if weight is not None else None
+    ba = C.check_param_array(bias, op, "bias", param_shape, xa.dtype) if bias is not None else None
+    rows = xa.size // cols if cols else 0
+    C.check_u32_count(rows, op, "the number of rows")
+    C.check_u32_count(cols, op, "the row length")
+    xa = C.contiguous(xa)
+    out = empty(xa.shape, xa.dtype, stream=xa.stream)
+    if xa.size == 0:
+        return out
+    elem = C.PTX_ELEMENT[C.dtype_name_of(xa)]
+    variant = algo or ("warp" if cols <= DISPATCH["WARP_MAX_COLS"] else "block")
+    threads = DISPATCH["WARP_THREADS"] if variant == "warp" else DISPATCH["BLOCK_THREADS"]
+    arrays = tuple(a for a in (xa, out, wa, ba) if a is not None)
+    vec = C.vector_width(arrays, cols, C.ELEMENT_BYTES[elem], (4,) if elem == "f32" else (4, 2))
+    spec = NormSpec(arch=C.current_arch(), kind=kind, dtype=elem, variant=variant, threads=threads, vec=vec,
+                    has_weight=wa is not None, has_bias=ba is not None)
+    fn = C.load_kernel(spec)
+    grid = -(-rows // (threads // 32)) if variant == "warp" else rows
+    fn(grid, threads, [xa, out, wa if wa is not None else 0, ba if ba is not None else 0, np.uint32(rows),
+                       np.uint32(cols), np.float32(eps)], stream=C.stream_of(xa))
+    return out
+
+
+def layer_norm(x: object, normalized_shape: int | Sequence[int] | None = None, weight: object = None,
+               bias: object = None, eps: float = 1e-5, *, algo: str | None = None) -> DeviceArray:
+    """Layer normalization of ``x`` over its trailing ``normalized_shape`` dimensions (default:
+    the last dimension), as in ``torch.nn.functional.layer_norm``. ``weight`` and ``bias`` have
+    shape ``normalized_shape`` and x's dtype. Raises TypeError/ValueError before any launch for a
+    non-float dtype, a normalized_shape that does not match x's trailing dimensions, parameter
+    shape or dtype mismatches, or a negative eps."""
+    xa = C.as_float_array(x, "layer_norm")
+    if xa.ndim == 0:
+        raise ValueError("layer_norm: x is 0-d; it needs at least one dimension")
+    if normalized_shape is None:
+        shape = (xa.shape[-1],)
+    else:
+        shape = (int(normalized_shape),) if isinstance(normalized_shape, (int, np.integer)) else tuple(
+            int(d) for d in normalized_shape)
+    if not shape or len(shape) > xa.ndim or tuple(xa.shape[-len(shape):]) != shape:
+        raise ValueError(f"layer_norm: normalized_shape={shape} must equal the trailing dimensions of x, "
+                         f"whose shape is {tuple(xa.shape)}")
+    cols = int(np.prod(shape, dtype=np.int64))
+    return _row_norm("layer", xa, cols, weight, bias, C.check_eps(eps, "layer_norm"), shape, "layer_norm", algo)
+
+
+def rms_norm(x: object, weight: object = None, eps: float = 1e-6, *, algo: str | None = None) -> DeviceArray:
+    """RMS normalization of ``x`` over its last dimension: ``x / sqrt(mean(x^2) + eps) * weight``
+    (``weight`` of shape ``(x.shape[-1],)``). Raises like ``layer_norm``."""
+    xa = C.as_float_array(x, "rms_norm")
+    if xa.ndim == 0:
+        raise ValueError("rms_norm: x is 0-d; it needs at least one dimension")
+    cols = xa.shape[-1]
+    return _row_norm("rms", xa, cols, weight, None, C.check_eps(eps, "rms_norm"), (cols,), "rms_norm", algo)
+
+
+def batch_norm(x: object, running_mean: object, running_var: object, weight: object = None,
+               bias: object = None, eps: float = 1e-5, layout: str = "NCHW") -> DeviceArray:
+    """Batch normalization for inference: ``(x - mean[c]) / sqrt(var[c] + eps) * w[c] + b[c]``.
+
+    ``x`` has at least 2 dimensions; its channel axis is 1 for ``layout="NCHW"`` (also NC, NCL,
+    NCDHW) and the last for ``"NHWC"``. The statistics and affine parameters have shape ``(C,)``
+    and x's dtype. Raises TypeError/ValueError before any launch on bad dtypes, shapes, layout or
+    eps."""
+    op = "batch_norm"
+    xa = C.as_float_array(x, op)
+    if layout not in ("NCHW", "NHWC"):
+        raise ValueError(f"{op}: layout={layout!r}; allowed 'NCHW' or 'NHWC'")
+    if xa.ndim < 2:
+        raise ValueError(f"{op}: x has shape {tuple(xa.shape)}; it needs at least 2 dimensions (N, C, ...)")
+    axis = 1 if layout == "NCHW" else xa.ndim - 1
+    channels = xa.shape[axis]
+    inner = int(np.prod(xa.shape[axis + 1:], dtype=np.int64))
+    eps = C.check_eps(eps, op)
+    params = [C.check_param_array(p, op, name, (channels,), xa.dtype) if p is not None else None
+              for p, name in ((running_mean, "running_mean"), (running_var, "running_var"), (weight, "weight"),
+                              (bias, "bias"))]
+    if params[0] is None or params[1] is None:
+        raise ValueError(f"{op}: running_mean and running_var are required (inference)")
+    C.check_u32_count(xa.size, op)
+    xa = C.contiguous(xa)
+    out = empty(xa.shape, xa.dtype, stream=xa.stream)
+    if xa.size == 0:
+        return out
+    spec = BatchNormSpec(arch=C.current_arch(), dtype=C.PTX_ELEMENT[C.dtype_name_of(xa)],
+                         has_weight=params[2] is not None, has_bias=params[3] is not None)
+    fn = C.load_kernel(spec)
+    mean, var, w, b = (p if p is not None else 0 for p in params)
+    fn(-(-xa.size // spec.threads), spec.threads,
+       [xa, out, mean, var, w, b, np.uint32(xa.size), np.uint32(max(inner, 1)), np.uint32(channels),
+        np.float32(eps)], stream=C.stream_of(xa))
+    return out
