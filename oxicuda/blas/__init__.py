@@ -1,1 +1,39 @@
-"""oxicuda.blas."""
+"""oxicuda.blas: cuBLAS-like GEMM and friends on generated PTX.
+
+Public names load on first use (``import oxicuda.blas`` stays light): ``gemm``, ``matmul``
+(``gemm_api``), ``gemm_colmajor`` (``gemm_core``: the pointer-level entry every surface calls),
+``gemv_colmajor`` (``gemv``), ``gemm_strided_batched``/``gemm_batched`` (``gemm_batched``).
+``KERNEL_MODULES`` lists the generator modules so that the kernel registry can enumerate them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+
+_LAZY = {
+    "gemm": "gemm_api",
+    "matmul": "gemm_api",
+    "gemm_colmajor": "gemm_core",
+    "scalar_dtype": "gemm_core",
+    "gemv_colmajor": "gemv",
+    "gemm_strided_batched": "gemm_batched",
+    "gemm_batched": "gemm_batched",
+    "choose_algo": "gemm_dispatch",
+    "GemmProblem": "gemm_dispatch",
+    "THRESHOLDS": "gemm_dispatch",
+}
+
+_GENERATORS = ("gemm_naive", "gemm_tiled", "gemm_splitk", "gemv", "gemm_tensorcore", "gemm_wgmma")
+KERNEL_MODULES = tuple(m for m in _GENERATORS if importlib.util.find_spec(f"{__name__}.{m}") is not None)
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'oxicuda.blas' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

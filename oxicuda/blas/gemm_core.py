@@ -1,0 +1,283 @@
+"""``gemm_colmajor``: the one column-major, pointer-level GEMM entry every surface calls (the
+Pythonic ``gemm``/``matmul``, the cuBLAS- and CuPy-shaped compat layers, level-3 routines).
+
+Semantics are cuBLAS's: ``C = alpha * op(A) @ op(B) + beta * C`` on column-major matrices,
+``op`` in "N" (none), "T" (transpose), "C" (conjugate transpose; the same as "T" for real
+dtypes); leading dimensions and batch strides in elements; beta == 0 never reads C. Every check
+runs before anything touches the device and raises ValueError naming the argument (compat
+layers map that to CUBLAS_STATUS_INVALID_VALUE).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+from oxicuda.driver.context import current_device_ordinal
+from oxicuda.memory.dtypes import dtype_name, normalize_dtype
+from oxicuda.memory.workspace import workspace
+from oxicuda.ptx import cache
+
+from . import gemm_codegen as cg
+from .gemm_dispatch import DeviceInfo, GemmPlan, GemmProblem, choose_algo, device_info
+from .gemm_naive import BLOCK as NAIVE_BLOCK
+from .gemm_naive import GemmNaiveSpec
+from .gemm_splitk import launch_reduce
+from .gemm_tiled import GemmTiledSpec
+from .gemv import gemv_colmajor
+
+OPS = ("N", "T", "C")
+COMPUTE_TYPES = {
+    "float32": ("f32", "tf32"),
+    "float64": ("f64",),
+    "float16": ("f32",),
+    "bfloat16": ("f32",),
+    "complex64": ("f32",),
+    "complex128": ("f64",),
+}
+MAX_GRID_Z = 65535
+
+
+def scalar_dtype(dtype: object, compute: str | None = None) -> str:
+    """The dtype of alpha/beta behind ``alpha_ptr``/``beta_ptr``: the accumulator type
+    (float32 for float16/bfloat16 data, like cublasGemmEx with CUBLAS_COMPUTE_32F)."""
+    name = dtype_name(dtype)
+    return {"float16": "float32", "bfloat16": "float32"}.get(name, name)
+
+
+def _op(value: object, what: str, complex_: bool) -> str:
+    op = value.upper() if isinstance(value, str) else value
+    if op not in OPS:
+        raise ValueError(f"gemm: {what}={value!r}; allowed: 'N', 'T', 'C'")
+    return "T" if (op == "C" and not complex_) else op  # type: ignore[return-value]
+
+
+def _int(value: object, what: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"gemm: {what}={value!r} must be an int")
+    if int(value) < minimum:
+        raise ValueError(f"gemm: {what}={int(value)} must be >= {minimum}")
+    return int(value)
+
+
+def _scalar(value: object, what: str, complex_: bool) -> object:
+    if isinstance(value, bool) or not isinstance(value, numbers.Number):
+        raise ValueError(f"gemm: {what}={value!r} must be a number")
+    if isinstance(value, numbers.Complex) and not isinstance(value, numbers.Real):
+        if not complex_ and complex(value).imag != 0:
+            raise ValueError(f"gemm: {what}={value!r} is complex but the dtype is real")
+        return complex(value) if complex_ else complex(value).real
+    return complex(value) if complex_ else float(value)  # type: ignore[arg-type]
+
+
+def _align(*values: int) -> int:
+    """The largest power of two <= 16 dividing every value (0 divides by anything)."""
+    a = 16
+    for v in values:
+        while a > 1 and v % a:
+            a //= 2
+    return a
+
+
+def _extent(ptr: int, rows: int, cols: int, ld: int, es: int, batch: int, stride: int) -> tuple[int, int]:
+    last = (cols - 1) * ld + rows + (batch - 1) * stride
+    return ptr, ptr + last * es
+
+
+def _overlaps(c: tuple, other: tuple) -> bool:
+    """Exact when both are single matrices sharing a leading dimension; conservative otherwise."""
+    (c_lo, c_hi, c_ld, c_rows, c_cols, c_batch), (o_lo, o_hi, o_ld, o_rows, o_cols, o_batch) = c, other
+    if c_hi <= o_lo or o_hi <= c_lo:
+        return False
+    if c_batch == 1 and o_batch == 1 and c_ld == o_ld and c_lo % c_ld == o_lo % o_ld:
+        # same leading dimension and element grid: compare row and column ranges
+        es_ld = c_ld
+        c_r0, c_c0 = divmod(c_lo, es_ld)[1], divmod(c_lo, es_ld)[0]
+        o_r0, o_c0 = divmod(o_lo, es_ld)[1], divmod(o_lo, es_ld)[0]
+        if c_r0 + c_rows <= es_ld and o_r0 + o_rows <= es_ld:
+            rows = c_r0 < o_r0 + o_rows and o_r0 < c_r0 + c_rows
+            cols = c_c0 < o_c0 + o_cols and o_c0 < c_c0 + c_cols
+            return rows and cols
+    return True
+
+
+def gemm_colmajor(transa: str, transb: str, m: int, n: int, k: int, alpha, a_ptr: int, lda: int,
+                  b_ptr: int, ldb: int, beta, c_ptr: int, ldc: int, *, dtype, compute=None,
+                  batch: int = 1, stride_a: int = 0, stride_b: int = 0, stride_c: int = 0,
+                  a_array_ptr: int = 0, b_array_ptr: int = 0, c_array_ptr: int = 0,
+                  alpha_ptr: int = 0, beta_ptr: int = 0, stream=None, algo: str | None = None) -> None:
+    """``C = alpha * op(A) @ op(B) + beta * C`` for column-major A (lda), B (ldb), C (ldc, m x n).
+
+    ``dtype``: float32, float64, float16, bfloat16, complex64 or complex128 (A, B and C alike).
+    ``compute``: None (the accumulator type: f32 for float32/16/bf16 data, f64 for float64) or
+    "tf32" (float32 data through TF32 tensor cores when available; the SIMT fallback computes
+    in full f32). ``batch`` > 1: strided batch (``stride_*`` in elements) or, when
+    ``a_array_ptr``/``b_array_ptr``/``c_array_ptr`` are nonzero, device arrays of ``batch``
+    pointers (``a_ptr``/``b_ptr``/``c_ptr`` are then ignored). ``alpha_ptr``/``beta_ptr``
+    nonzero: the kernels read the scalars (of ``scalar_dtype(dtype)``) from device memory.
+    ``algo``: force "naive", "tiled", "split_k", "gemv", "tensor_core", "wgmma", or pass a
+    ``GemmTiledSpec``/``GemmNaiveSpec`` to run that exact configuration. One launch covers the
+    whole batch (two for split_k). Raises ValueError on bad arguments, before any launch.
+    """
+    try:
+        dt = dtype_name(normalize_dtype(dtype))
+    except TypeError as exc:
+        raise ValueError(f"gemm: dtype={dtype!r} is not supported; allowed: {cg.GEMM_DTYPES}") from exc
+    if dt not in cg.ELEMENT_KINDS:
+        raise ValueError(f"gemm: dtype={dt!r} is not supported; allowed: {cg.GEMM_DTYPES}")
+    kind = cg.ELEMENT_KINDS[dt]
+    ta, tb = _op(transa, "transa", kind.complex), _op(transb, "transb", kind.complex)
+    m, n, k = _int(m, "m", 0), _int(n, "n", 0), _int(k, "k", 0)
+    batch = _int(batch, "batch", 0)
+    rows_a, cols_a = (m, k) if ta == "N" else (k, m)
+    rows_b, cols_b = (k, n) if tb == "N" else (n, k)
+    lda = _int(lda, "lda", max(1, rows_a))
+    ldb = _int(ldb, "ldb", max(1, rows_b))
+    ldc = _int(ldc, "ldc", max(1, m))
+    stride_a, stride_b, stride_c = (_int(s, w, 0) for s, w in
+                                    ((stride_a, "stride_a"), (stride_b, "stride_b"), (stride_c, "stride_c")))
+    compute = COMPUTE_TYPES[dt][0] if compute is None else compute
+    if compute not in COMPUTE_TYPES[dt]:
+        raise ValueError(f"gemm: compute={compute!r} for dtype {dt}; allowed: {COMPUTE_TYPES[dt]}")
+    alpha = _scalar(alpha, "alpha", kind.complex)
+    beta = _scalar(beta, "beta", kind.complex)
+    ptrs = {name: _int(v, name, 0) for name, v in (
+        ("a_ptr", a_ptr), ("b_ptr", b_ptr), ("c_ptr", c_ptr), ("a_array_ptr", a_array_ptr),
+        ("b_array_ptr", b_array_ptr), ("c_array_ptr", c_array_ptr), ("alpha_ptr", alpha_ptr),
+        ("beta_ptr", beta_ptr))}
+    arrays = [ptrs["a_array_ptr"], ptrs["b_array_ptr"], ptrs["c_array_ptr"]]
+    pointer_array = any(arrays)
+    if pointer_array and not all(arrays):
+        raise ValueError(f"gemm: pointer-array batches need a_array_ptr, b_array_ptr and c_array_ptr all "
+                         f"nonzero; got {arrays}")
+    es = kind.nbytes
+    if m == 0 or n == 0 or batch == 0:
+        return
+    needed = ["c"] + (["a", "b"] if k > 0 else [])
+    for name in needed:
+        p = ptrs[f"{name}_array_ptr" if pointer_array else f"{name}_ptr"]
+        if p == 0:
+            raise ValueError(f"gemm: {name}_{'array_' if pointer_array else ''}ptr is 0 (a null pointer)")
+        if not pointer_array and p % min(es, 16 if kind.complex else es):
+            raise ValueError(f"gemm: {name}_ptr=0x{p:x} is not aligned to the {es}-byte {dt} element")
+    if pointer_array and any(p % 8 for p in arrays):
+        raise ValueError(f"gemm: pointer arrays must be 8-byte aligned; got {[hex(p) for p in arrays]}")
+    if batch > 1 and not pointer_array and stride_c < ldc * (n - 1) + m:
+        raise ValueError(f"gemm: stride_c={stride_c} makes batch entries of C overlap; it must be >= "
+                         f"ldc * (n - 1) + m = {ldc * (n - 1) + m} (or use batch=1)")
+    if not pointer_array and k > 0:
+        c_ext = (*_extent(ptrs["c_ptr"], m, n, ldc, es, batch, stride_c), ldc * es, m * es, n, batch)
+        for name, rows, cols, ld, stride in (("a", rows_a, cols_a, lda, stride_a), ("b", rows_b, cols_b, ldb, stride_b)):
+            ext = (*_extent(ptrs[f"{name}_ptr"], rows, cols, ld, es, batch, stride), ld * es, rows * es, cols, batch)
+            if _overlaps(c_ext, ext):
+                raise ValueError(f"gemm: the output C (0x{ptrs['c_ptr']:x}, {m}x{n}, ldc={ldc}) overlaps input "
+                                 f"{name.upper()} (0x{ptrs[name + '_ptr']:x}, {rows}x{cols}, ld{name}={ld}); "
+                                 f"cuBLAS results would be undefined: pass a separate output")
+
+    info = device_info(current_device_ordinal())
+    if pointer_array:
+        align_a = align_b = align_c = 8 if es >= 8 else es
+    else:
+        align_a = _align(ptrs["a_ptr"], lda * es, stride_a * es)
+        align_b = _align(ptrs["b_ptr"], ldb * es, stride_b * es)
+        align_c = _align(ptrs["c_ptr"], ldc * es, stride_c * es)
+    problem = GemmProblem(m, n, k, dt, compute, ta, tb, lda, ldb, ldc, batch, pointer_array,
+                          bool(ptrs["alpha_ptr"] or ptrs["beta_ptr"]), align_a, align_b, align_c, info.arch)
+    if isinstance(algo, (GemmTiledSpec, GemmNaiveSpec)):
+        plan = GemmPlan("tiled" if isinstance(algo, GemmTiledSpec) else "naive", algo)
+        _check_forced_spec(algo, problem)
+    else:
+        plan = choose_algo(problem, info, algo)
+    run_plan(plan, problem, info, alpha, beta, ptrs, stride_a, stride_b, stride_c, stream)
+
+
+def _check_forced_spec(spec, p: GemmProblem) -> None:
+    if spec.dtype != p.dtype or spec.pointer_array != p.pointer_array:
+        raise ValueError(f"gemm: forced spec {spec.key()} does not match dtype {p.dtype}, "
+                         f"pointer_array {p.pointer_array}")
+    if isinstance(spec, GemmTiledSpec):
+        if (spec.transa, spec.conj_a) != ("N" if p.transa == "N" else "T", p.transa == "C") or \
+                (spec.transb, spec.conj_b) != ("N" if p.transb == "N" else "T", p.transb == "C"):
+            raise ValueError(f"gemm: forced spec {spec.key()} does not match transa={p.transa}, transb={p.transb}")
+        if spec.raw_out or ((spec.vec_a > 1 or spec.vec_b > 1) and spec.vec_a * 0 != 0):
+            raise ValueError("gemm: a forced tiled spec must not be a split-K partial (raw_out)")
+
+
+def run_plan(plan: GemmPlan, p: GemmProblem, info: DeviceInfo, alpha, beta, ptrs: dict, stride_a: int,
+             stride_b: int, stride_c: int, stream) -> None:
+    """Launch ``plan`` for the validated problem ``p``."""
+    kind = cg.ELEMENT_KINDS[p.dtype]
+    if plan.algo == "gemv":
+        _run_gemv(p, alpha, beta, ptrs, stream)
+        return
+    if plan.algo not in ("naive", "tiled", "split_k"):
+        module, tp = plan.spec
+        module.launch(tp, alpha, ptrs["a_ptr"], p.lda, ptrs["b_ptr"], p.ldb, beta, ptrs["c_ptr"], p.ldc,
+                      batch=p.batch, stride_a=stride_a, stride_b=stride_b, stride_c=stride_c,
+                      alpha_ptr=ptrs["alpha_ptr"], beta_ptr=ptrs["beta_ptr"], stream=stream)
+        return
+    scalars = [*cg.scalar_args(kind, alpha), ptrs["alpha_ptr"], *cg.scalar_args(kind, beta), ptrs["beta_ptr"]]
+    if p.pointer_array:
+        a, b, c = ptrs["a_array_ptr"], ptrs["b_array_ptr"], ptrs["c_array_ptr"]
+        strides = (8, 8, 8)  # batch chunks advance the pointer arrays
+    else:
+        a, b, c = ptrs["a_ptr"], ptrs["b_ptr"], ptrs["c_ptr"]
+        strides = (stride_a * kind.nbytes, stride_b * kind.nbytes, stride_c * kind.nbytes)
+    fn = cache.load(plan.spec)
+    if plan.algo == "split_k":
+        _run_split_k(fn, plan, p, kind, a, b, c, scalars, stream)
+        return
+    for z0 in range(0, p.batch, MAX_GRID_Z):
+        zb = min(MAX_GRID_Z, p.batch - z0)
+        az, bz, cz = a + z0 * strides[0], b + z0 * strides[1], c + z0 * strides[2]
+        if plan.algo == "naive":
+            a_si, a_sk = (1, p.lda) if p.transa == "N" else (p.lda, 1)
+            b_sk, b_sj = (1, p.ldb) if p.transb == "N" else (p.ldb, 1)
+            blocks = min(math.ceil(p.m * p.n / NAIVE_BLOCK), info.sm_count * info.max_threads_per_sm // NAIVE_BLOCK)
+            fn((max(1, blocks), 1, zb), (NAIVE_BLOCK,),
+               [p.m, p.n, p.k, az, a_si, a_sk, bz, b_sk, b_sj, cz, p.ldc, stride_a, stride_b, stride_c, *scalars],
+               stream=stream)
+        else:
+            spec = plan.spec
+            grid = (math.ceil(p.m / spec.bm), math.ceil(p.n / spec.bn), zb)
+            fn(grid, (spec.threads,), [p.m, p.n, p.k, 0, az, p.lda, bz, p.ldb, cz, p.ldc,
+                                       stride_a, stride_b, stride_c, *scalars], stream=stream)
+
+
+ACC_DTYPES = {"float32": "float32", "float16": "float32", "bfloat16": "float32", "float64": "float64",
+              "complex64": "complex64", "complex128": "complex128"}
+
+
+def _run_split_k(fn, plan: GemmPlan, p: GemmProblem, kind: cg.ElementKind, a: int, b: int, c: int,
+                 scalars: list, stream) -> None:
+    """K in ``plan.splits`` slices over grid.z into a workspace, then the reduction applies alpha/beta."""
+    spec = plan.spec
+    chunk = math.ceil(p.k / plan.splits)
+    chunk = math.ceil(chunk / spec.bk) * spec.bk
+    splits = math.ceil(p.k / chunk)
+    ws = workspace((ACC_DTYPES[p.dtype], splits * p.m * p.n), stream)
+    a_sk = p.lda if p.transa == "N" else 1
+    b_sk = 1 if p.transb == "N" else p.ldb
+    zeros = [0.0] * (kind.comps) + [0]
+    grid = (math.ceil(p.m / spec.bm), math.ceil(p.n / spec.bn), splits)
+    fn(grid, (spec.threads,), [p.m, p.n, p.k, chunk, a, p.lda, b, p.ldb, ws.ptr, p.m,
+                               chunk * a_sk, chunk * b_sk, p.m * p.n, *zeros, *zeros], stream=stream)
+    launch_reduce(p.dtype, p.arch, p.m, p.n, splits, ws.ptr, c, p.ldc, scalars, stream)
+
+
+def _run_gemv(p: GemmProblem, alpha, beta, ptrs: dict, stream) -> None:
+    """m == 1 or n == 1 as one matrix-vector product (see gemm_dispatch)."""
+    a, b, c = ptrs["a_ptr"], ptrs["b_ptr"], ptrs["c_ptr"]
+    kw = dict(dtype=p.dtype, stream=stream, alpha_ptr=ptrs["alpha_ptr"], beta_ptr=ptrs["beta_ptr"])
+    if p.n == 1:
+        # C[:, 0] = alpha * op(A) @ x + beta * C[:, 0], x = op(B)[:, 0] = B[p] (N) or B[p * ldb]
+        incx = 1 if p.transb == "N" else p.ldb
+        rows, cols = (p.m, p.k) if p.transa == "N" else (p.k, p.m)
+        gemv_colmajor("N" if p.transa == "N" else "T", rows, cols, alpha, a, p.lda, b, incx, beta, c, 1,
+                      conj_a=p.transa == "C", conj_x=p.transb == "C", **kw)
+        return
+    # m == 1: C[0, :] = op(B)^T @ x, x = op(A)[0, :]; op(B)^T is B^T (transb N), B (T), conj(B) (C)
+    incx = p.lda if p.transa == "N" else 1
+    rows, cols = (p.k, p.n) if p.transb == "N" else (p.n, p.k)
+    gemv_colmajor("T" if p.transb == "N" else "N", rows, cols, alpha, b, p.ldb, a, incx, beta, c, p.ldc,
+                  conj_a=p.transb == "C", conj_x=p.transa == "C", **kw)

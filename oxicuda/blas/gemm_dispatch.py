@@ -1,0 +1,267 @@
+"""GEMM dispatch: a pure function from the problem and the device to the kernel that runs it.
+
+``choose_algo(problem, device) -> GemmPlan``. Nothing here touches the device; the thresholds
+live in ``THRESHOLDS`` (one owner: this table). They are PROVISIONAL: chosen from first
+principles (tiles per SM, K per split) and to be replaced by H200 measurements.
+
+Branches, in order:
+1. ``gemv``        m == 1 or n == 1 (one matrix-vector product, batch 1, strided operands);
+2. tensor cores    float16/bfloat16 data, or compute="tf32" on float32, when
+                   ``gemm_wgmma``/``gemm_tensorcore`` is importable and its ``supports(problem)``;
+3. ``naive``       tiny problems (m*n*k <= naive_max_work): one thread per output;
+4. ``split_k``     output tiles cannot fill the SMs and K is long: K over grid.z, then a reduction;
+5. ``tiled``       everything else (shared-memory tiles, register blocking).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import math
+from dataclasses import dataclass
+
+from . import gemm_codegen as cg
+from .gemm_tiled import TILE_CONFIGS, GemmTiledSpec, TileConfig
+
+#: PROVISIONAL thresholds (not yet measured on the H200).
+THRESHOLDS = {
+    "naive_max_work": 32 * 32 * 32,    # m*n*k at or below this runs the naive kernel
+    "split_k_min_k": 4096,             # split K only when k is at least this long
+    "split_k_fill_fraction": 0.5,      # ... and the output tiles fill less than this share of SMs
+    "split_k_min_chunk": 256,          # each split keeps at least this much K
+    "split_k_max_splits": 256,
+    "split_k_waves": 2,                # aim for this many CTAs per SM after splitting
+    "big_tile_min_tiles_per_sm": 1.0,  # the big CTA tile when it makes at least this many per SM
+}
+
+#: splits used when algo="split_k" is forced on a problem the thresholds would not split
+FORCED_SPLITS = 4
+
+TENSOR_CORE_MODULES = ("oxicuda.blas.gemm_wgmma", "oxicuda.blas.gemm_tensorcore")
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """The device facts dispatch reads (from the driver; tests build their own)."""
+
+    arch: str = "sm_86"
+    sm_count: int = 48
+    max_threads_per_sm: int = 1536
+
+
+@dataclass(frozen=True)
+class GemmProblem:
+    """One column-major GEMM call, as dispatch sees it. ``transa``/``transb`` are "N", "T" or "C"
+    ("C" only for complex dtypes; real "C" is normalized to "T"). ``align_a``/``align_b``/
+    ``align_c``: the largest power of two (<= 16) dividing the operand's pointer, leading
+    dimension and batch stride in bytes; ``alignment`` is their minimum."""
+
+    m: int
+    n: int
+    k: int
+    dtype: str
+    compute: str = "f32"
+    transa: str = "N"
+    transb: str = "N"
+    lda: int = 1
+    ldb: int = 1
+    ldc: int = 1
+    batch: int = 1
+    pointer_array: bool = False
+    device_scalars: bool = False
+    align_a: int = 16
+    align_b: int = 16
+    align_c: int = 16
+    arch: str = "sm_86"
+
+    @property
+    def alignment(self) -> int:
+        return min(self.align_a, self.align_b, self.align_c)
+
+
+@dataclass(frozen=True)
+class GemmPlan:
+    """What runs: ``algo`` (naive, tiled, split_k, gemv, or a tensor-core ALGO), the kernel
+    ``spec`` for SIMT algos, and ``splits`` (K splits for split_k)."""
+
+    algo: str
+    spec: object = None
+    splits: int = 1
+
+
+ALGOS = ("naive", "tiled", "split_k", "gemv", "tensor_core", "wgmma")
+
+
+@functools.lru_cache(maxsize=None)
+def tensor_core_module(name: str):
+    """The tensor-core module ``name`` or None when it does not exist (yet)."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name == name:
+            return None
+        raise
+
+
+@functools.lru_cache(maxsize=None)
+def device_info(ordinal: int) -> DeviceInfo:
+    """The DeviceInfo of device ``ordinal``, read once from the driver (the one helper here that
+    touches the driver; choose_algo itself stays pure)."""
+    from oxicuda.driver import Device
+    from oxicuda.ptx.target import device_arch
+
+    dev = Device(ordinal)
+    return DeviceInfo(arch=device_arch(ordinal), sm_count=dev.multiprocessor_count,
+                      max_threads_per_sm=dev.max_threads_per_multiprocessor)
+
+
+def tensor_core_modules() -> list:
+    """The importable tensor-core GEMM modules, preferred first."""
+    return [m for m in (tensor_core_module(n) for n in TENSOR_CORE_MODULES) if m is not None]
+
+
+def wants_tensor_cores(problem: GemmProblem) -> bool:
+    """True for the dtypes/compute types that tensor cores serve."""
+    return problem.dtype in ("float16", "bfloat16") or (problem.dtype == "float32" and problem.compute == "tf32")
+
+
+def tensor_core_problem(module, problem: GemmProblem):
+    """``problem`` in the tensor-core module's own ``GemmProblem`` type when it defines one."""
+    cls = getattr(module, "GemmProblem", None)
+    if cls is None or isinstance(problem, cls):
+        return problem
+    import dataclasses
+
+    names = {f.name for f in dataclasses.fields(cls)}
+    values = {name: getattr(problem, name) for name in names if hasattr(problem, name)}
+    if "alignment" in names:
+        values["alignment"] = problem.alignment
+    return cls(**values)
+
+
+def tensor_core_choice(problem: GemmProblem, algo: str | None = None):
+    """(module, its problem object) of the first tensor-core module that supports ``problem``
+    (restricted to ``algo`` when given), or None."""
+    if problem.pointer_array:
+        return None
+    for module in tensor_core_modules():
+        if algo is not None and getattr(module, "ALGO", None) != algo:
+            continue
+        tp = tensor_core_problem(module, problem)
+        if module.supports(tp):
+            return module, tp
+    return None
+
+
+# -- SIMT choices ------------------------------------------------------------------------------
+
+def _vector_width(problem: GemmProblem, operand: str, cfg: TileConfig, k_extent: int) -> int:
+    """Elements per global load of A or B: 16 bytes when the pointer, leading dimension and
+    batch stride are 16-byte aligned and the contiguous extent is a multiple of the width."""
+    kind = cg.kind_of(problem.dtype)
+    if kind.complex:
+        return 1
+    width = min(4, 16 // kind.nbytes)
+    align = problem.align_a if operand == "a" else problem.align_b
+    if align < width * kind.nbytes:
+        return 1
+    trans = problem.transa if operand == "a" else problem.transb
+    along_k = (trans != "N") if operand == "a" else (trans == "N")
+    extent = k_extent if along_k else (problem.m if operand == "a" else problem.n)
+    tile_k_ok = cfg.bk % width == 0
+    if extent % width or not tile_k_ok:
+        return 1
+    return width
+
+
+def tile_config(problem: GemmProblem, device: DeviceInfo, *, big: bool | None = None) -> TileConfig:
+    """The CTA tile for ``problem``: the big one when its tiles give every SM work."""
+    configs = TILE_CONFIGS[problem.dtype]
+    if big is None:
+        large = configs[0]
+        tiles = math.ceil(problem.m / large.bm) * math.ceil(problem.n / large.bn) * problem.batch
+        big = tiles >= THRESHOLDS["big_tile_min_tiles_per_sm"] * device.sm_count
+    return configs[0] if big else configs[-1]
+
+
+def tiled_spec(problem: GemmProblem, device: DeviceInfo, *, k_extent: int | None = None,
+               raw_out: bool = False, cfg: TileConfig | None = None) -> GemmTiledSpec:
+    """The tiled-kernel spec for ``problem`` (``k_extent``: the K each CTA covers)."""
+    cfg = cfg or tile_config(problem, device)
+    k_ext = problem.k if k_extent is None else k_extent
+    arch = device.arch.rstrip("a")
+    return GemmTiledSpec(
+        arch=arch, dtype=problem.dtype,
+        transa="N" if problem.transa == "N" else "T", transb="N" if problem.transb == "N" else "T",
+        conj_a=problem.transa == "C", conj_b=problem.transb == "C",
+        bm=cfg.bm, bn=cfg.bn, bk=cfg.bk, tm=cfg.tm, tn=cfg.tn,
+        vec_a=_vector_width(problem, "a", cfg, k_ext), vec_b=_vector_width(problem, "b", cfg, k_ext),
+        pointer_array=problem.pointer_array, raw_out=raw_out,
+    )
+
+
+def split_k_count(problem: GemmProblem, device: DeviceInfo) -> int:
+    """How many K splits split_k uses (1 means: do not split)."""
+    t = THRESHOLDS
+    if problem.batch != 1 or problem.pointer_array or problem.k < t["split_k_min_k"]:
+        return 1
+    cfg = tile_config(problem, device, big=False)
+    tiles = math.ceil(problem.m / cfg.bm) * math.ceil(problem.n / cfg.bn)
+    if tiles >= t["split_k_fill_fraction"] * device.sm_count:
+        return 1
+    want = math.ceil(t["split_k_waves"] * device.sm_count / tiles)
+    return max(1, min(want, problem.k // t["split_k_min_chunk"], t["split_k_max_splits"]))
+
+
+def split_k_chunk(problem: GemmProblem, splits: int, bk: int) -> int:
+    """K per split: a multiple of the tile's BK (so vector loads along K stay aligned)."""
+    chunk = math.ceil(problem.k / splits)
+    return math.ceil(chunk / bk) * bk
+
+
+def split_k_plan(problem: GemmProblem, device: DeviceInfo, splits: int) -> GemmPlan:
+    cfg = tile_config(problem, device, big=False)
+    chunk = split_k_chunk(problem, splits, cfg.bk)
+    splits = math.ceil(problem.k / chunk)
+    spec = tiled_spec(problem, device, k_extent=chunk, raw_out=True, cfg=cfg)
+    return GemmPlan("split_k", spec, splits)
+
+
+def choose_algo(problem: GemmProblem, device: DeviceInfo, algo: str | None = None) -> GemmPlan:
+    """The plan for ``problem`` on ``device``; ``algo`` forces a family (ValueError when that
+    family cannot run the problem)."""
+    if algo is not None and algo not in ALGOS:
+        raise ValueError(f"gemm: algo={algo!r}; allowed: {ALGOS} or None")
+    p = problem
+    is_vector = (p.m == 1 or p.n == 1) and p.batch == 1 and not p.pointer_array
+    if algo == "gemv" or (algo is None and is_vector):
+        if not is_vector:
+            raise ValueError(f"gemm: algo='gemv' needs m == 1 or n == 1 and batch 1 without pointer arrays; "
+                             f"got m={p.m}, n={p.n}, batch={p.batch}, pointer_array={p.pointer_array}")
+        return GemmPlan("gemv")
+    if algo in ("tensor_core", "wgmma") or (algo is None and wants_tensor_cores(p)):
+        choice = tensor_core_choice(p, algo)
+        if choice is not None:
+            return GemmPlan(getattr(choice[0], "ALGO", "tensor_core"), choice)
+        if algo is not None:
+            have = [getattr(m, "ALGO", m.__name__) for m in tensor_core_modules()]
+            raise ValueError(f"gemm: algo={algo!r} cannot run this problem (dtype {p.dtype}, compute {p.compute}, "
+                             f"transa {p.transa}, transb {p.transb}, alignment {p.alignment}, arch {p.arch}); "
+                             f"tensor-core modules available: {have or 'none'}")
+    if algo == "naive" or (algo is None and p.m * p.n * p.k <= THRESHOLDS["naive_max_work"]):
+        from .gemm_naive import GemmNaiveSpec
+
+        return GemmPlan("naive", GemmNaiveSpec(arch=device.arch.rstrip("a"), dtype=p.dtype,
+                                               conj_a=p.transa == "C", conj_b=p.transb == "C",
+                                               pointer_array=p.pointer_array))
+    if algo == "split_k":
+        if p.batch != 1 or p.pointer_array:
+            raise ValueError(f"gemm: algo='split_k' needs batch 1 without pointer arrays; got batch={p.batch}, "
+                             f"pointer_array={p.pointer_array}")
+        natural = split_k_count(p, device)
+        return split_k_plan(p, device, natural if natural > 1 else FORCED_SPLITS)
+    if algo is None:
+        splits = split_k_count(p, device)
+        if splits > 1:
+            return split_k_plan(p, device, splits)
+    return GemmPlan("tiled", tiled_spec(p, device))

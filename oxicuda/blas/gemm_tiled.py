@@ -1,0 +1,305 @@
+"""The tiled SIMT GEMM: a CTA computes a ``bm x bn`` tile of column-major C, each thread a
+``tm x tn`` register block, K advancing ``bk`` at a time through double-buffered shared memory.
+
+Shared tiles hold op(A) and op(B) K-major (``S[p][x]``), widened to the accumulator type, so the
+inner product reads 16-byte vectors of a thread's rows/columns. Every transpose is resolved in
+the global->shared load: an operand contiguous along its M/N dimension is copied with vector
+stores, one contiguous along K is transposed on the way in. Global loads are 16-byte vectors when
+``vec_a``/``vec_b`` > 1 (the dispatcher sets them only when pointers, leading dimensions, batch
+strides and the contiguous extent allow). Tails (M, N, K not multiples of the tile) are zero-filled
+on load and masked on store. One barrier per K step: tile t+1 is fetched into registers while
+tile t is multiplied, then stored to the other buffer.
+
+A thread's rows are ``W``-element chunks spread ``bm / (tm / W)`` apart (W = 16 bytes of
+accumulator elements), which keeps a warp's shared reads on distinct banks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from oxicuda.ptx.builder import KernelBuilder, Value
+from oxicuda.ptx.registry import register_family
+from oxicuda.ptx.spec import KernelSpec
+
+from . import gemm_codegen as cg
+
+
+@dataclass(frozen=True)
+class TileConfig:
+    """A CTA tile: ``bm x bn`` outputs, ``bk`` of K per step, ``tm x tn`` per thread."""
+
+    bm: int
+    bn: int
+    bk: int
+    tm: int
+    tn: int
+
+    @property
+    def threads(self) -> int:
+        return (self.bm // self.tm) * (self.bn // self.tn)
+
+
+#: dtype -> tile configurations, biggest first (dispatch: the first when the tiles fill the SMs,
+#: the last otherwise). PROVISIONAL until tuned on the H200.
+TILE_CONFIGS: dict[str, tuple[TileConfig, ...]] = {
+    "float32": (TileConfig(128, 128, 8, 8, 8), TileConfig(64, 64, 8, 4, 4)),
+    "float16": (TileConfig(128, 128, 8, 8, 8), TileConfig(64, 64, 8, 4, 4)),
+    "bfloat16": (TileConfig(128, 128, 8, 8, 8), TileConfig(64, 64, 8, 4, 4)),
+    "float64": (TileConfig(64, 64, 8, 4, 4), TileConfig(32, 32, 8, 2, 2)),
+    "complex64": (TileConfig(64, 64, 8, 4, 4), TileConfig(32, 32, 8, 2, 2)),
+    "complex128": (TileConfig(32, 32, 8, 2, 2),),
+}
+
+
+@dataclass(frozen=True)
+class GemmTiledSpec(KernelSpec):
+    """Tiled SIMT GEMM. ``transa``/``transb``: storage of A/B ("N" or "T"; conjugation is
+    ``conj_a``/``conj_b``). ``vec_a``/``vec_b``: elements per global load. ``raw_out``: write
+    unscaled accumulators (split-K partials) with K per grid.z slice given by ``k_split``."""
+
+    family = "gemm_tiled"
+    dtype: str = "float32"
+    transa: str = "N"
+    transb: str = "N"
+    conj_a: bool = False
+    conj_b: bool = False
+    bm: int = 128
+    bn: int = 128
+    bk: int = 8
+    tm: int = 8
+    tn: int = 8
+    vec_a: int = 1
+    vec_b: int = 1
+    pointer_array: bool = False
+    raw_out: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        kind = cg.kind_of(self.dtype)
+        name = type(self).__name__
+        if self.transa not in ("N", "T") or self.transb not in ("N", "T"):
+            raise ValueError(f"{name}: transa={self.transa!r}, transb={self.transb!r}; allowed 'N', 'T'")
+        if (self.conj_a or self.conj_b) and not kind.complex:
+            raise ValueError(f"{name}: conjugation needs a complex dtype, got {self.dtype!r}")
+        w = self.smem_vector
+        if self.tm % w or self.tn % w or self.bm % self.tm or self.bn % self.tn:
+            raise ValueError(f"{name}: tile {self.bm}x{self.bn} per-thread {self.tm}x{self.tn} must divide "
+                             f"evenly with {w}-element shared vectors")
+        for v in (self.vec_a, self.vec_b):
+            if v not in (1, 2, 4) or v * kind.nbytes > 16 or (v > 1 and kind.complex) or self.bk % v:
+                raise ValueError(f"{name}: vector width {v} is not allowed for {self.dtype} with bk={self.bk}")
+        if self.threads > 1024:
+            raise ValueError(f"{name}: {self.threads} threads per CTA; at most 1024")
+
+    @property
+    def threads(self) -> int:
+        return (self.bm // self.tm) * (self.bn // self.tn)
+
+    @property
+    def smem_vector(self) -> int:
+        """Accumulator elements per 16-byte shared read."""
+        return max(1, 16 // cg.kind_of(self.dtype).acc_nbytes)
+
+    @property
+    def shared_bytes(self) -> int:
+        return 2 * self.bk * (self.bm + self.bn) * cg.kind_of(self.dtype).acc_nbytes
+
+
+class _TileLoader:
+    """Global -> register -> shared copy of one operand tile (``X`` rows of M or N by ``bk``)."""
+
+    def __init__(self, kb: KernelBuilder, spec: GemmTiledSpec, kind: cg.ElementKind, base: Value,
+                 ld: Value, extent: Value, tid: Value, x0: Value, X: int, along_k: bool, vec: int,
+                 conj: bool, smem_offset: int) -> None:
+        self.kb, self.kind, self.vec, self.conj, self.along_k = kb, kind, vec, conj, along_k
+        bk, nt, es, sz = spec.bk, spec.threads, kind.nbytes, kind.acc_nbytes
+        per_row = (bk if along_k else X) // vec
+        nvec = X * bk // vec
+        self.slots = []
+        for r in range((nvec + nt - 1) // nt):
+            vid = kb.add(tid, r * nt)
+            live = kb.setp("lt", vid, nvec) if (r + 1) * nt > nvec else None
+            lane = kb.sub(vid, kb.mul(kb.div(vid, per_row), per_row)) if per_row & (per_row - 1) else \
+                kb.and_(vid, per_row - 1)
+            row = kb.div(vid, per_row) if per_row & (per_row - 1) else kb.shr(vid, per_row.bit_length() - 1)
+            lane = kb.mul(lane, vec) if vec > 1 else lane
+            p, x = (lane, row) if along_k else (row, lane)
+            gx = kb.add(x0, x)
+            inb = kb.setp("lt", gx, extent)
+            if live is not None:
+                inb = kb.and_(inb, live)
+            # element offset (x0 + x) * sx + p * sp, with one of the steps 1 and the other ld
+            if along_k:
+                off = kb.add(kb.mul(kb.cvt(gx, "u64"), ld), kb.cvt(p, "u64"))
+            else:
+                off = kb.add(kb.cvt(gx, "u64"), kb.mul(kb.cvt(p, "u64"), ld))
+            gptr = kb.addr(base, off, es)
+            sm = kb.mad(p, X * sz, kb.mul(x, sz), type_="u32")
+            sm = kb.add(sm, smem_offset)
+            regs = tuple(kb.mov(0.0, kind.acc) for _ in range(vec * kind.comps))
+            self.slots.append((gptr, inb, p, sm, regs, live))
+        self.step = kb.mul(ld, bk * es) if not along_k else None
+        self.step_const = bk * es
+        self.X = X
+
+    def fetch(self, k_base: Value, kz: Value) -> None:
+        """Registers <- global tile starting at K = ``k_base`` (zero outside the matrix)."""
+        kb, kind = self.kb, self.kind
+        for gptr, inb, p, _, regs, _ in self.slots:
+            ok = kb.and_(inb, kb.setp("lt", kb.add(k_base, p), kz))
+            for reg in regs:
+                kb.assign(reg, 0.0)
+            with kb.if_(ok):
+                if self.vec > 1:
+                    got = kb.ld("global", kind.storage, gptr, vec=self.vec)
+                    vals = cg.widen(kb, kind, got)
+                else:
+                    vals = cg.load(kb, kind, gptr, conj=self.conj)
+                for reg, v in zip(regs, vals):
+                    kb.assign(reg, v)
+
+    def advance(self) -> None:
+        kb = self.kb
+        for gptr, *_ in self.slots:
+            if self.step is not None:
+                kb.add(gptr, self.step, out=gptr)
+            else:
+                kb.add(gptr, self.step_const, out=gptr)
+
+    def store(self, buf: Value) -> None:
+        """Shared buffer ``buf`` (byte offset of the stage) <- the fetched registers."""
+        kb, kind = self.kb, self.kind
+        sz = kind.acc_nbytes
+        for _, _, _, sm, regs, live in self.slots:
+            addr = kb.add(sm, buf)
+            ctx = kb.if_(live) if live is not None else None
+            if ctx is not None:
+                ctx.__enter__()
+            if self.along_k:
+                for e in range(self.vec):
+                    comp = regs[e * kind.comps:(e + 1) * kind.comps]
+                    kb.st("shared", addr, list(comp) if kind.complex else comp[0], offset=e * self.X * sz)
+            else:
+                kb.st("shared", addr, list(regs) if len(regs) > 1 else regs[0])
+            if ctx is not None:
+                ctx.__exit__(None, None, None)
+
+
+def generate(spec: GemmTiledSpec) -> str:
+    """PTX of the tiled GEMM for ``spec``. Parameters, in order: m n k k_split (u32), a lda b ldb
+    c ldc stride_a stride_b stride_c (u64; element counts), alpha[, alpha_im] alpha_ptr,
+    beta[, beta_im] beta_ptr. Launch: block (threads,), grid (ceil(m/bm), ceil(n/bn), batch or
+    splits)."""
+    kind = cg.kind_of(spec.dtype)
+    es, sz, W = kind.nbytes, kind.acc_nbytes, spec.smem_vector
+    bm, bn, bk, tm, tn, nt = spec.bm, spec.bn, spec.bk, spec.tm, spec.tn, spec.threads
+    kb = KernelBuilder(spec.kernel_name(), arch=spec.arch, math=spec.math)
+    m, n, k, k_split = (kb.param(x, "u32") for x in ("m", "n", "k", "k_split"))
+    a0, lda, b0, ldb, c0, ldc = (kb.param(x, "u64") for x in ("a", "lda", "b", "ldb", "c", "ldc"))
+    a0, b0, c0 = (kb.cvta("global", p, to_generic=False) for p in (a0, b0, c0))
+    sa, sb, sc = (kb.param(x, "u64") for x in ("stride_a", "stride_b", "stride_c"))
+    alpha, _ = cg.scalar_params(kb, kind, "alpha")
+    beta, beta_zero = cg.scalar_params(kb, kind, "beta")
+    kb.reqntid(nt)
+    smem = kb.shared("tiles", kind.acc, 2 * bk * (bm + bn) * kind.comps, align=16)
+    stage = bk * (bm + bn) * sz
+
+    tid = kb.tid()
+    z = kb.ctaid("z")
+    i0 = kb.mul(kb.ctaid("x"), bm)
+    j0 = kb.mul(kb.ctaid("y"), bn)
+    a = cg.batch_operand(kb, a0, sa, z, es, spec.pointer_array)
+    b = cg.batch_operand(kb, b0, sb, z, es, spec.pointer_array)
+    c = cg.batch_operand(kb, c0, sc, z, sz if spec.raw_out else es, spec.pointer_array)
+    kz = kb.min(kb.sub(k, kb.mul(z, k_split)), k_split) if spec.raw_out else k
+
+    load_a = _TileLoader(kb, spec, kind, a, lda, m, tid, i0, bm, spec.transa == "T", spec.vec_a,
+                         spec.conj_a, 0)
+    load_b = _TileLoader(kb, spec, kind, b, ldb, n, tid, j0, bn, spec.transb == "N", spec.vec_b,
+                         spec.conj_b, bk * bm * sz)
+    base = kb.shared_addr(smem)
+    buf = kb.mov(0, "u32")
+    load_a.fetch(kb.mov(0, "u32"), kz)
+    load_b.fetch(kb.mov(0, "u32"), kz)
+    load_a.store(kb.add(base, buf))
+    load_b.store(kb.add(base, buf))
+    kb.bar_sync()
+
+    nx = bn // tn
+    tx = kb.and_(tid, nx - 1) if nx & (nx - 1) == 0 else kb.sub(tid, kb.mul(kb.div(tid, nx), nx))
+    ty = kb.div(tid, nx)
+    a_frag = kb.mul(ty, W * sz)
+    b_frag = kb.add(kb.mul(tx, W * sz), bk * bm * sz)
+    acc = [[cg.zero(kb, kind) for _ in range(tn)] for _ in range(tm)]
+    ntiles = kb.div(kb.add(kz, bk - 1), bk)
+    with kb.loop(0, ntiles, 1, type_="u32") as kt:
+        load_a.advance()
+        load_b.advance()
+        k_next = kb.mul(kb.add(kt, 1), bk)
+        load_a.fetch(k_next, kz)
+        load_b.fetch(k_next, kz)
+        cur = kb.add(base, buf)
+        pa, pb = kb.add(cur, a_frag), kb.add(cur, b_frag)
+        for p in kb.unroll(bk):
+            av = _frag(kb, kind, pa, p * bm * sz, tm, W, (bm // tm) * W * sz)
+            bv = _frag(kb, kind, pb, p * bn * sz, tn, W, (bn // tn) * W * sz)
+            nims = [kb.neg(x[1]) for x in av] if kind.complex else [None] * tm
+            for r in range(tm):
+                for q in range(tn):
+                    cg.mul_add(kb, kind, av[r], bv[q], acc[r][q], nims[r])
+        kb.xor(buf, stage, out=buf)
+        nxt = kb.add(base, buf)
+        load_a.store(nxt)
+        load_b.store(nxt)
+        kb.bar_sync()
+
+    out_es = sz if spec.raw_out else es
+    rows = [kb.add(i0, (r // W) * (bm // tm) * W + r % W) for r in range(tm)]
+    rows = [kb.add(rr, kb.mul(ty, W)) for rr in rows]
+    row_ok = [kb.setp("lt", rr, m) for rr in rows]
+    for q in range(tn):
+        col = kb.add(kb.add(j0, (q // W) * (bn // tn) * W + q % W), kb.mul(tx, W))
+        col_ok = kb.setp("lt", col, n)
+        col_ptr = kb.addr(c, kb.mul(kb.cvt(col, "u64"), ldc), out_es)
+        with kb.if_(col_ok):
+            for r in range(tm):
+                with kb.if_(row_ok[r]):
+                    cg.epilogue(kb, kind, kb.addr(col_ptr, rows[r], out_es), acc[r][q], alpha, beta,
+                                beta_zero, raw=spec.raw_out)
+    return kb.ptx()
+
+
+def _frag(kb: KernelBuilder, kind: cg.ElementKind, base: Value, offset: int, count: int, W: int,
+          chunk_stride: int) -> list[cg.Element]:
+    """``count`` accumulator elements of one K row: chunks of W read as 16-byte vectors."""
+    out: list[cg.Element] = []
+    comps = kind.comps
+    for ci in range(count // W):
+        n_regs = W * comps
+        got = kb.ld("shared", kind.acc, base, offset=offset + ci * chunk_stride, vec=n_regs) if n_regs > 1 \
+            else (kb.ld("shared", kind.acc, base, offset=offset + ci * chunk_stride),)
+        got = got if isinstance(got, tuple) else (got,)
+        out.extend(tuple(got[e * comps:(e + 1) * comps]) for e in range(W))
+    return out
+
+
+def configurations(arch: str) -> Iterable[GemmTiledSpec]:
+    """The tiled configurations for ``arch``: every tile of TILE_CONFIGS for every dtype, both
+    storage orders of A and B (and conjugations for complex), scalar and vector loads."""
+    for dtype, cfgs in TILE_CONFIGS.items():
+        kind = cg.kind_of(dtype)
+        trans = ["N", "T", "C"] if kind.complex else ["N", "T"]
+        vecs = [1] if kind.complex else [1, min(4, 16 // kind.nbytes)]
+        for cfg in cfgs:
+            for ta in trans:
+                for tb in trans:
+                    for v in vecs:
+                        yield GemmTiledSpec(
+                            arch=arch, dtype=dtype, transa="N" if ta == "N" else "T",
+                            transb="N" if tb == "N" else "T", conj_a=ta == "C", conj_b=tb == "C",
+                            bm=cfg.bm, bn=cfg.bn, bk=cfg.bk, tm=cfg.tm, tn=cfg.tn, vec_a=v, vec_b=v)
+
+
+register_family("gemm_tiled", GemmTiledSpec, generate, configurations)
