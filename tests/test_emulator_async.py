@@ -1,0 +1,260 @@
+"""The emulator's asynchronous instructions: cp.async groups and zero fill, mbarrier phases and
+transaction counts, TMA (cp.async.bulk.tensor) with swizzle and out-of-bounds fill, and wgmma
+from shared-memory descriptors, against numpy; plus the faults (misaligned warpgroup, mbarrier
+deadlock). Hopper kernels run on an in-process sm_90 emulator.
+
+``wgmma_tma_kernel``/``run_wgmma_tma`` are shared with tests/test_emulator_tc_gpu.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from oxicuda.driver.enums import TENSOR_MAP_DATA_TYPES, TENSOR_MAP_SWIZZLE
+from oxicuda.driver.errors import CudaError
+from oxicuda.ptx import ir
+from oxicuda.ptx.builder import KernelBuilder
+from oxicuda.ptx.interp.harness import run_ptx
+from test_emulator_tensorcore import bits_value, emulator, to_bits
+
+FULL = 0xFFFFFFFF
+
+
+# -- cp.async ----------------------------------------------------------------------------------
+def cp_async_kernel() -> str:
+    """Thread t copies 16 bytes from src[16t] with src-size t % 17 into shared (group 0) and
+    16 bytes from src2[16t] (group 1); after wait_group 1 it stores both shared chunks to out:
+    group 0 must have landed (zero-filled past src-size), group 1 need not."""
+    kb = KernelBuilder("cpasync_groups", arch="sm_86")
+    src, src2, out = kb.param_ptr("src"), kb.param_ptr("src2"), kb.param_ptr("out")
+    s = kb.shared("s", "b8", 32 * 32)
+    t = kb.tid()
+    kb.cp_async(kb.shared_addr(s, kb.mul(t, 16)), kb.addr(src, t, 16), src_size=kb.sub(t, kb.mul(kb.div(t, 17), 17)))
+    kb.cp_async_commit()
+    kb.cp_async(kb.shared_addr(s, kb.add(kb.mul(t, 16), 512)), kb.addr(src2, t, 16))
+    kb.cp_async_commit()
+    kb.cp_async_wait(1)
+    for half in range(2):
+        v = kb.ld("shared", "b32", kb.shared_addr(s, kb.add(kb.mul(t, 16), 512 * half)), vec=4)
+        kb.st("global", kb.addr(out, kb.add(kb.mul(t, 2), half), 16), list(v))
+    return kb.ptx()
+
+
+def test_cp_async_zero_fills_past_src_size_and_lands_only_at_wait_group(rng):
+    src = rng.integers(1, 256, size=(32, 16), dtype=np.uint8)
+    src2 = rng.integers(1, 256, size=(32, 16), dtype=np.uint8)
+    out = np.zeros((32, 2, 16), np.uint8)
+    out = run_ptx(emulator(), cp_async_kernel(), "cpasync_groups", (1, 1, 1), (32, 1, 1), [src, src2, out])[2]
+    for t in range(32):
+        n = t % 17
+        assert (out[t, 0, :n] == src[t, :n]).all() and (out[t, 0, n:] == 0).all(), t
+    # group 1 was not waited for: shared memory still holds its initial garbage (0xFF), not src2
+    assert (out[:, 1] == 0xFF).all()
+
+
+# -- wgmma fed by TMA --------------------------------------------------------------------------
+def wgmma_tma_kernel(swizzle: str, n: int = 64, k: int = 64, arch: str = "sm_90a") -> str:
+    """One warpgroup: TMA loads A (64 x k bf16, K-major) and B (n x k bf16, K-major) into shared
+    memory, completing on one mbarrier; k/16 wgmma.m64n{n}k16 accumulate D = A B^T in f32; D is
+    stored row-major. ``swizzle`` "none": boxes of 8 columns x rows, so each 8x16-byte core
+    matrix is contiguous (LBO 1024 between K chunks... per row count, SBO 128); "128B": one box of
+    64 columns x rows per operand with the 128-byte swizzle (SBO 1024), the descriptor start
+    advancing 32 bytes per k step."""
+    kb = KernelBuilder(f"wgmma_tma_{swizzle}_n{n}", arch=arch)
+    tma_a, tma_b = kb.param_array("tma_a"), kb.param_array("tma_b")
+    pd = kb.param_ptr("d")
+    sA = kb.shared("sA", "b16", 64 * k, align=1024)
+    sB = kb.shared("sB", "b16", n * k, align=1024)
+    bar = kb.shared("bar", "b64", 1, align=8)
+    t = kb.tid()
+    with kb.if_(kb.setp("eq", t, 0)):
+        kb.mbarrier_init(bar, 1)
+    kb.bar_sync()
+    with kb.if_(kb.setp("eq", t, 0)):
+        kb.mbarrier_arrive_expect_tx(bar, 2 * (64 + n) * k)
+        if swizzle == "none":
+            for kc in range(k // 8):
+                kb.cp_async_bulk_tensor(2, kb.shared_addr(sA, kc * 64 * 16), tma_a, [8 * kc, 0], bar)
+                kb.cp_async_bulk_tensor(2, kb.shared_addr(sB, kc * n * 16), tma_b, [8 * kc, 0], bar)
+        else:
+            kb.cp_async_bulk_tensor(2, kb.shared_addr(sA), tma_a, [0, 0], bar)
+            kb.cp_async_bulk_tensor(2, kb.shared_addr(sB), tma_b, [0, 0], bar)
+    kb.mbarrier_wait_parity(bar, 0)
+    kb.wgmma_fence()
+    d = None
+    for j in range(k // 16):
+        if swizzle == "none":
+            da = kb.wgmma_descriptor(kb.shared_addr(sA, 2 * j * 64 * 16), 64 * 16, 128)
+            db = kb.wgmma_descriptor(kb.shared_addr(sB, 2 * j * n * 16), n * 16, 128)
+        else:
+            da = kb.wgmma_descriptor(kb.shared_addr(sA, 32 * j), 16, 1024, "128B")
+            db = kb.wgmma_descriptor(kb.shared_addr(sB, 32 * j), 16, 1024, "128B")
+        d = kb.wgmma_mma_async(n, "bf16", d, da, db, scale_d=0 if j == 0 else 1)
+    kb.wgmma_commit_group()
+    kb.wgmma_wait_group(0)
+    w, lane = kb.shr(t, 5), kb.and_(t, 31)
+    g, q = kb.shr(lane, 2), kb.and_(lane, 3)
+    base_row = kb.add(kb.mul(w, 16), g)
+    for i, v in enumerate(d):
+        row = kb.add(base_row, 8 * ((i >> 1) & 1))
+        col = kb.add(kb.mul(q, 2), 8 * (i >> 2) + (i & 1))
+        kb.st("global", kb.addr(pd, kb.mad(row, n, col), 4), v)
+    return kb.ptx()
+
+
+def tensor_map(api, ptr: int, rows: int, cols: int, box_cols: int, box_rows: int, swizzle: str,
+               elem: str = "BFLOAT16") -> bytes:
+    return api.tensor_map_encode_tiled(TENSOR_MAP_DATA_TYPES[elem], 2, ptr, (cols, rows), (cols * 2,),
+                                       (box_cols, box_rows), (1, 1), 0, TENSOR_MAP_SWIZZLE[swizzle], 0, 0)
+
+
+def run_wgmma_tma(api, swizzle: str, rng, n: int = 64, k: int = 64):
+    """(D from the kernel, float64 reference) on ``api`` (emulator or real driver)."""
+    A = rng.standard_normal((64, k))
+    B = rng.standard_normal((n, k))
+    ab, bb = to_bits(A, "bf16"), to_bits(B, "bf16")
+    pa, pb = api.mem_alloc(ab.nbytes), api.mem_alloc(bb.nbytes)
+    try:
+        api.memcpy_htod(pa, ab.ctypes.data, ab.nbytes)
+        api.memcpy_htod(pb, bb.ctypes.data, bb.nbytes)
+        box = 8 if swizzle == "none" else 64
+        ma = tensor_map(api, pa, 64, k, box, 64, swizzle.upper() if swizzle != "none" else "NONE")
+        mb = tensor_map(api, pb, n, k, box, n, swizzle.upper() if swizzle != "none" else "NONE")
+        d = np.full((64, n), np.nan, np.float32)
+        out = run_ptx(api, wgmma_tma_kernel(swizzle, n, k), f"wgmma_tma_{swizzle}_n{n}", (1, 1, 1),
+                      (128, 1, 1), [ma, mb, d])[2]
+    finally:
+        api.mem_free(pa)
+        api.mem_free(pb)
+    return out, bits_value(ab, "bf16") @ bits_value(bb, "bf16").T
+
+
+@pytest.mark.parametrize("swizzle", ["none", "128B"])
+def test_wgmma_m64n64k16_bf16_from_tma_loaded_shared_tiles_matches_numpy(swizzle, rng):
+    out, ref = run_wgmma_tma(emulator("sm_90"), swizzle, rng)
+    assert not np.isnan(out).any()
+    assert np.abs(out - ref).max() <= 2e-6 * np.abs(ref).max()
+
+
+def test_wgmma_kernel_does_not_load_on_an_sm_86_emulator():
+    from oxicuda.ptx.interp import program
+
+    if "device" not in program.Program.__init__.__code__.co_varnames:
+        pytest.xfail("the loader does not record the emulated device on Program yet (needs "
+                     "Program(text, heap, device) setting self.device before decoding)")
+    with pytest.raises(CudaError, match=r"needs an sm_90 device; the emulated device is sm_86"):
+        emulator("sm_86").module_load_data(wgmma_tma_kernel("128B").encode())
+
+
+def test_tma_zero_fills_out_of_bounds_box_elements(rng):
+    """A 2D box hanging over the tensor's edge (negative and past-the-end coordinates)."""
+    kb = KernelBuilder("tma_oob", arch="sm_90")
+    tm = kb.param_array("tm")
+    pout = kb.param_ptr("out")
+    s = kb.shared("s", "f32", 16 * 8, align=128)
+    bar = kb.shared("bar", "b64", 1, align=8)
+    t = kb.tid()
+    cx, cy = kb.param("cx", "s32"), kb.param("cy", "s32")
+    with kb.if_(kb.setp("eq", t, 0)):
+        kb.mbarrier_init(bar, 1)
+        kb.mbarrier_arrive_expect_tx(bar, 16 * 8 * 4)
+        kb.cp_async_bulk_tensor(2, kb.shared_addr(s), tm, [cx, cy], bar)
+    kb.mbarrier_wait_parity(bar, 0)
+    for j in range(4):
+        idx = kb.add(t, 32 * j)
+        kb.st("global", kb.addr(pout, idx, 4), kb.ld("shared", "f32", kb.shared_addr(s, kb.mul(idx, 4))))
+    ptx = kb.ptx()
+    api = emulator("sm_90")
+    X = rng.standard_normal((10, 12)).astype(np.float32)  # rows x cols
+    px = api.mem_alloc(X.nbytes)
+    try:
+        api.memcpy_htod(px, X.ctypes.data, X.nbytes)
+        tmap = api.tensor_map_encode_tiled(TENSOR_MAP_DATA_TYPES["FLOAT32"], 2, px, (12, 10), (48,),
+                                           (8, 16), (1, 1), 0, 0, 0, 0)
+        for cx, cy in ((-3, -5), (7, 4), (0, 0)):
+            out = run_ptx(api, ptx, "tma_oob", (1, 1, 1), (32, 1, 1),
+                          [tmap, np.full((16, 8), np.nan, np.float32), cx, cy])[1]
+            want = np.zeros((16, 8), np.float32)
+            for r in range(16):
+                for c in range(8):
+                    y, x = cy + r, cx + c
+                    if 0 <= y < 10 and 0 <= x < 12:
+                        want[r, c] = X[y, x]
+            assert (out == want).all(), (cx, cy)
+    finally:
+        api.mem_free(px)
+
+
+# -- faults --------------------------------------------------------------------------------------
+def test_wgmma_with_a_misaligned_warpgroup_faults():
+    """Warps 1..4 of a 160-thread block issue wgmma: warpgroup 0 lacks warp 0."""
+    kb = KernelBuilder("wgmma_misaligned", arch="sm_90a")
+    pd = kb.param_ptr("d")
+    t = kb.tid()
+    with kb.if_(kb.setp("ge", t, 32)):
+        kb.wgmma_fence()
+        z = kb.mov(0, "u64")
+        d = kb.wgmma_mma_async(8, "bf16", None, z, z, scale_d=0)
+        kb.st("global", kb.addr(pd, t, 4), d[0])
+    api = emulator("sm_90")
+    with pytest.raises(CudaError, match=r"wgmma.fence needs every thread of the warpgroup: thread 0 of "
+                                        r"warpgroup 0 .*multiple of 4"):
+        run_ptx(api, kb.ptx(), "wgmma_misaligned", (1, 1, 1), (160, 1, 1), [np.zeros(160, np.float32)],
+                shared_mem=0)
+
+
+def test_mbarrier_wait_that_can_never_complete_faults_as_deadlock():
+    """Two arrivals expected, one made: the waiters would spin forever."""
+    kb = KernelBuilder("mbar_deadlock", arch="sm_90")
+    pd = kb.param_ptr("d")
+    bar = kb.shared("bar", "b64", 1, align=8)
+    t = kb.tid()
+    with kb.if_(kb.setp("eq", t, 0)):
+        kb.mbarrier_init(bar, 2)
+    kb.bar_sync()
+    with kb.if_(kb.setp("eq", t, 0)):
+        kb.mbarrier_arrive(bar)
+    kb.mbarrier_wait_parity(bar, 0)
+    kb.st("global", kb.addr(pd, t, 4), t)
+    with pytest.raises(CudaError, match=r"deadlock: threads wait on the mbarrier at shared offset 0 for "
+                                        r"phase parity 0.*1 of 2 arrivals"):
+        run_ptx(emulator("sm_90"), kb.ptx(), "mbar_deadlock", (1, 1, 1), (128, 1, 1),
+                [np.zeros(128, np.uint32)])
+
+
+def test_mbarrier_phases_flip_when_arrivals_and_transaction_bytes_complete():
+    """Phase 0 completes after 64 arrivals (two warps); phase 1 needs 32 arrivals plus 64
+    transaction bytes (expect_tx then complete_tx); try_wait.parity reports each in turn."""
+    kb = KernelBuilder("mbar_phases", arch="sm_90")
+    pd = kb.param_ptr("d")
+    bar = kb.shared("bar", "b64", 1, align=8)
+    t = kb.tid()
+    with kb.if_(kb.setp("eq", t, 0)):
+        kb.mbarrier_init(bar, 64)
+    kb.bar_sync()
+    a = kb.shared_addr(bar)
+
+    def probe(slot, parity):
+        p = kb.setp("ne", t, t)  # a written predicate for try_wait to overwrite
+        kb.instr("mbarrier", ("try_wait", "parity", "shared::cta", "b64"),
+                 (p.reg, ir.Addr(a.reg, 0), ir.Imm(str(parity))))
+        kb.st("global", kb.addr(pd, kb.add(kb.mul(t, 5), slot), 4), kb.selp(1, 0, p, type_="u32"))
+
+    probe(0, 0)                       # nobody arrived: phase 0 open
+    kb.mbarrier_arrive(bar)           # 64 threads arrive: phase 0 completes
+    probe(1, 0)
+    with kb.if_(kb.setp("lt", t, 32)):
+        kb.mbarrier_arrive_expect_tx(bar, 2)  # 32 arrivals, 64 bytes expected
+    probe(2, 1)                       # arrivals done (32 of... 64 expected: still open)
+    with kb.if_(kb.setp("ge", t, 32)):
+        kb.mbarrier_arrive(bar)       # the other 32 arrivals; 64 tx bytes still outstanding
+    probe(3, 1)
+    with kb.if_(kb.setp("eq", t, 0)):  # the transaction bytes arrive: phase 1 completes
+        kb.instr("mbarrier", ("complete_tx", "shared::cta", "b64"), (ir.Addr(a.reg, 0), ir.Imm("64")))
+    probe(4, 1)
+    ptx = kb.ptx()
+    out = run_ptx(emulator("sm_90"), ptx, "mbar_phases", (1, 1, 1), (64, 1, 1),
+                  [np.full((64, 5), 7, np.uint32)])[0]
+    assert (out[:, 0] == 0).all() and (out[:, 1] == 1).all()
+    assert (out[:, 2] == 0).all() and (out[:, 3] == 0).all() and (out[:, 4] == 1).all()
