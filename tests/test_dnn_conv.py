@@ -35,9 +35,11 @@ def run_conv(rng, n, c, h, w, k, r, s, stride=1, padding=0, dilation=1, groups=1
     ref = conv2d_ref(as_float64(x), as_float64(wt), _pair(stride), _pair(padding), _pair(dilation), groups)
     xd, wd = oxicuda.asarray(np.ascontiguousarray(xd)), oxicuda.asarray(np.ascontiguousarray(wd))
     bd = None if b is None else oxicuda.asarray(b)
-    poison_pool(ref.shape, dtype)
+    y_shape = ref.shape if layout == "NCHW" else tuple(ref.shape[i] for i in (0, 2, 3, 1))
+    out = poisoned(y_shape, dtype)
     y = conv2d(xd, wd, bd, stride=stride, padding=padding, dilation=dilation,
-               groups=groups, layout=layout, activation=activation, algo=algo)
+               groups=groups, layout=layout, activation=activation, algo=algo, out=out)
+    assert y is out
     got = as_float64(y.get())
     if layout == "NHWC":
         got = got.transpose(0, 3, 1, 2)
@@ -46,13 +48,11 @@ def run_conv(rng, n, c, h, w, k, r, s, stride=1, padding=0, dilation=1, groups=1
     return got, reference_activation(ref, activation)
 
 
-def poison_pool(shape, dtype="float32"):
-    """Leave a NaN-filled block of the output's size in the pool, so that an output allocated
-    next (the pool hands back a freed block of the same size) shows NaN where it is not written."""
+def poisoned(shape, dtype="float32"):
+    """A device array of ``shape`` filled with NaN (unwritten elements show up as NaN)."""
     a = oxicuda.empty(tuple(shape), dtype)
-    a.fill(np.nan)
-    assert np.isnan(as_float64(a.get())).all()
-    del a
+    a.set(to_dtype(np.full(tuple(shape), np.nan, np.float32), dtype))  # fill(nan) fails for bf16 0-d scalars
+    return a
 
 
 def assert_close(got, ref, dtype="float32", scale=None):
@@ -123,9 +123,9 @@ def test_backward_data_and_filter_match_float64_references(rng, layout, geom):
     x_shape = to_l(x).shape
     w_shape = to_l(wt).shape
     dx = conv2d_backward_data(oxicuda.asarray(to_l(dy)), oxicuda.asarray(to_l(wt)), x_shape, st, pad, dil, g,
-                              layout=layout)
+                              layout=layout, out=poisoned(x_shape))
     dw = conv2d_backward_filter(oxicuda.asarray(to_l(x)), oxicuda.asarray(to_l(dy)), w_shape, st, pad, dil, g,
-                                layout=layout)
+                                layout=layout, out=poisoned(w_shape))
     assert_close(from_l(dx.get().astype(np.float64)), conv2d_backward_data_ref(dy, wt, x.shape, st, pad, dil, g))
     assert_close(from_l(dw.get().astype(np.float64)), conv2d_backward_filter_ref(x, dy, wt.shape, st, pad, dil, g))
 
@@ -186,9 +186,12 @@ def test_kernel_specs_are_recorded_in_the_trace(rng):
     assert t.launches[0].spec.mode == "fwd"
 
 
-def test_poisoned_pool_block_is_what_the_next_output_gets():
-    poison_pool((1, 3, 5, 7))
-    assert np.isnan(oxicuda.empty((1, 3, 5, 7), "float32").get()).all()
+def test_out_must_match_the_result():
+    x, w = _arrays()
+    with pytest.raises(ValueError, match="out has shape"):
+        conv2d(x, w, out=oxicuda.empty((1, 4, 4, 5), "float32"))
+    with pytest.raises(ValueError, match="out has shape"):
+        conv2d(x, w, out=oxicuda.empty((1, 4, 4, 4), "float16"))
 
 
 def test_module_exports_public_names():

@@ -124,12 +124,14 @@ def _check_shape(arr: DeviceArray, expected: tuple[int, ...], what: str, op: str
 
 def conv2d(x: object, w: object, bias: object = None, stride: object = 1, padding: object = 0,
            dilation: object = 1, groups: int = 1, layout: str = "NCHW", activation: str | None = None,
-           algo: str | None = None) -> DeviceArray:
+           algo: str | None = None, out: DeviceArray | None = None) -> DeviceArray:
     """2-D cross-correlation (PyTorch's ``conv2d``) with bias and activation fused: returns
     ``activation(conv(x, w) + bias)`` as a new array in ``layout``.
 
     ``stride``, ``padding``, ``dilation``: an int or an (h, w) pair. ``activation``: None,
     ``"relu"``, ``"silu"`` or ``"gelu"`` (erf form). ``algo``: see the module docstring.
+    ``out``: a C-contiguous device array of the output's shape and dtype to write into (a new
+    one by default).
     Raises TypeError (dtypes) or ValueError (shapes, parameters, an algorithm that cannot run
     this problem) before anything is launched.
     """
@@ -146,7 +148,7 @@ def conv2d(x: object, w: object, bias: object = None, stride: object = 1, paddin
         ba = contiguous(ba)
     chosen = _resolve_algo(algo, geo.problem, op)
     xa, wa = contiguous(xa), contiguous(wa)
-    y = empty(geo.y_shape, xa.dtype, stream=xa.stream or None)
+    y = _output(out, geo.y_shape, xa, op)
     if chosen == "implicit_gemm":
         run_implicit_gemm("fwd", geo, xa, wa, y, ba, act)
     elif chosen.startswith("winograd"):
@@ -158,6 +160,19 @@ def conv2d(x: object, w: object, bias: object = None, stride: object = 1, paddin
 
         run_im2col(geo, xa, wa, y, ba, act)
     return y
+
+
+def _output(out: DeviceArray | None, shape: tuple[int, ...], like: DeviceArray, op: str) -> DeviceArray:
+    """``out`` checked against the result's shape/dtype/contiguity, or a new array."""
+    if out is None:
+        return empty(shape, like.dtype, stream=like.stream or None)
+    if not isinstance(out, DeviceArray):
+        raise TypeError(f"{op}: out is a {type(out).__name__}; it must be an oxicuda DeviceArray")
+    if tuple(out.shape) != tuple(shape) or out.dtype != like.dtype or not out.is_c_contiguous:
+        raise ValueError(f"{op}: out has shape {tuple(out.shape)}, dtype {dtype_name_of(out) or out.dtype}"
+                         f"{'' if out.is_c_contiguous else ', non-contiguous'}; it must be a C-contiguous "
+                         f"{dtype_name_of(like)} array of shape {tuple(shape)}")
+    return out
 
 
 def _resolve_algo(algo: str | None, problem: ConvProblem, op: str) -> str:
@@ -207,32 +222,34 @@ def _arch() -> str:
 
 def conv2d_backward_data(dy: object, w: object, x_shape: tuple[int, ...], stride: object = 1, padding: object = 0,
                          dilation: object = 1, groups: int = 1, layout: str = "NCHW",
-                         algo: str | None = None) -> DeviceArray:
+                         algo: str | None = None, out: DeviceArray | None = None) -> DeviceArray:
     """The gradient of ``conv2d`` with respect to x: ``dx`` of shape ``x_shape`` (in ``layout``)
-    from ``dy`` (the output's shape) and ``w``. Only ``algo="implicit_gemm"`` (or None) exists."""
+    from ``dy`` (the output's shape) and ``w``. Only ``algo="implicit_gemm"`` (or None) exists;
+    ``out`` as in ``conv2d``."""
     op = "conv2d_backward_data"
     dya, wa, elem = _resolve_dtypes(dy, w, op, "dy", "w")
     geo = make_geometry(tuple(int(v) for v in x_shape), tuple(wa.shape), stride, padding, dilation, groups,
                         layout, elem, op)
     _check_shape(dya, geo.y_shape, "dy", op)
     _check_backward_algo(algo, op)
-    dx = empty(geo.x_shape, dya.dtype, stream=dya.stream or None)
+    dx = _output(out, geo.x_shape, dya, op)
     run_implicit_gemm("bwd_data", geo, dx, contiguous(wa), contiguous(dya), None, "none")
     return dx
 
 
 def conv2d_backward_filter(x: object, dy: object, w_shape: tuple[int, ...], stride: object = 1,
                            padding: object = 0, dilation: object = 1, groups: int = 1, layout: str = "NCHW",
-                           algo: str | None = None) -> DeviceArray:
+                           algo: str | None = None, out: DeviceArray | None = None) -> DeviceArray:
     """The gradient of ``conv2d`` with respect to w: ``dw`` of shape ``w_shape`` (in ``layout``)
-    from ``x`` and ``dy``. Only ``algo="implicit_gemm"`` (or None) exists."""
+    from ``x`` and ``dy``. Only ``algo="implicit_gemm"`` (or None) exists; ``out`` as in
+    ``conv2d``."""
     op = "conv2d_backward_filter"
     xa, dya, elem = _resolve_dtypes(x, dy, op, "x", "dy")
     geo = make_geometry(tuple(xa.shape), tuple(int(v) for v in w_shape), stride, padding, dilation, groups,
                         layout, elem, op)
     _check_shape(dya, geo.y_shape, "dy", op)
     _check_backward_algo(algo, op)
-    dw = empty(geo.w_shape, xa.dtype, stream=xa.stream or None)
+    dw = _output(out, geo.w_shape, xa, op)
     run_implicit_gemm("bwd_filter", geo, contiguous(xa), dw, contiguous(dya), None, "none")
     return dw
 
