@@ -163,7 +163,7 @@ class OwnLaunch:
 
 # -- measurement ---------------------------------------------------------------------------------
 def median_us(fn, repeats: int, setup=None, teardown=None) -> float:
-    """Median wall time of ``fn()`` in microseconds; ``setup``/``teardown`` run outside the timer."""
+    """Median wall time of ``fn()`` in microseconds; ``setup`` and ``teardown`` run untimed."""
     times = []
     for _ in range(repeats):
         if setup is not None:
@@ -235,7 +235,8 @@ def assemble_cubin(ptx: str, arch: str, ptxas: str, workdir: str) -> tuple[bytes
     src.write_text(ptx, encoding="ascii")
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [ptxas, f"-arch={arch}", "-o", str(dst), str(src)], capture_output=True, text=True, check=False
+        [ptxas, f"-arch={arch}", "-o", str(dst), str(src)],
+        capture_output=True, text=True, check=False,
     )
     elapsed = (time.perf_counter() - t0) * 1000.0
     if proc.returncode != 0:
@@ -346,10 +347,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="few repeats (tests, the emulator)")
     p.add_argument("--repeats", type=int, help="repeats of the costly figures (default 20)")
     p.add_argument("--hot-repeats", type=int, help="repeats of cache hits (default 2000)")
-    p.add_argument("--families", help="comma-separated registered families to measure (default all)")
+    p.add_argument("--families", help="comma-separated families to measure (default all)")
+    p.add_argument("--own-only", action="store_true",
+                   help="only the script's own two kernels (no registered family)")
     p.add_argument("--driver-jit-cache", action="store_true",
                    help="leave the driver's JIT cache on (default: CUDA_CACHE_DISABLE=1)")
-    p.add_argument("--cache-dir", help="OXICUDA_CACHE_DIR for the disk figures (default: a temp dir)")
+    p.add_argument("--cache-dir", help="OXICUDA_CACHE_DIR for the disk figures (default: temp)")
     opts = p.parse_args(argv)
     opts.repeats = opts.repeats or (3 if opts.quick else 20)
     opts.hot_repeats = opts.hot_repeats or (50 if opts.quick else 2000)
@@ -405,14 +408,14 @@ def main(argv: list[str] | None = None) -> int:
         "package_errors": {},
     }
 
-    for package in registry.LIBRARY_PACKAGES:
+    for package in () if opts.own_only else registry.LIBRARY_PACKAGES:
         try:  # one at a time, so that one broken package does not hide the others
             registry.load_all_families((package,))
         except Exception as exc:
             record["package_errors"][package] = f"{type(exc).__name__}: {exc}"[:1000]
     own = (HostCostGemmSpec.family, HostCostAxpySpec.family)
     wanted = None if not opts.families else {f.strip() for f in opts.families.split(",")}
-    names = [n for n in sorted(registry.families()) if n not in own]
+    names = [] if opts.own_only else [n for n in sorted(registry.families()) if n not in own]
     if wanted is not None:
         unknown = wanted - set(names)
         if unknown:
@@ -435,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
             record["skipped_families"][name] = how
             continue
         jobs.append((name, spec, how, None))
-    if not names:
+    if not names and not opts.own_only:
         record["note"] = "no library family registered yet; only the script's own kernels"
 
     for name, spec, how, launch in jobs:
