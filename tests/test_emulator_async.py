@@ -147,15 +147,15 @@ def test_wgmma_kernel_does_not_load_on_an_sm_86_emulator():
         emulator("sm_86").module_load_data(wgmma_tma_kernel("128B").encode())
 
 
-def test_tma_zero_fills_out_of_bounds_box_elements(rng):
-    """A 2D box hanging over the tensor's edge (negative and past-the-end coordinates)."""
+def tma_oob_kernel() -> str:
+    """Thread 0 loads a 16 x 8 f32 box at (cx, cy) with TMA; all 32 threads copy it out."""
     kb = KernelBuilder("tma_oob", arch="sm_90")
     tm = kb.param_array("tm")
     pout = kb.param_ptr("out")
+    cx, cy = kb.param("cx", "s32"), kb.param("cy", "s32")
     s = kb.shared("s", "f32", 16 * 8, align=128)
     bar = kb.shared("bar", "b64", 1, align=8)
     t = kb.tid()
-    cx, cy = kb.param("cx", "s32"), kb.param("cy", "s32")
     with kb.if_(kb.setp("eq", t, 0)):
         kb.mbarrier_init(bar, 1)
         kb.mbarrier_arrive_expect_tx(bar, 16 * 8 * 4)
@@ -164,26 +164,39 @@ def test_tma_zero_fills_out_of_bounds_box_elements(rng):
     for j in range(4):
         idx = kb.add(t, 32 * j)
         kb.st("global", kb.addr(pout, idx, 4), kb.ld("shared", "f32", kb.shared_addr(s, kb.mul(idx, 4))))
-    ptx = kb.ptx()
-    api = emulator("sm_90")
-    X = rng.standard_normal((10, 12)).astype(np.float32)  # rows x cols
+    return kb.ptx()
+
+
+TMA_OOB_COORDS = ((-3, -5), (7, 4), (0, 0))
+
+
+def run_tma_oob(api, X: np.ndarray, coords) -> list[np.ndarray]:
+    """The 16 x 8 boxes of the rows x cols f32 tensor X at each (cx, cy), loaded by TMA on ``api``."""
+    ptx = tma_oob_kernel()
     px = api.mem_alloc(X.nbytes)
     try:
         api.memcpy_htod(px, X.ctypes.data, X.nbytes)
-        tmap = api.tensor_map_encode_tiled(TENSOR_MAP_DATA_TYPES["FLOAT32"], 2, px, (12, 10), (48,),
-                                           (8, 16), (1, 1), 0, 0, 0, 0)
-        for cx, cy in ((-3, -5), (7, 4), (0, 0)):
-            out = run_ptx(api, ptx, "tma_oob", (1, 1, 1), (32, 1, 1),
-                          [tmap, np.full((16, 8), np.nan, np.float32), cx, cy])[1]
-            want = np.zeros((16, 8), np.float32)
-            for r in range(16):
-                for c in range(8):
-                    y, x = cy + r, cx + c
-                    if 0 <= y < 10 and 0 <= x < 12:
-                        want[r, c] = X[y, x]
-            assert (out == want).all(), (cx, cy)
+        rows, cols = X.shape
+        tmap = api.tensor_map_encode_tiled(TENSOR_MAP_DATA_TYPES["FLOAT32"], 2, px, (cols, rows),
+                                           (cols * 4,), (8, 16), (1, 1), 0, 0, 0, 0)
+        return [run_ptx(api, ptx, "tma_oob", (1, 1, 1), (32, 1, 1),
+                        [tmap, np.full((16, 8), np.nan, np.float32), cx, cy])[1] for cx, cy in coords]
     finally:
         api.mem_free(px)
+
+
+def test_tma_zero_fills_out_of_bounds_box_elements(rng):
+    """2D boxes hanging over the tensor's edges (negative and past-the-end coordinates)."""
+    X = rng.standard_normal((10, 12)).astype(np.float32)
+    outs = run_tma_oob(emulator("sm_90"), X, TMA_OOB_COORDS)
+    for (cx, cy), out in zip(TMA_OOB_COORDS, outs):
+        want = np.zeros((16, 8), np.float32)
+        for r in range(16):
+            for c in range(8):
+                y, x = cy + r, cx + c
+                if 0 <= y < 10 and 0 <= x < 12:
+                    want[r, c] = X[y, x]
+        assert (out == want).all(), (cx, cy)
 
 
 # -- faults --------------------------------------------------------------------------------------
@@ -223,7 +236,7 @@ def test_mbarrier_wait_that_can_never_complete_faults_as_deadlock():
                 [np.zeros(128, np.uint32)])
 
 
-def test_mbarrier_phases_flip_when_arrivals_and_transaction_bytes_complete():
+def mbarrier_phases_kernel() -> str:
     """Phase 0 completes after 64 arrivals (two warps); phase 1 needs 32 arrivals plus 64
     transaction bytes (expect_tx then complete_tx); try_wait.parity reports each in turn."""
     kb = KernelBuilder("mbar_phases", arch="sm_90")
@@ -253,8 +266,11 @@ def test_mbarrier_phases_flip_when_arrivals_and_transaction_bytes_complete():
     with kb.if_(kb.setp("eq", t, 0)):  # the transaction bytes arrive: phase 1 completes
         kb.instr("mbarrier", ("complete_tx", "shared::cta", "b64"), (ir.Addr(a.reg, 0), ir.Imm("64")))
     probe(4, 1)
-    ptx = kb.ptx()
-    out = run_ptx(emulator("sm_90"), ptx, "mbar_phases", (1, 1, 1), (64, 1, 1),
+    return kb.ptx()
+
+
+def test_mbarrier_phases_flip_when_arrivals_and_transaction_bytes_complete():
+    out = run_ptx(emulator("sm_90"), mbarrier_phases_kernel(), "mbar_phases", (1, 1, 1), (64, 1, 1),
                   [np.full((64, 5), 7, np.uint32)])[0]
     assert (out[:, 0] == 0).all() and (out[:, 1] == 1).all()
     assert (out[:, 2] == 0).all() and (out[:, 3] == 0).all() and (out[:, 4] == 1).all()
