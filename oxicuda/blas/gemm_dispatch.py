@@ -168,8 +168,9 @@ def _vector_width(problem: GemmProblem, operand: str, cfg: TileConfig, k_extent:
     trans = problem.transa if operand == "a" else problem.transb
     along_k = (trans != "N") if operand == "a" else (trans == "N")
     extent = k_extent if along_k else (problem.m if operand == "a" else problem.n)
-    tile_k_ok = cfg.bk % width == 0
-    if extent % width or not tile_k_ok:
+    # along K the last split's K (problem.k - splits * chunk) must keep whole vectors too
+    tail_ok = not along_k or problem.k % width == 0
+    if extent % width or cfg.bk % width or not tail_ok:
         return 1
     return width
 
