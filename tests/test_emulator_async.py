@@ -274,3 +274,171 @@ def test_mbarrier_phases_flip_when_arrivals_and_transaction_bytes_complete():
                   [np.full((64, 5), 7, np.uint32)])[0]
     assert (out[:, 0] == 0).all() and (out[:, 1] == 1).all()
     assert (out[:, 2] == 0).all() and (out[:, 3] == 0).all() and (out[:, 4] == 1).all()
+
+
+# -- wgmma operand layouts, restated from the PTX ISA canonical-layout table --------------------
+def canonical_layout(major: str, swizzle: int, eb: int, lbo: int, sbo: int):
+    """((mn shape, mn byte strides), (k shape, k byte strides)) of the ISA table "canonical
+    layouts" with T = 16 bytes of elements and W = swizzle bytes (0: none)."""
+    t = 16 // eb
+    if major == "K":
+        if not swizzle:
+            return ((8, None), (16, sbo)), ((t, None), (eb, lbo))
+        return ((8, None), (swizzle, sbo)), ((t, None), (eb, 16))
+    if not swizzle:
+        return ((t, 1, None), (eb, 16, sbo)), ((8, None), (16, lbo))
+    return ((t, swizzle // 16, None), (eb, 16, lbo)), ((8, None), (swizzle, sbo))
+
+
+def layout_offset(coord: int, mode) -> int:
+    shape, stride = mode
+    off = 0
+    for s, d in zip(shape, stride):
+        c = coord if s is None else coord % s
+        off += c * d
+        coord = 0 if s is None else coord // s
+    return off
+
+
+def swizzled(addr: int, swizzle: int) -> int:
+    bits = {0: 0, 32: 1, 64: 2, 128: 3}[swizzle]
+    return addr ^ (((addr >> 7) & ((1 << bits) - 1)) << 4)
+
+
+def place(img: np.ndarray, base: int, mat_bits: np.ndarray, major: str, swizzle: int, lbo: int, sbo: int):
+    """Write a rows x k operand (element bits) into the shared-memory image."""
+    eb = mat_bits.dtype.itemsize
+    mn_mode, k_mode = canonical_layout(major, swizzle, eb, lbo, sbo)
+    raw = mat_bits.view(np.uint8).reshape(mat_bits.shape[0], mat_bits.shape[1], eb)
+    for r in range(mat_bits.shape[0]):
+        for kk in range(mat_bits.shape[1]):
+            a = swizzled(base + layout_offset(r, mn_mode) + layout_offset(kk, k_mode), swizzle)
+            img[a:a + eb] = raw[r, kk]
+
+
+#: (major, swizzle bytes) -> (LBO, SBO) for a 64-row operand of 16 k-bytes... chosen per layout
+LBO_SBO = {("K", 0): (128, 256), ("K", 32): (16, 256), ("K", 64): (16, 512), ("K", 128): (16, 1024),
+           ("MN", 0): (1024, 128), ("MN", 32): (512, 256), ("MN", 64): (1024, 512), ("MN", 128): (8192, 1024)}
+IMG_B = 8192  # B's offset in the image
+SWZ_NAME = {0: "none", 32: "32B", 64: "64B", 128: "128B"}
+
+
+def wgmma_layout_kernel(elem: str, n: int, a_layout, b_layout, acc: str, a_in_regs: bool, scale_a: int,
+                        arch: str = "sm_90a") -> str:
+    """128 threads copy a 16 KiB image into shared memory; wgmma.m64n{n} (A from a descriptor at
+    0 or from registers, B from a descriptor at IMG_B) accumulates into D loaded from c when the
+    parameter accumulate != 0; D is stored per thread and register."""
+    from oxicuda.ptx import fragments
+
+    k = 8 if elem == "tf32" else 16
+    kb = KernelBuilder("wgmma_layout", arch=arch)
+    pimg, pa, pc, pd = (kb.param_ptr(x) for x in ("img", "a", "c", "d"))
+    accumulate = kb.param("accumulate", "u32")
+    s = kb.shared("s", "b8", 2 * IMG_B, align=1024)
+    t = kb.tid()
+    for j in range(2 * IMG_B // (16 * 128)):
+        idx = kb.add(t, 128 * j)
+        v = kb.ld("global", "b32", kb.addr(pimg, idx, 16), vec=4)
+        kb.st("shared", kb.shared_addr(s, kb.mul(idx, 16)), list(v))
+    kb.bar_sync()
+    kb.fence_proxy_async()
+    nregs = fragments.wgmma_accumulator_regs(n) // (2 if acc == "f16" else 1)
+    dt = "f32" if acc == "f32" else "b32"
+    d = [kb.ld("global", dt, kb.addr(pc, kb.mad(t, nregs, j), 4)) for j in range(nregs)]
+    descs = []
+    for base, (major, swz) in ((0, a_layout), (IMG_B, b_layout)):
+        lbo, sbo = LBO_SBO[(major, swz)]
+        descs.append(kb.wgmma_descriptor(kb.shared_addr(s, base), lbo, sbo, SWZ_NAME[swz]))
+    if a_in_regs:
+        aregs = fragments.MMA_SHAPES[("m16n8k16" if k == 16 else "m16n8k8", elem, "f32")].a_regs
+        a_op = ir.Vec(tuple(kb.ld("global", "b32", kb.addr(pa, kb.mad(t, aregs, j), 4)).reg
+                            for j in range(aregs)))
+    else:
+        a_op = descs[0].reg
+    p = kb.setp("ne", accumulate, 0)
+    kb.wgmma_fence()
+    imms = [ir.Imm(str(scale_a)), ir.Imm("1")]
+    if elem != "tf32":
+        if not a_in_regs:
+            imms.append(ir.Imm("1" if a_layout[0] == "MN" else "0"))
+        imms.append(ir.Imm("1" if b_layout[0] == "MN" else "0"))
+    kb.instr("wgmma", ("mma_async", "sync", "aligned", f"m64n{n}k{k}", acc, elem, elem),
+             (ir.Vec(tuple(x.reg for x in d)), a_op, descs[1].reg, p.reg, *imms))
+    kb.wgmma_commit_group()
+    kb.wgmma_wait_group(0)
+    for j, v in enumerate(d):
+        kb.st("global", kb.addr(pd, kb.mad(t, nregs, j), 4), v)
+    return kb.ptx()
+
+
+def acc_position(thread: int, i: int) -> tuple[int, int]:
+    """PTX ISA wgmma D fragment: row 16w + g + 8*((i>>1)&1), col 8*(i>>2) + 2t + (i&1)."""
+    w, lane = thread // 32, thread % 32
+    return 16 * w + (lane >> 2) + 8 * ((i >> 1) & 1), 8 * (i >> 2) + 2 * (lane % 4) + (i & 1)
+
+
+def run_wgmma_layout(api, rng, elem, n, a_layout, b_layout, acc="f32", a_in_regs=False, scale_a=1,
+                     accumulate=1):
+    k = 8 if elem == "tf32" else 16
+    A, B = rng.standard_normal((64, k)), rng.standard_normal((n, k))
+    C = rng.standard_normal((64, n))
+    ab, bb = to_bits(A, elem), to_bits(B, elem)
+    img = np.zeros(2 * IMG_B, np.uint8)
+    place(img, 0, ab, *a_layout, *LBO_SBO[a_layout])
+    place(img, IMG_B, bb, *b_layout, *LBO_SBO[b_layout])
+    words = np.zeros((128, 4), np.uint32)
+    if a_in_regs:  # the mma A fragment of the ISA, rows offset by 16 per warp
+        for th in range(128):
+            w, lane = th // 32, th % 32
+            g, q = lane >> 2, lane % 4
+            for i in range(8 if elem != "tf32" else 4):
+                if elem == "tf32":
+                    r, c = g + 8 * (i & 1), q + 4 * (i >> 1)
+                    words[th, i] = ab[16 * w + r, c]
+                else:
+                    r, c = g + 8 * ((i >> 1) & 1), 2 * q + (i & 1) + 8 * (i >> 2)
+                    words[th, i // 2] |= np.uint32(int(ab[16 * w + r, c]) << (16 * (i % 2)))
+    per = 2 if acc == "f16" else 1
+    nregs = n // 2 // per
+    cdt = np.float16 if acc == "f16" else np.float32
+    cv = C.astype(cdt)
+    cw = np.zeros((128, nregs), np.uint32)
+    for th in range(128):
+        for i in range(n // 2):
+            r, c = acc_position(th, i)
+            bits = int(cv[r:r + 1, c].view(np.uint16 if acc == "f16" else np.uint32)[0])
+            cw[th, i // per] |= np.uint32(bits << (16 * (i % per)))
+    out = run_ptx(api, wgmma_layout_kernel(elem, n, a_layout, b_layout, acc, a_in_regs, scale_a),
+                  "wgmma_layout", (1, 1, 1), (128, 1, 1),
+                  [img, words, cw, np.full((128, nregs), 0x7FC00000, np.uint32), accumulate])[3]
+    D = np.full((64, n), np.nan)
+    for th in range(128):
+        for i in range(n // 2):
+            r, c = acc_position(th, i)
+            w = int(out[th, i // per]) >> (16 * (i % per))
+            D[r, c] = (np.array([w & 0xFFFF], np.uint16).view(np.float16)[0] if acc == "f16"
+                       else np.array([w], np.uint32).view(np.float32)[0])
+    ref = scale_a * bits_value(ab, elem) @ bits_value(bb, elem).T + (cv.astype(np.float64) if accumulate else 0)
+    return D, ref
+
+
+WGMMA_LAYOUT_CASES = [
+    # elem, n, A (major, swizzle), B (major, swizzle), acc, A in registers, imm-scale-a, accumulate
+    ("f16", 24, ("K", 0), ("MN", 0), "f32", False, 1, 1),
+    ("bf16", 16, ("MN", 128), ("K", 128), "f32", False, -1, 1),
+    ("bf16", 8, ("K", 64), ("MN", 64), "f32", False, 1, 0),
+    ("f16", 32, ("K", 32), ("MN", 32), "f16", False, 1, 1),
+    ("tf32", 16, ("K", 128), ("K", 0), "f32", False, 1, 1),
+    ("bf16", 16, ("K", 0), ("MN", 128), "f32", True, 1, 1),
+    ("tf32", 8, ("K", 0), ("K", 32), "f32", True, 1, 1),
+]
+
+
+@pytest.mark.parametrize("case", WGMMA_LAYOUT_CASES, ids=lambda c: "-".join(map(str, c[:5])) +
+                         ("-regA" if c[5] else ""))
+def test_wgmma_reads_every_canonical_shared_layout_and_register_a(case, rng):
+    elem, n, al, bl, acc, regs, sa, accum = case
+    D, ref = run_wgmma_layout(emulator("sm_90"), rng, elem, n, al, bl, acc, regs, sa, accum)
+    assert not np.isnan(D).any()
+    tol = 2e-3 if acc == "f16" else 2e-6
+    assert np.abs(D - ref).max() <= tol * np.abs(ref).max(), case

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from oxicuda.ptx.interp.harness import run_ptx
-from test_emulator_async import (TMA_OOB_COORDS, cp_async_kernel, mbarrier_phases_kernel,
-                                 run_tma_oob, run_wgmma_tma)
+from test_emulator_async import (TMA_OOB_COORDS, WGMMA_LAYOUT_CASES, cp_async_kernel,
+                                 mbarrier_phases_kernel, run_tma_oob, run_wgmma_layout, run_wgmma_tma)
 from test_emulator_tensorcore import (TOL, emulator, ldmatrix_mma_case, ldmatrix_mma_kernel,
                                       ldmatrix_roundtrip_kernel, run_mma)
 
@@ -115,3 +115,18 @@ def test_mbarrier_phases_agree_with_gpu():
     g = run_ptx(gpu_api(), mbarrier_phases_kernel(), "mbar_phases", (1, 1, 1), (64, 1, 1), args)[0]
     e = run_ptx(emulator("sm_90"), mbarrier_phases_kernel(), "mbar_phases", (1, 1, 1), (64, 1, 1), args)[0]
     assert (g == e).all()
+
+
+@pytest.mark.parametrize("case", WGMMA_LAYOUT_CASES, ids=lambda c: "-".join(map(str, c[:5])) +
+                         ("-regA" if c[5] else ""))
+def test_wgmma_shared_layouts_on_gpu_and_emulator_agree(case, rng):
+    """Every canonical layout (K-/MN-major, no swizzle, 32/64/128B), register A, tf32, f16
+    accumulators, imm-scale-a and scale-d: the hardware is the judge of the ISA restatement."""
+    needs_sm90()
+    elem, n, al, bl, acc, regs, sa, accum = case
+    r1, r2 = twin_rngs(rng)
+    d_gpu, ref = run_wgmma_layout(gpu_api(), r1, elem, n, al, bl, acc, regs, sa, accum)
+    d_emu, _ = run_wgmma_layout(emulator("sm_90"), r2, elem, n, al, bl, acc, regs, sa, accum)
+    tol = (2e-3 if acc == "f16" else 2e-6) * np.abs(ref).max()
+    assert np.abs(d_gpu - ref).max() <= tol, "GPU vs float64 reference"
+    assert np.abs(d_gpu - d_emu).max() <= tol, "GPU vs emulator"
