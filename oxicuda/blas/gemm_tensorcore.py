@@ -320,19 +320,23 @@ def write_c(kb: KernelBuilder, dtype: str, c: Value, ldc: Value, m: Value, n: Va
     es = 4 if dtype in ("f32", "tf32") else 2
     ctype = "f32" if es == 4 else dtype
     row_ok = [kb.setp("lt", r, m) for r in rows]
-    col_ok = [kb.setp("lt", cc, n) for cc in cols]
-    col_ptr = [offset_ptr(kb, c, kb.mul(cc, ldc, mode="wide", type_="u32"), es) for cc in cols]
     row_off = [kb.mul(r, es, mode="wide", type_="u32") for r in rows]
     beta_zero = kb.setp("eq", beta, 0.0)
+    by_col: dict[int, list[tuple[int, Value]]] = {}
+    for ri, ci, v in values:
+        by_col.setdefault(ci, []).append((ri, v))
     for read_c in (False, True):
         with kb.if_(beta_zero, negate=read_c):
-            for ri, ci, v in values:
-                with kb.if_(kb.and_(row_ok[ri], col_ok[ci])):
-                    addr = kb.add(col_ptr[ci], row_off[ri])
-                    out = kb.mul(alpha, v)
-                    if read_c:
-                        out = kb.fma(beta, _load_as_f32(kb, ctype, addr), out)
-                    kb.st("global", addr, out if ctype == "f32" else kb.cvt(out, ctype))
+            for ci, cells in by_col.items():  # column pointers live only while their column is written
+                with kb.if_(kb.setp("lt", cols[ci], n)):
+                    col_ptr = offset_ptr(kb, c, kb.mul(cols[ci], ldc, mode="wide", type_="u32"), es)
+                    for ri, v in cells:
+                        with kb.if_(row_ok[ri]):
+                            addr = kb.add(col_ptr, row_off[ri])
+                            out = kb.mul(alpha, v)
+                            if read_c:
+                                out = kb.fma(beta, _load_as_f32(kb, ctype, addr), out)
+                            kb.st("global", addr, out if ctype == "f32" else kb.cvt(out, ctype))
 
 
 # -- the mma.sync generator ----------------------------------------------------------------------
