@@ -1,0 +1,99 @@
+"""``attention``: fused scaled-dot-product attention forward (flash-style; see attention_kernels).
+
+Shapes: q (B, Hq, Sq, D), k and v (B, Hkv, Sk, D) with Hkv dividing Hq (grouped-query
+attention; Hkv == Hq is ordinary multi-head attention). Output (B, Hq, Sq, D) in q's dtype;
+the optional logsumexp is float32 (B, Hq, Sq), natural log, of the scaled, masked scores.
+``causal=True`` masks key j for query i when j > i (top-left alignment, exactly PyTorch's
+``scaled_dot_product_attention(is_causal=True)``, also when Sq != Sk).
+"""
+
+from __future__ import annotations
+
+import math
+
+from oxicuda.memory.array import DeviceArray, empty
+from oxicuda.ptx.builder import LOG2_E
+
+from ._common import PTX_ELEMENT, as_float_array, contiguous, dtype_name_of, load_kernel, stream_of
+from .attention_kernels import MAX_HEAD_DIM, THREADS, AttentionSimtSpec
+
+ALGOS = ("simt",)
+_INT31 = (1 << 31) - 1
+
+
+def _check(q: DeviceArray, k: DeviceArray, v: DeviceArray, op: str) -> tuple[int, int, int, int, int, int]:
+    for name, a in (("q", q), ("k", k), ("v", v)):
+        if len(a.shape) != 4:
+            raise ValueError(f"{op}: {name} has shape {tuple(a.shape)}; it must be 4-D (batch, heads, seq, head_dim)")
+    if k.dtype != q.dtype or v.dtype != q.dtype:
+        raise TypeError(f"{op}: q, k, v have dtypes {dtype_name_of(q)}, {dtype_name_of(k)}, {dtype_name_of(v)}; "
+                        f"they must match")
+    b, hq, sq, d = q.shape
+    if tuple(k.shape) != tuple(v.shape):
+        raise ValueError(f"{op}: k has shape {tuple(k.shape)} but v has {tuple(v.shape)}; they must match")
+    bk, hkv, sk, dk = k.shape
+    if bk != b:
+        raise ValueError(f"{op}: q has batch {b} but k/v have {bk}; they must match")
+    if dk != d:
+        raise ValueError(f"{op}: q has head_dim {d} but k/v have {dk}; they must match")
+    if not 1 <= d <= MAX_HEAD_DIM:
+        raise ValueError(f"{op}: head_dim {d} is not supported; allowed 1..{MAX_HEAD_DIM}")
+    if hkv < 1 or hq % hkv:
+        raise ValueError(f"{op}: q has {hq} heads and k/v have {hkv}; the k/v head count must divide "
+                         f"the query head count (grouped-query attention)")
+    if min(b, hq, sq, sk) < 1:
+        raise ValueError(f"{op}: q {tuple(q.shape)} and k {tuple(k.shape)} must have no empty dimension")
+    for name, a in (("q", q), ("k", k)):
+        if math.prod(a.shape) > _INT31:
+            raise ValueError(f"{op}: {name} has {math.prod(a.shape)} elements; at most {_INT31} are supported")
+    return b, hq, sq, d, hkv, sk
+
+
+def attention(q: object, k: object, v: object, causal: bool = False, scale: float | None = None,
+              return_lse: bool = False, algo: str | None = None,
+              out: DeviceArray | None = None) -> DeviceArray | tuple[DeviceArray, DeviceArray]:
+    """``softmax(scale * q @ k^T + mask) @ v`` per (batch, head), fused (scores never stored).
+
+    ``scale`` defaults to ``1/sqrt(head_dim)``. dtypes float32, float16, bfloat16 (computed in
+    float32). ``return_lse``: also return the float32 logsumexp (B, Hq, Sq). ``algo``: None or
+    ``"simt"`` (the only kernel family so far). ``out``: a C-contiguous array of q's shape and
+    dtype to write into. Raises TypeError/ValueError on bad input before any launch.
+    """
+    op = "attention"
+    qa, ka, va = (as_float_array(t, op, n) for t, n in ((q, "q"), (k, "k"), (v, "v")))
+    b, hq, sq, d, hkv, sk = _check(qa, ka, va, op)
+    if scale is None:
+        scale = 1.0 / math.sqrt(d)
+    try:
+        scale = float(scale)
+    except (TypeError, ValueError):
+        raise TypeError(f"{op}: scale={scale!r} must be a number") from None
+    if not math.isfinite(scale):
+        raise ValueError(f"{op}: scale={scale!r} must be finite")
+    if algo not in (None, *ALGOS):
+        raise ValueError(f"{op}: algo={algo!r}; allowed: None, " + ", ".join(repr(a) for a in ALGOS))
+    if out is not None:
+        if not isinstance(out, DeviceArray):
+            raise TypeError(f"{op}: out is a {type(out).__name__}; it must be an oxicuda DeviceArray")
+        if tuple(out.shape) != tuple(qa.shape) or out.dtype != qa.dtype or not out.is_c_contiguous:
+            raise ValueError(f"{op}: out has shape {tuple(out.shape)}, dtype {dtype_name_of(out)}; it must be a "
+                             f"C-contiguous {dtype_name_of(qa)} array of shape {tuple(qa.shape)}")
+    qa, ka, va = contiguous(qa), contiguous(ka), contiguous(va)
+    o = out if out is not None else empty(qa.shape, qa.dtype, stream=qa.stream or None)
+    lse = empty((b, hq, sq), "float32", stream=qa.stream or None) if return_lse else None
+    spec = AttentionSimtSpec(arch=_arch(), dtype=PTX_ELEMENT[dtype_name_of(qa)], head_dim=d, causal=bool(causal),
+                             lse=bool(return_lse))
+    fn = load_kernel(spec)
+    grid = ((sq + spec.rows - 1) // spec.rows, hq, b)
+    fn(grid, THREADS, [qa, ka, va, o, lse if lse is not None else 0, sq, sk, hq, hkv, hq // hkv,
+                       scale * LOG2_E], stream=stream_of(o))
+    return (o, lse) if return_lse else o
+
+
+def _arch() -> str:
+    from oxicuda.ptx.target import device_arch
+
+    return device_arch()
+
+
+__all__ = ["attention"]
