@@ -30,7 +30,8 @@ def _run(tmp_path: Path, *extra: str, env_extra: dict[str, str] | None = None) -
         [sys.executable, str(SCRIPT), "--quick", "--json", str(out), *extra],
         capture_output=True, text=True, timeout=300, cwd=REPO, env=env, check=False,
     )
-    assert proc.returncode == 0, f"rc {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    tail = f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, f"rc {proc.returncode}\n{tail}"
     return json.loads(out.read_text()), proc.stdout
 
 
