@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_emulator_tensorcore import bits_value, emulator, to_bits
 
 from oxicuda.driver.enums import TENSOR_MAP_DATA_TYPES, TENSOR_MAP_SWIZZLE
 from oxicuda.driver.errors import CudaError
 from oxicuda.ptx import ir
 from oxicuda.ptx.builder import KernelBuilder
 from oxicuda.ptx.interp.harness import run_ptx
-from test_emulator_tensorcore import bits_value, emulator, to_bits
 
 FULL = 0xFFFFFFFF
 

@@ -11,12 +11,25 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_emulator_async import (
+    TMA_OOB_COORDS,
+    WGMMA_LAYOUT_CASES,
+    cp_async_kernel,
+    mbarrier_phases_kernel,
+    run_tma_oob,
+    run_wgmma_layout,
+    run_wgmma_tma,
+)
+from test_emulator_tensorcore import (
+    TOL,
+    emulator,
+    ldmatrix_mma_case,
+    ldmatrix_mma_kernel,
+    ldmatrix_roundtrip_kernel,
+    run_mma,
+)
 
 from oxicuda.ptx.interp.harness import run_ptx
-from test_emulator_async import (TMA_OOB_COORDS, WGMMA_LAYOUT_CASES, cp_async_kernel,
-                                 mbarrier_phases_kernel, run_tma_oob, run_wgmma_layout, run_wgmma_tma)
-from test_emulator_tensorcore import (TOL, emulator, ldmatrix_mma_case, ldmatrix_mma_kernel,
-                                      ldmatrix_roundtrip_kernel, run_mma)
 
 pytestmark = pytest.mark.gpu
 

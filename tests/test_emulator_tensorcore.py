@@ -13,6 +13,7 @@ import pytest
 
 from oxicuda.driver.emulator import EmulatorAPI
 from oxicuda.driver.errors import CudaError
+from oxicuda.ptx import ir
 from oxicuda.ptx.builder import KernelBuilder
 from oxicuda.ptx.interp.harness import run_ptx
 
@@ -91,7 +92,7 @@ def mma_kernel(shape: str, elem: str, acc: str, arch: str = "sm_86") -> str:
     pa, pb, pc, pd = (kb.param_ptr(x) for x in "abcd")
     lane = kb.tid()
     wide = elem == "f64"
-    rt, ct = ("f64" if wide else "b32"), info.c_reg_type
+    rt = "f64" if wide else "b32"
     esz = 8 if wide else 4
 
     def load(p, count, t):
@@ -234,8 +235,7 @@ def ldmatrix_roundtrip_kernel(num: int, trans: bool, arch: str = "sm_90") -> str
     for j, r in enumerate(regs):
         kb.st("global", kb.addr(pregs, kb.mad(t, num, j), 4), r)
     kb.instr("stmatrix", ("sync", "aligned", "m8n8", f"x{num}") + (("trans",) if trans else ()) + ("shared", "b16"),
-             (kb._address("shared", kb.shared_addr(s2, kb.mul(row, 16)), 0, "stmatrix"),
-              __import__("oxicuda.ptx.ir", fromlist=["Vec"]).Vec(tuple(r.reg for r in regs))))
+             (ir.Addr(kb.shared_addr(s2, kb.mul(row, 16)).reg, 0), ir.Vec(tuple(r.reg for r in regs))))
     kb.bar_sync()
     with kb.if_(kb.setp("lt", t, 8 * num)):
         v = kb.ld("shared", "b32", kb.shared_addr(s2, kb.mul(t, 16)), vec=4)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Addr, Imm
-from .faults import LAUNCH_FAILED, Fault, Unsupported
+from .faults import Fault, Unsupported
 from .memory import SHARED_WINDOW
 from .registry import Op, register_handler
 from .warp_groups import require_arch
@@ -199,6 +199,5 @@ def _decode_cp(instr, kc):
 
 
 register_handler("cp", _decode_cp)
-_ = LAUNCH_FAILED
 
-from . import mbarrier  # noqa: E402,F401  (registers mbarrier, setmaxnreg, elect)
+from . import mbarrier  # noqa: F401  (registers mbarrier, setmaxnreg, elect)

@@ -17,8 +17,15 @@ from .. import fragments
 from ..ir import Addr, Vec
 from .faults import Unsupported
 from .registry import Op, register_handler
-from .warp_groups import (WARP, active_groups, f64_to_f16_bits, halves_to_f64, pack_halves,
-                          require_arch, tf32_to_f64)
+from .warp_groups import (
+    WARP,
+    active_groups,
+    f64_to_f16_bits,
+    halves_to_f64,
+    pack_halves,
+    require_arch,
+    tf32_to_f64,
+)
 
 _U16 = np.dtype(np.uint16)
 _NP = {"f32": np.dtype(np.float32), "f64": np.dtype(np.float64)}
@@ -237,4 +244,4 @@ register_handler("mma", _decode_mma)
 register_handler("ldmatrix", _decode_ldmatrix)
 register_handler("stmatrix", _decode_stmatrix)
 
-from . import wgmma  # noqa: E402,F401  (registers wgmma)
+from . import wgmma  # noqa: F401  (registers wgmma)

@@ -21,8 +21,8 @@ from ..ir import Addr, Imm, Sym
 from .async_copy import lanes_of, shared_offsets
 from .faults import LAUNCH_FAILED, Fault, Unsupported
 from .mbarrier import barrier_offsets, complete_tx
-from .registry import Op
 from .memory import PARAM_WINDOW, WINDOW_SIZE
+from .registry import Op
 from .warp_groups import require_arch
 from .wgmma import swizzle
 

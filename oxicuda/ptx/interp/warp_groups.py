@@ -112,5 +112,16 @@ def pack_halves(lo_bits: np.ndarray, hi_bits: np.ndarray) -> np.ndarray:
     return (np.asarray(lo_bits, np.uint32) | (np.asarray(hi_bits, np.uint32) << np.uint32(16))).astype(np.uint32)
 
 
-__all__ = ["WARP", "WARPGROUP", "active_groups", "require_arch", "halves_to_f64", "bits16_to_f64",
-           "tf32_to_f64", "f64_to_f16_bits", "pack_halves", "arch_number", "LAUNCH_FAILED"]
+__all__ = [
+    "LAUNCH_FAILED",
+    "WARP",
+    "WARPGROUP",
+    "active_groups",
+    "arch_number",
+    "bits16_to_f64",
+    "f64_to_f16_bits",
+    "halves_to_f64",
+    "pack_halves",
+    "require_arch",
+    "tf32_to_f64",
+]

@@ -26,8 +26,16 @@ from .. import fragments
 from ..ir import Imm, Reg, Vec
 from .faults import LAUNCH_FAILED, Fault, Unsupported
 from .registry import Op, register_handler
-from .warp_groups import (WARPGROUP, active_groups, bits16_to_f64, f64_to_f16_bits, halves_to_f64,
-                          pack_halves, require_arch, tf32_to_f64)
+from .warp_groups import (
+    WARPGROUP,
+    active_groups,
+    bits16_to_f64,
+    f64_to_f16_bits,
+    halves_to_f64,
+    pack_halves,
+    require_arch,
+    tf32_to_f64,
+)
 
 #: descriptor bits 62-63 -> swizzle width in bytes (0: none)
 SWIZZLE_BYTES = {0: 0, 1: 128, 2: 64, 3: 32}
@@ -219,4 +227,3 @@ def _accumulator(dvals, acc, lo: int, d_type: str, n: int) -> np.ndarray:
 
 
 register_handler("wgmma", _decode_wgmma)
-_ = Unsupported
