@@ -85,16 +85,17 @@ def _extent(ptr: int, rows: int, cols: int, ld: int, es: int, batch: int, stride
 
 
 def _overlaps(c: tuple, other: tuple) -> bool:
-    """Exact when both are single matrices sharing a leading dimension; conservative otherwise."""
+    """Whether two operands' bytes may overlap: ``(lo, hi, ld_bytes, row_bytes, cols, batch)``.
+    Exact for single matrices sharing a leading dimension (disjoint blocks of one matrix pass);
+    conservative (extent intersection) otherwise."""
     (c_lo, c_hi, c_ld, c_rows, c_cols, c_batch), (o_lo, o_hi, o_ld, o_rows, o_cols, o_batch) = c, other
     if c_hi <= o_lo or o_hi <= c_lo:
         return False
-    if c_batch == 1 and o_batch == 1 and c_ld == o_ld and c_lo % c_ld == o_lo % o_ld:
-        # same leading dimension and element grid: compare row and column ranges
-        es_ld = c_ld
-        c_r0, c_c0 = divmod(c_lo, es_ld)[1], divmod(c_lo, es_ld)[0]
-        o_r0, o_c0 = divmod(o_lo, es_ld)[1], divmod(o_lo, es_ld)[0]
-        if c_r0 + c_rows <= es_ld and o_r0 + o_rows <= es_ld:
+    if c_batch == 1 and o_batch == 1 and c_ld == o_ld:
+        origin = min(c_lo, o_lo)
+        c_c0, c_r0 = divmod(c_lo - origin, c_ld)
+        o_c0, o_r0 = divmod(o_lo - origin, o_ld)
+        if c_r0 + c_rows <= c_ld and o_r0 + o_rows <= o_ld:
             rows = c_r0 < o_r0 + o_rows and o_r0 < c_r0 + c_rows
             cols = c_c0 < o_c0 + o_cols and o_c0 < c_c0 + c_cols
             return rows and cols
