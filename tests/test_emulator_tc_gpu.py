@@ -17,6 +17,7 @@ from test_emulator_async import (
     cp_async_kernel,
     mbarrier_phases_kernel,
     run_tma_oob,
+    run_tma_store,
     run_wgmma_layout,
     run_wgmma_tma,
 )
@@ -143,3 +144,11 @@ def test_wgmma_shared_layouts_on_gpu_and_emulator_agree(case, rng):
     tol = (2e-3 if acc == "f16" else 2e-6) * np.abs(ref).max()
     assert np.abs(d_gpu - ref).max() <= tol, "GPU vs float64 reference"
     assert np.abs(d_gpu - d_emu).max() <= tol, "GPU vs emulator"
+
+
+def test_tma_64b_swizzle_and_tma_store_agree_with_gpu(rng):
+    needs_sm90()
+    X = rng.standard_normal((8, 16)).astype(np.float32)
+    raw_g, y_g = run_tma_store(gpu_api(), X)
+    raw_e, y_e = run_tma_store(emulator("sm_90"), X)
+    assert (raw_g == raw_e).all() and (y_g == X).all() and (y_e == X).all()
