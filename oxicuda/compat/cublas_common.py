@@ -1,0 +1,79 @@
+"""What the CuPy- and scikit-cuda-shaped cuBLAS surfaces share: cuBLAS's integer constants and
+status codes, the translation of integer/char enum arguments, and ``run(status_error, ...)``
+which maps oxicuda's exceptions onto a cuBLAS status (bad arguments -> INVALID_VALUE, unknown
+handle -> NOT_INITIALIZED, unsupported type combinations -> NOT_SUPPORTED, driver failures ->
+EXECUTION_FAILED)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..blas.handle import InvalidHandle
+from ..driver.errors import CudaError
+
+STATUS_SUCCESS = 0
+STATUS_NOT_INITIALIZED = 1
+STATUS_ALLOC_FAILED = 3
+STATUS_INVALID_VALUE = 7
+STATUS_ARCH_MISMATCH = 8
+STATUS_MAPPING_ERROR = 11
+STATUS_EXECUTION_FAILED = 13
+STATUS_INTERNAL_ERROR = 14
+STATUS_NOT_SUPPORTED = 15
+STATUS_LICENSE_ERROR = 16
+STATUS_NAMES = {
+    0: "CUBLAS_STATUS_SUCCESS", 1: "CUBLAS_STATUS_NOT_INITIALIZED", 3: "CUBLAS_STATUS_ALLOC_FAILED",
+    7: "CUBLAS_STATUS_INVALID_VALUE", 8: "CUBLAS_STATUS_ARCH_MISMATCH", 11: "CUBLAS_STATUS_MAPPING_ERROR",
+    13: "CUBLAS_STATUS_EXECUTION_FAILED", 14: "CUBLAS_STATUS_INTERNAL_ERROR",
+    15: "CUBLAS_STATUS_NOT_SUPPORTED", 16: "CUBLAS_STATUS_LICENSE_ERROR",
+}
+
+OPS = {0: "N", 1: "T", 2: "C"}
+FILL = {0: "L", 1: "U"}
+SIDE = {0: "L", 1: "R"}
+DIAG = {0: "N", 1: "U"}
+
+# cudaDataType_t
+CUDA_R_16F, CUDA_C_16F, CUDA_R_16BF, CUDA_C_16BF = 2, 6, 14, 15
+CUDA_R_32F, CUDA_C_32F, CUDA_R_64F, CUDA_C_64F = 0, 4, 1, 5
+CUDA_R_8I, CUDA_C_8I, CUDA_R_32I, CUDA_C_32I = 3, 7, 10, 11
+DATA_TYPES = {CUDA_R_16F: "float16", CUDA_R_16BF: "bfloat16", CUDA_R_32F: "float32",
+              CUDA_R_64F: "float64", CUDA_C_32F: "complex64", CUDA_C_64F: "complex128"}
+# cublasComputeType_t
+COMPUTE_16F, COMPUTE_16F_PEDANTIC = 64, 65
+COMPUTE_32F, COMPUTE_32F_PEDANTIC = 68, 69
+COMPUTE_32F_FAST_16F, COMPUTE_32F_FAST_16BF, COMPUTE_32F_FAST_TF32 = 74, 75, 77
+COMPUTE_64F, COMPUTE_64F_PEDANTIC = 70, 71
+COMPUTE_32I, COMPUTE_32I_PEDANTIC = 72, 73
+
+
+class UnsupportedByOxicuda(ValueError):
+    """A valid cuBLAS argument combination that oxicuda does not implement (NOT_SUPPORTED)."""
+
+
+def enum_arg(table: dict, value: object, what: str, chars: bool = False) -> str:
+    """An enum argument (int code; with ``chars``, also scikit-cuda's 'n'/'T'/... letters)."""
+    if chars and isinstance(value, str) and len(value) == 1:
+        for code, letter in table.items():
+            if value.upper() == letter or (table is SIDE and value.upper() == "LR"[code]):
+                return letter
+    if isinstance(value, int) and not isinstance(value, bool) and value in table:
+        return table[value]
+    allowed = sorted(table) + ([f"'{v}'" for v in table.values()] if chars else [])
+    raise ValueError(f"{what}={value!r}; allowed: {allowed}")
+
+
+def run(error: Callable[[int, str], Exception], call: Callable[[], object]) -> object:
+    """Run ``call`` and raise ``error(status, detail)`` for the cuBLAS status its failure maps to."""
+    try:
+        return call()
+    except InvalidHandle as exc:
+        raise error(STATUS_NOT_INITIALIZED, str(exc)) from exc
+    except UnsupportedByOxicuda as exc:
+        raise error(STATUS_NOT_SUPPORTED, str(exc)) from exc
+    except NotImplementedError as exc:
+        raise error(STATUS_NOT_SUPPORTED, str(exc)) from exc
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise error(STATUS_INVALID_VALUE, str(exc)) from exc
+    except CudaError as exc:
+        raise error(STATUS_EXECUTION_FAILED, str(exc)) from exc

@@ -1,0 +1,347 @@
+"""A CuPy-shaped cuBLAS module: ``from oxicuda.cuda import cublas`` works like
+``from cupy.cuda import cublas`` (CuPy >= 9, pointer-based scalars).
+
+Handles are ints from ``create()``; scalars (alpha, beta, c, s) and results are POINTERS: host
+addresses in host pointer mode (e.g. ``numpy_scalar_array.ctypes.data``), device pointers in
+device pointer mode (``setPointerMode(handle, CUBLAS_POINTER_MODE_DEVICE)``). Matrices are
+column-major device pointers (ints). Work runs on the handle's stream (``setStream``).
+Failures raise ``CUBLASError`` with the cuBLAS status: bad arguments INVALID_VALUE (7), before
+anything is written; an unknown or destroyed handle NOT_INITIALIZED (1); combinations oxicuda
+does not implement NOT_SUPPORTED (15).
+"""
+
+from __future__ import annotations
+
+from ..blas import handle as _h
+from . import cublas_calls as _c
+from .cublas_common import (  # noqa: F401  (re-exported constants)
+    COMPUTE_16F, COMPUTE_32F, COMPUTE_32F_FAST_16BF, COMPUTE_32F_FAST_16F, COMPUTE_32F_FAST_TF32,
+    COMPUTE_32F_PEDANTIC, COMPUTE_32I, COMPUTE_64F, COMPUTE_64F_PEDANTIC, CUDA_C_16F, CUDA_C_32F,
+    CUDA_C_64F, CUDA_R_8I, CUDA_R_16BF, CUDA_R_16F, CUDA_R_32F, CUDA_R_32I, CUDA_R_64F, DATA_TYPES, DIAG,
+    FILL, OPS, SIDE, STATUS_NAMES, UnsupportedByOxicuda, enum_arg, run,
+)
+
+CUBLAS_OP_N, CUBLAS_OP_T, CUBLAS_OP_C = 0, 1, 2
+CUBLAS_POINTER_MODE_HOST, CUBLAS_POINTER_MODE_DEVICE = 0, 1
+CUBLAS_SIDE_LEFT, CUBLAS_SIDE_RIGHT = 0, 1
+CUBLAS_FILL_MODE_LOWER, CUBLAS_FILL_MODE_UPPER = 0, 1
+CUBLAS_DIAG_NON_UNIT, CUBLAS_DIAG_UNIT = 0, 1
+CUBLAS_DEFAULT_MATH, CUBLAS_TENSOR_OP_MATH, CUBLAS_PEDANTIC_MATH, CUBLAS_TF32_TENSOR_OP_MATH = 0, 1, 2, 3
+CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION = 16
+CUBLAS_GEMM_DEFAULT, CUBLAS_GEMM_DEFAULT_TENSOR_OP = -1, 99
+CUBLAS_COMPUTE_16F, CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_64F, CUBLAS_COMPUTE_32I = (
+    COMPUTE_16F, COMPUTE_32F, COMPUTE_64F, COMPUTE_32I)
+CUBLAS_COMPUTE_32F_PEDANTIC, CUBLAS_COMPUTE_64F_PEDANTIC = COMPUTE_32F_PEDANTIC, COMPUTE_64F_PEDANTIC
+CUBLAS_COMPUTE_32F_FAST_16F, CUBLAS_COMPUTE_32F_FAST_16BF = COMPUTE_32F_FAST_16F, COMPUTE_32F_FAST_16BF
+CUBLAS_COMPUTE_32F_FAST_TF32 = COMPUTE_32F_FAST_TF32
+CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_NOT_INITIALIZED, CUBLAS_STATUS_ALLOC_FAILED = 0, 1, 3
+CUBLAS_STATUS_INVALID_VALUE, CUBLAS_STATUS_ARCH_MISMATCH, CUBLAS_STATUS_MAPPING_ERROR = 7, 8, 11
+CUBLAS_STATUS_EXECUTION_FAILED, CUBLAS_STATUS_INTERNAL_ERROR = 13, 14
+CUBLAS_STATUS_NOT_SUPPORTED, CUBLAS_STATUS_LICENSE_ERROR = 15, 16
+
+
+class CUBLASError(RuntimeError):
+    """A cuBLAS failure: ``status`` is the cublasStatus_t code; the message names it and says
+    what was wrong."""
+
+    def __init__(self, status: int, detail: str = "") -> None:
+        self.status = status
+        name = STATUS_NAMES.get(status, f"CUBLAS_STATUS_{status}")
+        super().__init__(f"{name}: {detail}" if detail else name)
+
+
+def check_status(status: int) -> None:
+    """Raise CUBLASError for a nonzero status (as CuPy's helper does)."""
+    if status != 0:
+        raise CUBLASError(status)
+
+
+def _state(handle: int) -> _h.HandleState:
+    return _h.lookup_handle(handle).snapshot()
+
+
+def _do(fn):
+    return run(CUBLASError, fn)
+
+
+# -- context, stream, modes ---------------------------------------------------------------------
+def create() -> int:
+    """A new handle (an int)."""
+    return _h.create_handle().id
+
+
+def destroy(handle: int) -> None:
+    """Release the handle; using it afterwards raises CUBLASError(NOT_INITIALIZED)."""
+    _do(lambda: _h.destroy_handle(handle))
+
+
+def getVersion(handle: int) -> int:
+    """The cuBLAS version this module mirrors (12.0 API)."""
+    _do(lambda: _h.lookup_handle(handle))
+    return 120000
+
+
+def setStream(handle: int, stream: int) -> None:
+    """Order the handle's later work on ``stream`` (a driver stream handle; 0 is the default)."""
+    _do(lambda: _h.lookup_handle(handle).set_stream(stream))
+
+
+def getStream(handle: int) -> int:
+    return _do(lambda: _h.lookup_handle(handle).stream)
+
+
+def setPointerMode(handle: int, mode: int) -> None:
+    _do(lambda: _h.lookup_handle(handle).set_pointer_mode(mode))
+
+
+def getPointerMode(handle: int) -> int:
+    return _do(lambda: _h.lookup_handle(handle).pointer_mode)
+
+
+def setMathMode(handle: int, mode: int) -> None:
+    _do(lambda: _h.lookup_handle(handle).set_math_mode(mode))
+
+
+def getMathMode(handle: int) -> int:
+    return _do(lambda: _h.lookup_handle(handle).math_mode)
+
+
+# -- generated per-dtype functions --------------------------------------------------------------
+_PREFIX = {"s": "float32", "d": "float64", "c": "complex64", "z": "complex128"}
+_REAL = {"s": "float32", "d": "float64", "c": "float32", "z": "float64"}
+
+
+def _define(name: str, fn, doc: str) -> None:
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    globals()[name] = fn
+
+
+def _make_level1(p: str) -> None:
+    dt, rdt = _PREFIX[p], _REAL[p]
+    red_prefix = {"s": "s", "d": "d", "c": "sc", "z": "dz"}[p]
+
+    def axpy(handle, n, alpha, x, incx, y, incy):
+        def go():
+            st = _state(handle)
+            _c.axpy(st, dt, n, _c.scalar_from_pointer(st, alpha, dt, "alpha"), x, incx, y, incy)
+        _do(go)
+
+    def scal(handle, n, alpha, x, incx):
+        def go():
+            st = _state(handle)
+            _c.scal(st, dt, n, _c.scalar_from_pointer(st, alpha, dt, "alpha"), x, incx)
+        _do(go)
+
+    def copy(handle, n, x, incx, y, incy):
+        _do(lambda: _c.copy(_state(handle), dt, n, x, incx, y, incy))
+
+    def swap(handle, n, x, incx, y, incy):
+        _do(lambda: _c.swap(_state(handle), dt, n, x, incx, y, incy))
+
+    def reducer(kind):
+        def fn(handle, n, x, incx, result):
+            def go():
+                st = _state(handle)
+                _c.reduce(kind, st, dt, n, x, incx, _c.result_at(st, result))
+            _do(go)
+        return fn
+
+    def dotter(conj):
+        def fn(handle, n, x, incx, y, incy, result):
+            def go():
+                st = _state(handle)
+                _c.dot(st, dt, n, x, incx, y, incy, _c.result_at(st, result), conj=conj)
+            _do(go)
+        return fn
+
+    def rotter(s_real):
+        def fn(handle, n, x, incx, y, incy, c, s):
+            def go():
+                st = _state(handle)
+                cs = _c.scalar_from_pointer(st, c, rdt, "c")
+                ss = _c.scalar_from_pointer(st, s, rdt if s_real else dt, "s")
+                _c.rot(st, dt, n, x, incx, y, incy, cs, ss, s_real)
+            _do(go)
+        return fn
+
+    _define(f"{p}axpy", axpy, f"y += alpha * x ({dt}); alpha is a pointer.")
+    _define(f"{p}scal", scal, f"x *= alpha ({dt}); alpha is a pointer.")
+    _define(f"{p}copy", copy, f"y = x ({dt}).")
+    _define(f"{p}swap", swap, f"exchange x and y ({dt}).")
+    _define(f"{red_prefix}nrm2", reducer("nrm2"), f"*result = ||x||_2 ({dt}; result {rdt}).")
+    _define(f"{red_prefix}asum", reducer("asum"), f"*result = sum |re|+|im| ({dt}; result {rdt}).")
+    _define(f"i{p}amax", reducer("iamax"), f"*result (int32) = 1-based index of max |re|+|im| ({dt}).")
+    _define(f"i{p}amin", reducer("iamin"), f"*result (int32) = 1-based index of min |re|+|im| ({dt}).")
+    if p in "sd":
+        _define(f"{p}dot", dotter(False), f"*result = x . y ({dt}).")
+        _define(f"{p}rot", rotter(True), f"plane rotation with real c, s pointers ({dt}).")
+    else:
+        _define(f"{p}dotu", dotter(False), f"*result = sum x*y ({dt}).")
+        _define(f"{p}dotc", dotter(True), f"*result = sum conj(x)*y ({dt}).")
+        _define(f"{p}rot", rotter(False), f"plane rotation, real c and complex s ({dt}).")
+        _define(f"{p}{'s' if p == 'c' else 'd'}rot", rotter(True), f"plane rotation, real c and s ({dt}).")
+
+        def real_scal(handle, n, alpha, x, incx):
+            def go():
+                st = _state(handle)
+                _c.scal(st, dt, n, _c.scalar_from_pointer(st, alpha, rdt, "alpha"), x, incx, alpha_real=True)
+            _do(go)
+        _define(f"{p}{'s' if p == 'c' else 'd'}scal", real_scal, f"x *= alpha with a real alpha ({dt}).")
+
+
+def _make_level2(p: str) -> None:
+    dt = _PREFIX[p]
+
+    def gemv(handle, trans, m, n, alpha, A, lda, x, incx, beta, y, incy):
+        def go():
+            st = _state(handle)
+            _c.gemv(st, dt, enum_arg(OPS, trans, "trans"), m, n, _c.scalar_from_pointer(st, alpha, dt, "alpha"),
+                    A, lda, x, incx, _c.scalar_from_pointer(st, beta, dt, "beta"), y, incy)
+        _do(go)
+
+    def gerer(conj):
+        def fn(handle, m, n, alpha, x, incx, y, incy, A, lda):
+            def go():
+                st = _state(handle)
+                _c.ger(st, dt, m, n, _c.scalar_from_pointer(st, alpha, dt, "alpha"), x, incx, y, incy, A, lda, conj)
+            _do(go)
+        return fn
+
+    def symver(hermitian):
+        def fn(handle, uplo, n, alpha, A, lda, x, incx, beta, y, incy):
+            def go():
+                st = _state(handle)
+                _c.symv(st, dt, enum_arg(FILL, uplo, "uplo"), n, _c.scalar_from_pointer(st, alpha, dt, "alpha"),
+                        A, lda, x, incx, _c.scalar_from_pointer(st, beta, dt, "beta"), y, incy, hermitian)
+            _do(go)
+        return fn
+
+    def trsv(handle, uplo, trans, diag, n, A, lda, x, incx):
+        _do(lambda: _c.trsv(_state(handle), dt, enum_arg(FILL, uplo, "uplo"), enum_arg(OPS, trans, "trans"),
+                            enum_arg(DIAG, diag, "diag"), n, A, lda, x, incx))
+
+    _define(f"{p}gemv", gemv, f"y = alpha op(A) x + beta y ({dt}).")
+    _define(f"{p}symv", symver(False), f"y = alpha A x + beta y, A symmetric ({dt}).")
+    _define(f"{p}trsv", trsv, f"solve op(A) x = b in place, A triangular ({dt}).")
+    if p in "sd":
+        _define(f"{p}ger", gerer(False), f"A += alpha x y^T ({dt}).")
+    else:
+        _define(f"{p}geru", gerer(False), f"A += alpha x y^T ({dt}).")
+        _define(f"{p}gerc", gerer(True), f"A += alpha x y^H ({dt}).")
+        _define(f"{p}hemv", symver(True), f"y = alpha A x + beta y, A Hermitian ({dt}).")
+
+
+def _make_level3(p: str) -> None:
+    dt = _PREFIX[p]
+
+    def gemm(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc):
+        def go():
+            st = _state(handle)
+            _c.gemm(st, dt, enum_arg(OPS, transa, "transa"), enum_arg(OPS, transb, "transb"), m, n, k,
+                    _c.scalar_from_pointer(st, alpha, dt, "alpha"), A, lda, B, ldb,
+                    _c.scalar_from_pointer(st, beta, dt, "beta"), C, ldc)
+        _do(go)
+
+    def gemm_batched(handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray, ldc,
+                     batchCount):
+        def go():
+            st = _state(handle)
+            _c.gemm(st, dt, enum_arg(OPS, transa, "transa"), enum_arg(OPS, transb, "transb"), m, n, k,
+                    _c.scalar_from_pointer(st, alpha, dt, "alpha"), Aarray, lda, Barray, ldb,
+                    _c.scalar_from_pointer(st, beta, dt, "beta"), Carray, ldc, batch=batchCount, arrays=True)
+        _do(go)
+
+    def gemm_strided(handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc,
+                     strideC, batchCount):
+        def go():
+            st = _state(handle)
+            _c.gemm(st, dt, enum_arg(OPS, transa, "transa"), enum_arg(OPS, transb, "transb"), m, n, k,
+                    _c.scalar_from_pointer(st, alpha, dt, "alpha"), A, lda, B, ldb,
+                    _c.scalar_from_pointer(st, beta, dt, "beta"), C, ldc, batch=batchCount,
+                    stride_a=strideA, stride_b=strideB, stride_c=strideC)
+        _do(go)
+
+    def trsm(handle, side, uplo, trans, diag, m, n, alpha, A, lda, B, ldb):
+        def go():
+            st = _state(handle)
+            _c.trsm(st, dt, enum_arg(SIDE, side, "side"), enum_arg(FILL, uplo, "uplo"), enum_arg(OPS, trans, "trans"),
+                    enum_arg(DIAG, diag, "diag"), m, n, _c.scalar_from_pointer(st, alpha, dt, "alpha"), A, lda, B, ldb)
+        _do(go)
+
+    def syrk(handle, uplo, trans, n, k, alpha, A, lda, beta, C, ldc):
+        def go():
+            st = _state(handle)
+            _c.syrk(st, dt, enum_arg(FILL, uplo, "uplo"), enum_arg(OPS, trans, "trans"), n, k,
+                    _c.scalar_from_pointer(st, alpha, dt, "alpha"), A, lda,
+                    _c.scalar_from_pointer(st, beta, dt, "beta"), C, ldc)
+        _do(go)
+
+    def symm(handle, side, uplo, m, n, alpha, A, lda, B, ldb, beta, C, ldc):
+        def go():
+            st = _state(handle)
+            _c.symm(st, dt, enum_arg(SIDE, side, "side"), enum_arg(FILL, uplo, "uplo"), m, n,
+                    _c.scalar_from_pointer(st, alpha, dt, "alpha"), A, lda, B, ldb,
+                    _c.scalar_from_pointer(st, beta, dt, "beta"), C, ldc)
+        _do(go)
+
+    def trmm(handle, side, uplo, trans, diag, m, n, alpha, A, lda, B, ldb, C, ldc):
+        def go():
+            st = _state(handle)
+            _c.trmm(st, dt, enum_arg(SIDE, side, "side"), enum_arg(FILL, uplo, "uplo"), enum_arg(OPS, trans, "trans"),
+                    enum_arg(DIAG, diag, "diag"), m, n, _c.scalar_from_pointer(st, alpha, dt, "alpha"),
+                    A, lda, B, ldb, C, ldc)
+        _do(go)
+
+    _define(f"{p}gemm", gemm, f"C = alpha op(A) op(B) + beta C ({dt}); alpha/beta are pointers.")
+    _define(f"{p}gemmBatched", gemm_batched, f"batched gemm over device arrays of pointers ({dt}).")
+    _define(f"{p}gemmStridedBatched", gemm_strided, f"strided batched gemm ({dt}).")
+    _define(f"{p}trsm", trsm, f"solve op(A) X = alpha B or X op(A) = alpha B in place ({dt}).")
+    _define(f"{p}syrk", syrk, f"C = alpha op(A) op(A)^T + beta C on one triangle ({dt}).")
+    _define(f"{p}symm", symm, f"C = alpha A B + beta C (or B A), A symmetric ({dt}).")
+    _define(f"{p}trmm", trmm, f"C = alpha op(A) B (or B op(A)), A triangular ({dt}).")
+
+
+for _p in "sdcz":
+    _make_level1(_p)
+    _make_level2(_p)
+    _make_level3(_p)
+
+
+def _compute_of(compute_type: int, dt: str) -> str | None:
+    if compute_type in (COMPUTE_32F, COMPUTE_32F_PEDANTIC, COMPUTE_32F_FAST_16F, COMPUTE_32F_FAST_16BF,
+                        CUDA_R_32F, CUDA_C_32F):
+        if dt in ("float64", "complex128"):
+            raise ValueError(f"gemmEx: computeType {compute_type} (32-bit) with {dt} data")
+        return None
+    if compute_type == COMPUTE_32F_FAST_TF32:
+        if dt != "float32":
+            raise UnsupportedByOxicuda(f"gemmEx: COMPUTE_32F_FAST_TF32 is implemented for CUDA_R_32F data only, not {dt}")
+        return "tf32"
+    if compute_type in (COMPUTE_64F, COMPUTE_64F_PEDANTIC, CUDA_R_64F, CUDA_C_64F):
+        if dt not in ("float64", "complex128"):
+            raise ValueError(f"gemmEx: computeType {compute_type} (64-bit) with {dt} data")
+        return None
+    raise UnsupportedByOxicuda(f"gemmEx: computeType {compute_type} is not supported; allowed: 32F variants "
+                               f"(68, 69, 74, 75, 77) and 64F (70, 71)")
+
+
+def gemmEx(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc,
+           computeType, algo):
+    """cublasGemmEx: C = alpha op(A) op(B) + beta C with A, B, C of one data type (CUDA_R_16F,
+    CUDA_R_16BF, CUDA_R_32F, CUDA_R_64F, CUDA_C_32F, CUDA_C_64F); alpha/beta pointers of the compute
+    type (float for 32F compute, double for 64F). ``algo`` is accepted and ignored (dispatch picks)."""
+    def go():
+        st = _state(handle)
+        types = (Atype, Btype, Ctype)
+        if any(t not in DATA_TYPES for t in types):
+            raise UnsupportedByOxicuda(f"gemmEx: data types {types}; supported: {sorted(DATA_TYPES)}")
+        if len(set(types)) != 1:
+            raise UnsupportedByOxicuda(f"gemmEx: mixed data types {types} are not implemented; A, B and C must match")
+        dt = DATA_TYPES[Atype]
+        compute = _compute_of(computeType, dt)
+        sdt = {"float16": "float32", "bfloat16": "float32"}.get(dt, dt)
+        _c.gemm(st, dt, enum_arg(OPS, transa, "transa"), enum_arg(OPS, transb, "transb"), m, n, k,
+                _c.scalar_from_pointer(st, alpha, sdt, "alpha"), A, lda, B, ldb,
+                _c.scalar_from_pointer(st, beta, sdt, "beta"), C, ldc, compute=compute)
+    _do(go)
