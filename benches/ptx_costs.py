@@ -207,9 +207,12 @@ def pick_arch(archs: tuple[str, ...], device_arch: str) -> str | None:
     return max(older, key=lambda a: int(a[3:])) if older else None
 
 
-def representative_spec(name: str, device_arch: str) -> tuple[KernelSpec | None, str]:
+def representative_spec(
+    name: str, device_arch: str, first_only: bool = False
+) -> tuple[KernelSpec | None, str]:
     """The family's configuration with the largest PTX among up to SAMPLE_CONFIGS evenly spaced
-    ones at the chosen arch, and how it was chosen (or None and why not)."""
+    ones at the chosen arch (``first_only``: its first configuration), and how it was chosen
+    (or None and why not)."""
     fam = registry.family(name)
     arch = pick_arch(fam.archs, device_arch)
     if arch is None:
@@ -217,6 +220,8 @@ def representative_spec(name: str, device_arch: str) -> tuple[KernelSpec | None,
     configs = list(fam.configurations(arch))
     if not configs:
         return None, f"no configurations at {arch}"
+    if first_only:
+        return configs[0], f"first of {len(configs)} configurations at {arch} (--quick)"
     step = max(1, len(configs) // SAMPLE_CONFIGS)
     sample = configs[::step][:SAMPLE_CONFIGS]
     spec = max(sample, key=lambda s: len(registry.generate_ptx(s)))
@@ -430,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
         jobs.append((cls.family, spec, "the script's own kernel (launched)", OwnLaunch(spec, rng)))
     for name in names:
         try:
-            spec, how = representative_spec(name, device_arch)
+            spec, how = representative_spec(name, device_arch, first_only=opts.quick)
         except Exception as exc:  # a broken generator is reported, the others still measured
             record["errors"][name] = f"choosing a spec: {type(exc).__name__}: {exc}"
             continue
