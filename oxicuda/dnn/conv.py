@@ -24,6 +24,10 @@ from .conv_dispatch import ALGOS, ConvProblem, choose_algo
 from .conv_epilogue import check_activation
 from .conv_implicit_gemm import THREADS, ConvImplicitGemmSpec
 
+# imported at load so that their kernel families are registered with the rest of conv's
+from .conv_im2col import run_im2col  # noqa: E402
+from .conv_winograd import run_winograd  # noqa: E402
+
 LAYOUTS = ("NCHW", "NHWC")
 _INT31 = (1 << 31) - 1
 
@@ -152,12 +156,8 @@ def conv2d(x: object, w: object, bias: object = None, stride: object = 1, paddin
     if chosen == "implicit_gemm":
         run_implicit_gemm("fwd", geo, xa, wa, y, ba, act)
     elif chosen.startswith("winograd"):
-        from .conv_winograd import run_winograd
-
         run_winograd(geo, xa, wa, y, ba, act, tile=4 if chosen == "winograd_4x4" else 2)
     else:
-        from .conv_im2col import run_im2col
-
         run_im2col(geo, xa, wa, y, ba, act)
     return y
 
