@@ -14,7 +14,8 @@ builds itself (a naive sgemm with a GEMM-shaped parameter list, and an saxpy), i
   ``cached_load_us`` (``cache.load`` hit);
 - for the two own kernels, whose arguments are known, the same three with a launch included:
   ``first_call_us``, ``disk_warm_call_us``, ``cached_call_us`` (host time until the launch call
-  returns; launches are asynchronous on a GPU, so kernel run time is not in the figure).
+  returns; launches are asynchronous on a GPU, so kernel run time is not in the figure), and
+  ``launch_only_us`` (the launch on the held function, without the cache lookup).
 
 Registered families are not launched: the registry does not say what arguments their kernels
 take, and a guessed argument list could fault the context.
@@ -51,7 +52,7 @@ from oxicuda.ptx.spec import KernelSpec  # noqa: E402
 
 SAMPLE_CONFIGS = 8  # configurations sampled per family; the largest PTX of them is measured
 LOAD_FIELDS = ("generate_us", "jit_load_us", "first_load_us", "disk_warm_load_us", "cached_load_us")
-CALL_FIELDS = ("first_call_us", "disk_warm_call_us", "cached_call_us")
+CALL_FIELDS = ("first_call_us", "disk_warm_call_us", "cached_call_us", "launch_only_us")
 CUBIN_FIELDS = ("ptxas_ms", "cubin_bytes", "cubin_load_us")
 
 
@@ -151,6 +152,10 @@ class OwnLaunch:
         """One call as a library makes it: cache lookup, then launch."""
         cache.load(self.spec)(self.grid, self.block, self.args)
 
+    def launch_only(self) -> None:
+        """The launch alone, on the function the cache holds (no lookup)."""
+        self.fn(self.grid, self.block, self.args)
+
     def check(self) -> float:
         """The largest error of the output against float64 numpy, relative to the largest
         expected magnitude (raises if > 1e-5 or anything is not finite)."""
@@ -176,6 +181,20 @@ def median_us(fn, repeats: int, setup=None, teardown=None) -> float:
             teardown(result)
         result = None  # drop it here, not inside the next timed window (a module unload)
     return statistics.median(times)
+
+
+class QueueDrain:
+    """A ``setup`` that synchronizes every ``every`` calls, so that thousands of asynchronous
+    launches never fill the driver's queue (a full queue would make the launch call wait for
+    the GPU and time the kernels instead of the host)."""
+
+    def __init__(self, drv, every: int = 128) -> None:
+        self.drv, self.every, self.count = drv, every, 0
+
+    def __call__(self) -> None:
+        self.count += 1
+        if self.count % self.every == 0:
+            self.drv.ctx_synchronize()
 
 
 class DiskCacheSwitch:
@@ -297,7 +316,10 @@ def measure_kernel(spec, opts, device_arch: str, ptxas: str | None, launch: OwnL
             row["disk_warm_call_us"] = median_us(launch.call, opts.repeats, setup=fresh)
             launch.call()
             hot = opts.hot_repeats if drv.name == "cuda" else opts.repeats
-            row["cached_call_us"] = median_us(launch.call, hot)
+            drain = QueueDrain(drv)  # keeps the launch queue from filling up inside the timer
+            row["cached_call_us"] = median_us(launch.call, hot, setup=drain)
+            launch.fn = cache.load(spec)
+            row["launch_only_us"] = median_us(launch.launch_only, hot, setup=drain)
         drv.ctx_synchronize()
         row["max_rel_error"] = launch.check()
     return row
@@ -322,9 +344,11 @@ def print_table(record: dict) -> None:
                      _fmt(k.get("cubin_load_us")), _fmt(k.get("first_load_us")),
                      _fmt(k.get("disk_warm_load_us")), _fmt(k.get("cached_load_us"), 2)))
     calls = [(k["family"], _fmt(k["first_call_us"]), _fmt(k["disk_warm_call_us"]),
-              _fmt(k["cached_call_us"], 2)) for k in record["kernels"] if "cached_call_us" in k]
+              _fmt(k["cached_call_us"], 2), _fmt(k["launch_only_us"], 2))
+             for k in record["kernels"] if "cached_call_us" in k]
     for header, body in ((head, rows), (("kernel (with launch)", "first call us",
-                                         "disk warm call us", "cached call us"), calls)):
+                                         "disk warm call us", "cached call us",
+                                         "launch only us"), calls)):
         widths = [max(len(str(r[i])) for r in (header, *body)) for i in range(len(header))]
         print("  ".join(h.ljust(w) if i == 0 else h.rjust(w)
                         for i, (h, w) in enumerate(zip(header, widths))))
@@ -407,6 +431,8 @@ def main(argv: list[str] | None = None) -> int:
                   "EMULATOR figures, NOT GPU figures: JIT = parsing PTX, a launch runs the "
                   "interpreter; run on a GPU for real numbers"),
         "environment": env,
+        "fields": {"load": LOAD_FIELDS, "launch (own kernels)": CALL_FIELDS, "cubin": CUBIN_FIELDS,
+                   "units": "*_us: microseconds, *_ms: milliseconds, host wall time, medians"},
         "kernels": [],
         "skipped_families": {},
         "errors": {},

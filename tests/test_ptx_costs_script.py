@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "benches" / "ptx_costs.py"
 OWN = ("bench_host_gemm", "bench_host_axpy")
 LOAD_FIELDS = ("generate_us", "jit_load_us", "first_load_us", "disk_warm_load_us", "cached_load_us")
-CALL_FIELDS = ("first_call_us", "disk_warm_call_us", "cached_call_us")
+CALL_FIELDS = ("first_call_us", "disk_warm_call_us", "cached_call_us", "launch_only_us")
 ENV_FIELDS = ("backend", "gpu", "compute_capability", "driver_cuda_version", "commit", "date",
               "device_arch", "driver_jit_cache", "ptxas", "repeats", "statistic")
 
