@@ -201,3 +201,27 @@ def test_every_registered_configuration_assembles_with_ptxas():
     assert not bad, bad
     assert max(r.spills for r in reports) == 0
     assert max(r.registers for r in reports) <= 255
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_public_gemm_with_algo_tensor_core_runs_this_family(rng, dtype):
+    _skip_unless_sm80()
+    blas = pytest.importorskip("oxicuda.blas")
+    if not hasattr(blas, "gemm"):
+        pytest.skip("oxicuda.blas.gemm is not there yet")
+    a32 = rng.standard_normal((40, 24)).astype(np.float32)
+    b32 = rng.standard_normal((24, 48)).astype(np.float32)
+    if dtype == "bfloat16":
+        a_bits, b_bits = float32_to_bfloat16_bits(a32), float32_to_bfloat16_bits(b32)
+        a_host, b_host = bfloat16_bits_to_float32(a_bits), bfloat16_bits_to_float32(b_bits)
+        a_dev, b_dev = oxicuda.asarray(a_host).astype("bfloat16"), oxicuda.asarray(b_host).astype("bfloat16")
+    else:
+        a_host, b_host = a32.astype(np.float16), b32.astype(np.float16)
+        a_dev, b_dev = oxicuda.asarray(a_host), oxicuda.asarray(b_host)
+    with oxicuda.trace() as tr:
+        c = blas.gemm(a_dev, b_dev, algo="tensor_core")
+    assert [type(rec.spec) for rec in tr.launches] == [tc.GemmTensorCoreSpec]
+    got = c.get()
+    got = bfloat16_bits_to_float32(got) if dtype == "bfloat16" else got.astype(np.float32)
+    ref = a_host.astype(np.float64) @ b_host.astype(np.float64)
+    assert np.abs(got - ref).max() / np.abs(ref).max() < TOLERANCE[dtype]

@@ -605,6 +605,10 @@ def launch(problem: object, alpha: float, a_ptr: int, lda: int, b_ptr: int, ldb:
     spec = choose_spec(p)
     grid = (-(-p.m // spec.block_m), -(-p.n // spec.block_n), int(batch))
     check_launch(p, grid, batch, ALGO)
+    es = spec.elem_bytes
+    if batch > 1 and any((s * es) % COPY_BYTES for s in (stride_a, stride_b)):
+        raise ValueError(f"tensor_core gemm: batch strides ({stride_a}, {stride_b}) elements of {es} bytes; "
+                         f"A and B strides must be multiples of {COPY_BYTES} bytes")
     if p.m == 0 or p.n == 0 or batch == 0:
         return
     fn = load_function(spec, spec.shared_bytes)
