@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import oxicuda
-import oxicuda.dnn as dnn
+from oxicuda import dnn
 from oxicuda.memory.dtypes import host_astype
 from oxicuda.ptx import registry
 
@@ -42,7 +42,7 @@ def call(op: str, x, bias=None, **kw):
 OPS = ["relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh"]
 # float32: a few ulp where the result is well scaled; tiny results (deep negative tails of gelu,
 # silu) carry the rounding of their argument (|x|^2 eps relative), covered by the absolute term
-F32_TOL = dict(rtol=4e-6, atol=1e-7)
+F32_TOL = {"rtol": 4e-6, "atol": 1e-7}
 
 
 @pytest.mark.parametrize("op", OPS)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import oxicuda
-import oxicuda.dnn as dnn
+from oxicuda import dnn
 from oxicuda.memory.dtypes import host_astype
 from oxicuda.ptx import registry
 

@@ -24,8 +24,22 @@ KERNEL_MODULES = tuple(
     + [m for m in ("conv", "attention") if importlib.util.find_spec(f"oxicuda.dnn.{m}") is not None]
 )
 
-__all__ = ["softmax", "log_softmax", "layer_norm", "rms_norm", "batch_norm", "relu", "gelu", "silu",
-           "sigmoid", "tanh", "max_pool2d", "avg_pool2d", "conv2d", "attention"]
+__all__ = [
+    "attention",
+    "avg_pool2d",
+    "batch_norm",
+    "conv2d",
+    "gelu",
+    "layer_norm",
+    "log_softmax",
+    "max_pool2d",
+    "relu",
+    "rms_norm",
+    "sigmoid",
+    "silu",
+    "softmax",
+    "tanh",
+]
 
 
 def __getattr__(name: str):

@@ -7,7 +7,7 @@ Accurate transcendental functions for generated PTX live in ``oxicuda.dnn._ptxma
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -24,12 +24,12 @@ MAX_ELEMENTS_U32 = (1 << 32) - 1
 
 
 def dtype_name_of(arr: DeviceArray) -> str:
-    """The supported name of ``arr.dtype`` ('float32', 'float16' or 'bfloat16'), else None."""
+    """The name of ``arr.dtype`` ('float32', 'bfloat16', ...), or '' when it has none."""
     from oxicuda.memory.dtypes import dtype_name
 
     try:
         return dtype_name(arr.dtype)
-    except Exception:
+    except (TypeError, ValueError, KeyError):
         return ""
 
 

@@ -21,7 +21,7 @@ def _torch():
         import torch
 
         return torch if torch.cuda.is_available() else None
-    except Exception:
+    except Exception:  # noqa: BLE001  (a broken torch install means no vendor column, not a crash)
         return None
 
 
@@ -42,7 +42,7 @@ def _rows_cols(rows: int, cols: int, quick: bool) -> tuple[int, int]:
 def _prep_row_op(op: str, rows: int, cols: int):
     def prepare(quick: bool) -> Prepared:
         import oxicuda
-        import oxicuda.dnn as dnn
+        from oxicuda import dnn
 
         r, c = _rows_cols(rows, cols, quick)
         rng = np.random.default_rng(0)

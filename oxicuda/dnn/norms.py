@@ -15,8 +15,9 @@ element). float32, float16, bfloat16 (statistics in f32); results are new arrays
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Sequence
+from typing import ClassVar
 
 import numpy as np
 
@@ -90,7 +91,11 @@ def generate_norm(spec: NormSpec) -> str:
 
     if spec.kind == "layer":
         mean = kb.mul(row_sum(lambda v: v), inv_n)
-        var = kb.mul(row_sum(lambda v: (lambda d: kb.mul(d, d))(kb.sub(v, mean))), inv_n)
+        def squared_deviation(v):
+            d = kb.sub(v, mean)
+            return kb.mul(d, d)
+
+        var = kb.mul(row_sum(squared_deviation), inv_n)
     else:
         mean = None
         var = kb.mul(row_sum(lambda v: kb.mul(v, v)), inv_n)

@@ -76,21 +76,20 @@ def generate_pool(spec: PoolSpec) -> str:
     count = kb.mov(0, "u32")
     with kb.loop(0, kh, 1, type_="u32") as a:
         hh = kb.add(h0, a)
-        with kb.if_(kb.setp("lt", hh, h)):
-            with kb.loop(0, kw, 1, type_="u32") as bcol:
-                ww = kb.add(w0, bcol)
-                with kb.if_(kb.setp("lt", ww, w)):
-                    if spec.layout == "NCHW":
-                        idx = kb.add(plane, kb.mad(hh, w, ww))
-                    else:
-                        idx = kb.mad(kb.mad(kb.mad(n, h, hh), w, ww), ch, c)
-                    v = C.load_f32(kb, elem, kb.addr(x, idx, size))[0]
-                    if spec.op == "max":
-                        kb.max(acc, v, out=acc)
-                        kb.or_(nan_seen, kb.selp(1, 0, kb.setp("nan", v, v), type_="u32"), out=nan_seen)
-                    else:
-                        kb.add(acc, v, out=acc)
-                        kb.add(count, 1, out=count)
+        with kb.if_(kb.setp("lt", hh, h)), kb.loop(0, kw, 1, type_="u32") as bcol:
+            ww = kb.add(w0, bcol)
+            with kb.if_(kb.setp("lt", ww, w)):
+                if spec.layout == "NCHW":
+                    idx = kb.add(plane, kb.mad(hh, w, ww))
+                else:
+                    idx = kb.mad(kb.mad(kb.mad(n, h, hh), w, ww), ch, c)
+                v = C.load_f32(kb, elem, kb.addr(x, idx, size))[0]
+                if spec.op == "max":
+                    kb.max(acc, v, out=acc)
+                    kb.or_(nan_seen, kb.selp(1, 0, kb.setp("nan", v, v), type_="u32"), out=nan_seen)
+                else:
+                    kb.add(acc, v, out=acc)
+                    kb.add(count, 1, out=count)
     if spec.op == "max":
         res = kb.selp(float("nan"), acc, kb.setp("ne", nan_seen, 0))
     else:
