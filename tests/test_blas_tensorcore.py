@@ -40,7 +40,7 @@ class Operands:
     def __init__(self, rng, m, n, k, dtype, transa, transb, batch=1, poison=True, pad=8):
         self.m, self.n, self.k, self.dtype, self.batch = m, n, k, dtype, batch
         q = 4 if dtype == "float32" else 8
-        up = lambda x: -(-x // q) * q  # noqa: E731
+        up = lambda x: -(-x // q) * q
         ra, ca = (k, m) if transa else (m, k)
         rb, cb = (n, k) if transb else (k, n)
         self.lda, self.ldb, self.ldc = up(ra + pad), up(rb + pad), up(m + pad)
@@ -146,8 +146,8 @@ def test_tensor_core_launch_is_traced_with_its_spec(rng):
 
 # -- pure parts ---------------------------------------------------------------------------------
 def test_supports_accepts_half_and_tf32_and_rejects_what_it_cannot_do():
-    base = dict(m=64, n=64, k=64, dtype="float16", compute="f32", transa=False, transb=False, lda=64, ldb=64,
-                ldc=64, alignment=16, arch="sm_86")
+    base = {"m": 64, "n": 64, "k": 64, "dtype": "float16", "compute": "f32", "transa": False, "transb": False, "lda": 64, "ldb": 64,
+                "ldc": 64, "alignment": 16, "arch": "sm_86"}
     assert tc.supports(base)
     assert tc.supports({**base, "dtype": "bfloat16", "transa": "T"})
     assert tc.supports({**base, "dtype": "float32", "compute": "tf32", "arch": "sm_90"})

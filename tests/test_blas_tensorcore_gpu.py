@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_blas_tensorcore import TOLERANCE, Operands, _live_arch
 
 import oxicuda
 from oxicuda.blas import gemm_tensorcore as tc
 from oxicuda.blas import gemm_wgmma as wg
-from test_blas_tensorcore import TOLERANCE, Operands, _live_arch
 
 pytestmark = pytest.mark.gpu
 

@@ -12,12 +12,12 @@ import sys
 
 import numpy as np
 import pytest
+from test_blas_tensorcore import Operands, _check, _launch_or_skip, _live_arch
 
 import oxicuda
 from oxicuda.blas import gemm_tensorcore as tc
 from oxicuda.blas import gemm_wgmma as wg
 from oxicuda.ptx import registry
-from test_blas_tensorcore import Operands, _check, _launch_or_skip, _live_arch
 
 
 def _skip_unless_sm90():
@@ -72,8 +72,8 @@ def test_wgmma_gemm_batched_strided_and_per_batch_launches(rng):
 
 
 def test_wgmma_supports_only_k_major_operands_on_sm90():
-    base = dict(m=64, n=64, k=64, dtype="float16", compute="f32", transa=True, transb=False, lda=64, ldb=64,
-                ldc=64, alignment=16, arch="sm_90")
+    base = {"m": 64, "n": 64, "k": 64, "dtype": "float16", "compute": "f32", "transa": True, "transb": False, "lda": 64, "ldb": 64,
+                "ldc": 64, "alignment": 16, "arch": "sm_90"}
     assert wg.supports(base)
     assert wg.supports({**base, "dtype": "float32", "compute": "tf32"})
     assert not wg.supports({**base, "transa": False})
@@ -104,7 +104,7 @@ def test_wgmma_tests_pass_on_an_emulated_sm90():
     here = os.path.dirname(__file__)
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__,
                            "-k", "not assembles and not emulated_sm90"],
-                          cwd=os.path.dirname(here), env=env, capture_output=True, text=True, timeout=600)
+                          cwd=os.path.dirname(here), env=env, capture_output=True, text=True, timeout=600, check=False)
     tail = (proc.stdout + proc.stderr)[-3000:]
     if "the emulator lacks an instruction" in tail and proc.returncode == 0:
         pytest.skip(f"the emulator lacks an instruction the wgmma kernel uses:\n{tail}")

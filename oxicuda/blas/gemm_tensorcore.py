@@ -17,8 +17,9 @@ Interface used by ``gemm_core``/``gemm_dispatch``: ``GemmProblem``, ``supports(p
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar, Mapping
+from typing import ClassVar
 
 import numpy as np
 

@@ -24,8 +24,19 @@ from oxicuda.ptx.builder import KernelBuilder
 from oxicuda.ptx.registry import register_family
 from oxicuda.ptx.spec import KernelSpec
 
-from .gemm_tensorcore import (COPY_BYTES, GemmProblem, _input_type, as_problem, batch_pointers, check_launch,
-                              kernel_params, launch_args, load_function, load_scalars, write_c)
+from .gemm_tensorcore import (
+    COPY_BYTES,
+    GemmProblem,
+    _input_type,
+    as_problem,
+    batch_pointers,
+    check_launch,
+    kernel_params,
+    launch_args,
+    load_function,
+    load_scalars,
+    write_c,
+)
 
 ALGO = "wgmma"
 FAMILY = "gemm_wgmma"
