@@ -127,6 +127,13 @@ def _reduce(kind: str, what: str, n: object, x_ptr: object, incx: object, y_ptr:
     if uses_y:
         op.check_span(y, op.vector_span(n, incy, es), f"{what}: y (n={n}, incy={incy})")
     arch, sms = op.device_facts()
+    with op.workspace_sequence:
+        _run_reduce(kind, dt, n, (x, incx, y, incy, uses_y, es), result, on_host, out_bytes, s, arch, sms)
+
+
+def _run_reduce(kind: str, dt: str, n: int, vec: tuple, result: int, on_host: bool, out_bytes: int, s: int,
+                arch: str, sms: int) -> None:
+    x, incx, y, incy, uses_y, es = vec
     blocks = max(1, min((n + BLOCK - 1) // BLOCK, REDUCE_BLOCKS_PER_SM * sms))
     part = workspace((np.float64, 2 * blocks + 1), s)
     aux = part.ptr + 16 * blocks

@@ -95,33 +95,34 @@ def trsm_ptr(side: str, uplo: str, trans: str, diag: str, m: int, n: int, alpha,
     op.check_span(a, op.matrix_span(ka, ka, lda, es), f"trsm: A ({ka}x{ka}, lda={lda})")
     op.check_span(b, op.matrix_span(m, n, ldb, es), f"trsm: B ({m}x{n}, ldb={ldb})")
     s = op.stream_of(stream)
-    if alpha_s != (1.0, 0.0, 0):
-        _axpby(dt, "full", m, n, b, ldb, b, ldb, alpha_s, (0.0, 0.0, 0), s)
-    arch, _ = op.device_facts()
-    panel = op.load_kernel(TrsmPanelSpec(arch=arch, dtype=dt, side=sd, uplo=u, trans=t, unit=unit))
-    swap = (t != "N") != (sd == "R")
-    forward = (u == "L") != swap
-    starts = list(range(0, ka, nb))
-    count = n if sd == "L" else m
-    for r0 in (starts if forward else starts[::-1]):
-        r1 = min(r0 + nb, ka)
-        size = r1 - r0
-        blk_b = b + (r0 * es if sd == "L" else r0 * ldb * es)
-        panel(((count + BLOCK - 1) // BLOCK,), (BLOCK,),
-              [size, count, a + (r0 + r0 * lda) * es, lda, blk_b, ldb], stream=s)
-        rest = (r1, ka) if forward else (0, r0)
-        rn = rest[1] - rest[0]
-        if rn == 0:
-            continue
-        # op(A) restricted to (rest rows, this block's columns) for left; (block rows, rest cols) for right
-        if sd == "L":
-            a_blk = a + ((rest[0] + r0 * lda) if t == "N" else (r0 + rest[0] * lda)) * es
-            _gemm(t, "N", rn, n, size, -1.0, a_blk, lda, blk_b, ldb, 1.0, b + rest[0] * es, ldb,
-                  dtype=dt, stream=s)
-        else:
-            a_blk = a + ((r0 + rest[0] * lda) if t == "N" else (rest[0] + r0 * lda)) * es
-            _gemm("N", t, m, rn, size, -1.0, blk_b, ldb, a_blk, lda, 1.0, b + rest[0] * ldb * es, ldb,
-                  dtype=dt, stream=s)
+    with op.workspace_sequence:  # workspaces are shared per stream: no interleaving
+        if alpha_s != (1.0, 0.0, 0):
+            _axpby(dt, "full", m, n, b, ldb, b, ldb, alpha_s, (0.0, 0.0, 0), s)
+        arch, _ = op.device_facts()
+        panel = op.load_kernel(TrsmPanelSpec(arch=arch, dtype=dt, side=sd, uplo=u, trans=t, unit=unit))
+        swap = (t != "N") != (sd == "R")
+        forward = (u == "L") != swap
+        starts = list(range(0, ka, nb))
+        count = n if sd == "L" else m
+        for r0 in (starts if forward else starts[::-1]):
+            r1 = min(r0 + nb, ka)
+            size = r1 - r0
+            blk_b = b + (r0 * es if sd == "L" else r0 * ldb * es)
+            panel(((count + BLOCK - 1) // BLOCK,), (BLOCK,),
+                  [size, count, a + (r0 + r0 * lda) * es, lda, blk_b, ldb], stream=s)
+            rest = (r1, ka) if forward else (0, r0)
+            rn = rest[1] - rest[0]
+            if rn == 0:
+                continue
+            # op(A) restricted to (rest rows, this block's columns) for left; (block rows, rest cols) for right
+            if sd == "L":
+                a_blk = a + ((rest[0] + r0 * lda) if t == "N" else (r0 + rest[0] * lda)) * es
+                _gemm(t, "N", rn, n, size, -1.0, a_blk, lda, blk_b, ldb, 1.0, b + rest[0] * es, ldb,
+                      dtype=dt, stream=s)
+            else:
+                a_blk = a + ((r0 + rest[0] * lda) if t == "N" else (rest[0] + r0 * lda)) * es
+                _gemm("N", t, m, rn, size, -1.0, blk_b, ldb, a_blk, lda, 1.0, b + rest[0] * ldb * es, ldb,
+                      dtype=dt, stream=s)
 
 
 def syrk_ptr(uplo: str, trans: str, n: int, k: int, alpha, a_ptr: int, lda: int, beta, c_ptr: int, ldc: int, *,
@@ -147,12 +148,13 @@ def syrk_ptr(uplo: str, trans: str, n: int, k: int, alpha, a_ptr: int, lda: int,
         op.check_span(a, op.matrix_span(rows_a, n if t == "T" else k, lda, es), f"syrk: A (lda={lda})")
     op.check_span(c, op.matrix_span(n, n, ldc, es), f"syrk: C ({n}x{n}, ldc={ldc})")
     s = op.stream_of(stream)
-    w = _scratch(n * n * es, _TAG_PRODUCT, s)
-    if k > 0:
-        _gemm(t, "N" if t == "T" else "T", n, n, k, 1.0, a, lda, a, lda, 0.0, w, n, dtype=dt, stream=s)
-    else:
-        api().memset_d8(w, 0, n * n * es, s or None)
-    _axpby(dt, u, n, n, w, n, c, ldc, alpha_s, beta_s, s)
+    with op.workspace_sequence:  # workspaces are shared per stream: no interleaving
+        w = _scratch(n * n * es, _TAG_PRODUCT, s)
+        if k > 0:
+            _gemm(t, "N" if t == "T" else "T", n, n, k, 1.0, a, lda, a, lda, 0.0, w, n, dtype=dt, stream=s)
+        else:
+            api().memset_d8(w, 0, n * n * es, s or None)
+        _axpby(dt, u, n, n, w, n, c, ldc, alpha_s, beta_s, s)
 
 
 def symm_ptr(side: str, uplo: str, m: int, n: int, alpha, a_ptr: int, lda: int, b_ptr: int, ldb: int, beta,
@@ -179,15 +181,16 @@ def symm_ptr(side: str, uplo: str, m: int, n: int, alpha, a_ptr: int, lda: int, 
     op.check_span(b, op.matrix_span(m, n, ldb, es), f"symm: B ({m}x{n}, ldb={ldb})")
     op.check_span(c, op.matrix_span(m, n, ldc, es), f"symm: C ({m}x{n}, ldc={ldc})")
     s = op.stream_of(stream)
-    mode = "herm" if hermitian and dt.startswith("complex") else "sym"
-    w = _expand(dt, u, mode, ka, a, lda, s)
-    alpha_v, beta_v = complex(ar, ai) if ai else ar, complex(br, bi) if bi else br
-    if sd == "L":
-        _gemm("N", "N", m, n, m, alpha_v, w, ka, b, ldb, beta_v, c, ldc, dtype=dt, stream=s,
-              alpha_ptr=ap, beta_ptr=bp)
-    else:
-        _gemm("N", "N", m, n, n, alpha_v, b, ldb, w, ka, beta_v, c, ldc, dtype=dt, stream=s,
-              alpha_ptr=ap, beta_ptr=bp)
+    with op.workspace_sequence:  # workspaces are shared per stream: no interleaving
+        mode = "herm" if hermitian and dt.startswith("complex") else "sym"
+        w = _expand(dt, u, mode, ka, a, lda, s)
+        alpha_v, beta_v = complex(ar, ai) if ai else ar, complex(br, bi) if bi else br
+        if sd == "L":
+            _gemm("N", "N", m, n, m, alpha_v, w, ka, b, ldb, beta_v, c, ldc, dtype=dt, stream=s,
+                  alpha_ptr=ap, beta_ptr=bp)
+        else:
+            _gemm("N", "N", m, n, n, alpha_v, b, ldb, w, ka, beta_v, c, ldc, dtype=dt, stream=s,
+                  alpha_ptr=ap, beta_ptr=bp)
 
 
 def trmm_ptr(side: str, uplo: str, trans: str, diag: str, m: int, n: int, alpha, a_ptr: int, lda: int,
@@ -212,21 +215,22 @@ def trmm_ptr(side: str, uplo: str, trans: str, diag: str, m: int, n: int, alpha,
     op.check_span(b, op.matrix_span(m, n, ldb, es), f"trmm: B ({m}x{n}, ldb={ldb})")
     op.check_span(c, op.matrix_span(m, n, ldc, es), f"trmm: C ({m}x{n}, ldc={ldc})")
     s = op.stream_of(stream)
-    w = _expand(dt, u, "tri_unit" if unit else "tri", ka, a, lda, s)
-    b_lo, b_hi = b, b + op.matrix_span(m, n, ldb, es)
-    c_lo, c_hi = c, c + op.matrix_span(m, n, ldc, es)
-    if b_lo < c_hi and c_lo < b_hi:  # in place (or overlapping): GEMM needs a separate input
-        bcopy = _scratch(m * n * es, _TAG_B_COPY, s)
-        api().memcpy_2d(bcopy, m * es, b, ldb * es, m * es, n, s or None)
-        b, ldb = bcopy, m
-    alpha_v = complex(ar, ai) if ai else ar
-    zero_ptr = 0
-    if ap:  # device-mode alpha: GEMM then needs beta on the device too
-        zero_ptr = _scratch(es, _TAG_ZERO, s)
-        api().memset_d8(zero_ptr, 0, es, s or None)
-    if sd == "L":
-        _gemm(t, "N", m, n, m, alpha_v, w, ka, b, ldb, 0.0, c, ldc, dtype=dt, stream=s,
-              alpha_ptr=ap, beta_ptr=zero_ptr)
-    else:
-        _gemm("N", t, m, n, n, alpha_v, b, ldb, w, ka, 0.0, c, ldc, dtype=dt, stream=s,
-              alpha_ptr=ap, beta_ptr=zero_ptr)
+    with op.workspace_sequence:  # workspaces are shared per stream: no interleaving
+        w = _expand(dt, u, "tri_unit" if unit else "tri", ka, a, lda, s)
+        b_lo, b_hi = b, b + op.matrix_span(m, n, ldb, es)
+        c_lo, c_hi = c, c + op.matrix_span(m, n, ldc, es)
+        if b_lo < c_hi and c_lo < b_hi:  # in place (or overlapping): GEMM needs a separate input
+            bcopy = _scratch(m * n * es, _TAG_B_COPY, s)
+            api().memcpy_2d(bcopy, m * es, b, ldb * es, m * es, n, s or None)
+            b, ldb = bcopy, m
+        alpha_v = complex(ar, ai) if ai else ar
+        zero_ptr = 0
+        if ap:  # device-mode alpha: GEMM then needs beta on the device too
+            zero_ptr = _scratch(es, _TAG_ZERO, s)
+            api().memset_d8(zero_ptr, 0, es, s or None)
+        if sd == "L":
+            _gemm(t, "N", m, n, m, alpha_v, w, ka, b, ldb, 0.0, c, ldc, dtype=dt, stream=s,
+                  alpha_ptr=ap, beta_ptr=zero_ptr)
+        else:
+            _gemm("N", t, m, n, n, alpha_v, b, ldb, w, ka, 0.0, c, ldc, dtype=dt, stream=s,
+                  alpha_ptr=ap, beta_ptr=zero_ptr)

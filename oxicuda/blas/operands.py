@@ -25,6 +25,10 @@ INT32_MAX = 2**31 - 1
 _CTYPES = {"float32": ctypes.c_float, "float64": ctypes.c_double}
 
 _lock = threading.Lock()
+#: Held by every routine that runs several launches through a cached workspace (reductions,
+#: trsm/syrk/symm/trmm): workspaces are shared per (stream, dtype, size), so two threads
+#: interleaving their launches on one stream would read each other's partial results.
+workspace_sequence = threading.RLock()
 _arch_by_device: dict[int, str] = {}
 _sm_count_by_device: dict[int, int] = {}
 
