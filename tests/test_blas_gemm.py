@@ -10,7 +10,12 @@ import pytest
 import oxicuda
 from oxicuda.blas import gemm_codegen as cg
 from oxicuda.blas.gemm_core import gemm_colmajor
-from oxicuda.memory.dtypes import BFLOAT16, bfloat16_bits_to_float32, float32_to_bfloat16_bits, host_astype
+from oxicuda.memory.dtypes import (
+    BFLOAT16,
+    bfloat16_bits_to_float32,
+    float32_to_bfloat16_bits,
+    host_astype,
+)
 
 TOL = {"float32": 2e-5, "float64": 1e-12, "complex64": 2e-5, "complex128": 1e-12, "float16": 2e-3,
        "bfloat16": 2e-2}
@@ -61,7 +66,7 @@ def run_case(rng, dtype, ta, tb, m, n, k, *, algo=None, alpha=1.25, beta=0.0, pa
         C[r0:r0 + m, c0:c0 + n] = np.nan
     dA, dB, dC = to_device(A, dtype), to_device(B, dtype), to_device(C, dtype)
     es = cg.kind_of(dtype).nbytes
-    sub = lambda d, ld: d.ptr + (r0 + c0 * ld) * es  # noqa: E731
+    sub = lambda d, ld: d.ptr + (r0 + c0 * ld) * es
     lda, ldb, ldc = A.shape[0], B.shape[0], C.shape[0]
     kw = {}
     keep = []
@@ -69,7 +74,7 @@ def run_case(rng, dtype, ta, tb, m, n, k, *, algo=None, alpha=1.25, beta=0.0, pa
         sdt = {"float16": "float32", "bfloat16": "float32"}.get(dtype, dtype)
         da, db = oxicuda.asarray(np.array([alpha], dtype=sdt)), oxicuda.asarray(np.array([beta], dtype=sdt))
         keep += [da, db]
-        kw = dict(alpha_ptr=da.ptr, beta_ptr=db.ptr)
+        kw = {"alpha_ptr": da.ptr, "beta_ptr": db.ptr}
         call_alpha, call_beta = 0.0, 0.0  # ignored: the kernel reads the device scalars
     else:
         call_alpha, call_beta = alpha, beta

@@ -60,7 +60,7 @@ def test_dispatch_is_pure_and_deterministic():
 
 
 def test_dispatch_half_types_fall_back_to_simt_when_tensor_cores_refuse(monkeypatch):
-    monkeypatch.setattr(gd, "tensor_core_modules", lambda: [])
+    monkeypatch.setattr(gd, "tensor_core_modules", list)
     plan = gd.choose_algo(problem(4096, 4096, 4096, "bfloat16"), H200)
     assert plan.algo == "tiled" and plan.spec.dtype == "bfloat16"
     with pytest.raises(ValueError, match="tensor_core"):
@@ -125,7 +125,7 @@ def test_gemm_strided_views_and_transposes(rng):
 def test_gemm_complex_conjugates_in_both_storage_orders(rng, ta, tb):
     X = (rng.standard_normal((6, 6)) + 1j * rng.standard_normal((6, 6))).astype(np.complex128)
     Y = (rng.standard_normal((6, 6)) + 1j * rng.standard_normal((6, 6))).astype(np.complex128)
-    f = lambda x, t: x if t is False else (x.T if t is True else x.conj().T)  # noqa: E731
+    f = lambda x, t: x if t is False else (x.T if t is True else x.conj().T)
     for order in "CF":
         out = gemm(oxicuda.asarray(np.asarray(X, order=order)), oxicuda.asarray(Y), transa=ta, transb=tb)
         np.testing.assert_allclose(out.get(), f(X, ta) @ f(Y, tb), rtol=1e-12, atol=1e-12)
@@ -158,9 +158,8 @@ def test_batched_wrappers(rng):
 # -- bad input: raises before any launch, C untouched ------------------------------------------
 
 def _bad(call, match):
-    with oxicuda.trace() as t:
-        with pytest.raises(ValueError, match=match):
-            call()
+    with oxicuda.trace() as t, pytest.raises(ValueError, match=match):
+        call()
     assert t.launches == []
 
 
@@ -168,7 +167,7 @@ def test_bad_pointer_level_arguments_raise_before_launch():
     buf = oxicuda.full((64, 64), 7.0, np.float32)
     p = buf.ptr
     hi = p + 32 * 64 * 4
-    args = dict(dtype="float32")
+    args = {"dtype": "float32"}
     _bad(lambda: gemm_colmajor("N", "N", 8, 8, 8, 1.0, p, 4, p, 8, 0.0, hi, 8, **args), "lda=4 must be >= 8")
     _bad(lambda: gemm_colmajor("T", "N", 8, 8, 5, 1.0, p, 4, p, 5, 0.0, hi, 8, **args), "lda=4 must be >= 5")
     _bad(lambda: gemm_colmajor("N", "N", -1, 8, 8, 1.0, p, 8, p, 8, 0.0, hi, 8, **args), "m=-1")

@@ -27,7 +27,7 @@ _LAZY = {
 _GENERATORS = ("gemm_naive", "gemm_tiled", "gemm_splitk", "gemv", "gemm_tensorcore", "gemm_wgmma")
 KERNEL_MODULES = tuple(m for m in _GENERATORS if importlib.util.find_spec(f"{__name__}.{m}") is not None)
 
-__all__ = sorted(_LAZY)
+__all__ = [*sorted(_LAZY), "KERNEL_MODULES"]
 
 
 def __getattr__(name: str):

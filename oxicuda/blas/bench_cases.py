@@ -71,7 +71,7 @@ def _gemm_case(m: int, n: int, k: int, dtype: str = "float32", *, batch: int = 1
             got = host_astype(got, np.float64) if dtype == "bfloat16" else got.astype(np.float64)
             return float(np.max(np.abs(got - ref)) / max(1e-30, np.max(np.abs(ref))))
 
-        prepared = Prepared(ours=ours, check=check, tolerance=TOL[compute or dtype] if (compute or dtype) in TOL else 1e-4,
+        prepared = Prepared(ours=ours, check=check, tolerance=TOL.get(compute or dtype, 1e-4),
                             flops=2.0 * M * N * K * B, bytes=float((M * K + K * N + M * N) * B * store.itemsize))
         torch = _torch()
         if torch is not None:

@@ -6,7 +6,7 @@ gemmBatched). The kernels themselves are the ordinary GEMM kernels; their batch 
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

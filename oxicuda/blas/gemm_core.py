@@ -177,7 +177,7 @@ def gemm_colmajor(transa: str, transb: str, m: int, n: int, k: int, alpha, a_ptr
 
     info = device_info(current_device_ordinal())
     if pointer_array:
-        align_a = align_b = align_c = 8 if es >= 8 else es
+        align_a = align_b = align_c = min(8, es)
     else:
         align_a = _align(ptrs["a_ptr"], lda * es, stride_a * es)
         align_b = _align(ptrs["b_ptr"], ldb * es, stride_b * es)
@@ -200,7 +200,7 @@ def _check_forced_spec(spec, p: GemmProblem) -> None:
         if (spec.transa, spec.conj_a) != ("N" if p.transa == "N" else "T", p.transa == "C") or \
                 (spec.transb, spec.conj_b) != ("N" if p.transb == "N" else "T", p.transb == "C"):
             raise ValueError(f"gemm: forced spec {spec.key()} does not match transa={p.transa}, transb={p.transb}")
-        if spec.raw_out or ((spec.vec_a > 1 or spec.vec_b > 1) and spec.vec_a * 0 != 0):
+        if spec.raw_out:
             raise ValueError("gemm: a forced tiled spec must not be a split-K partial (raw_out)")
 
 
@@ -269,7 +269,7 @@ def _run_split_k(fn, plan: GemmPlan, p: GemmProblem, kind: cg.ElementKind, a: in
 def _run_gemv(p: GemmProblem, alpha, beta, ptrs: dict, stream) -> None:
     """m == 1 or n == 1 as one matrix-vector product (see gemm_dispatch)."""
     a, b, c = ptrs["a_ptr"], ptrs["b_ptr"], ptrs["c_ptr"]
-    kw = dict(dtype=p.dtype, stream=stream, alpha_ptr=ptrs["alpha_ptr"], beta_ptr=ptrs["beta_ptr"])
+    kw = {"dtype": p.dtype, "stream": stream, "alpha_ptr": ptrs["alpha_ptr"], "beta_ptr": ptrs["beta_ptr"]}
     if p.n == 1:
         # C[:, 0] = alpha * op(A) @ x + beta * C[:, 0], x = op(B)[:, 0] = B[p] (N) or B[p * ldb]
         incx = 1 if p.transb == "N" else p.ldb

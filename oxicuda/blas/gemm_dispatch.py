@@ -92,7 +92,7 @@ class GemmPlan:
 ALGOS = ("naive", "tiled", "split_k", "gemv", "tensor_core", "wgmma")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tensor_core_module(name: str):
     """The tensor-core module ``name`` or None when it does not exist (yet)."""
     try:
@@ -103,7 +103,7 @@ def tensor_core_module(name: str):
         raise
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def device_info(ordinal: int) -> DeviceInfo:
     """The DeviceInfo of device ``ordinal``, read once from the driver (the one helper here that
     touches the driver; choose_algo itself stays pure)."""

@@ -5,8 +5,8 @@ so one kernel per dtype/conjugation/batch-mode serves every layout.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from oxicuda.ptx.builder import KernelBuilder
 from oxicuda.ptx.registry import register_family

@@ -6,8 +6,8 @@ column-major m x m*n slabs in accumulator precision. One thread per output eleme
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from oxicuda.ptx import cache
 from oxicuda.ptx.builder import KernelBuilder

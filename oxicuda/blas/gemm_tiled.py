@@ -16,8 +16,8 @@ accumulator elements), which keeps a warp's shared reads on distinct banks.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from oxicuda.ptx.builder import KernelBuilder, Value
 from oxicuda.ptx.registry import register_family

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from oxicuda.driver.context import current_device_ordinal
 from oxicuda.memory.dtypes import dtype_name, normalize_dtype
@@ -134,18 +134,17 @@ def generate(spec: GemvSpec) -> str:
     for e in range(v):
         kb.st("shared", slot, list(acc[e]) if kind.complex else acc[e][0], offset=e * sz)
     kb.bar_sync()
-    with kb.if_(kb.setp("eq", warp, 0)):
-        with kb.if_(live):
-            for e in range(v):
-                total = acc[e]
-                for w in range(1, WARPS):
-                    # warp w's partial of this lane's row e: slot + w * 32 * v * sz + e * sz
-                    got = _load_acc(kb, kind, slot, w * 32 * v * sz + e * sz)
-                    for t, s in zip(total, got):
-                        kb.add(t, s, out=t)
-                with kb.if_(kb.setp("lt", kb.add(r, e), m)):
-                    yp = kb.addr(y, kb.mul(kb.cvt(kb.add(r, e), "s64"), incy), es)
-                    cg.epilogue(kb, kind, yp, total, alpha, beta, beta_zero)
+    with kb.if_(kb.setp("eq", warp, 0)), kb.if_(live):
+        for e in range(v):
+            total = acc[e]
+            for w in range(1, WARPS):
+                # warp w's partial of this lane's row e: slot + w * 32 * v * sz + e * sz
+                got = _load_acc(kb, kind, slot, w * 32 * v * sz + e * sz)
+                for t, s in zip(total, got):
+                    kb.add(t, s, out=t)
+            with kb.if_(kb.setp("lt", kb.add(r, e), m)):
+                yp = kb.addr(y, kb.mul(kb.cvt(kb.add(r, e), "s64"), incy), es)
+                cg.epilogue(kb, kind, yp, total, alpha, beta, beta_zero)
     return kb.ptx()
 
 
@@ -210,9 +209,9 @@ def gemv_colmajor(trans: str, m: int, n: int, alpha, a_ptr: int, lda: int, x_ptr
     for name, p in (("a_ptr", a_ptr), ("x_ptr", x_ptr), ("y_ptr", y_ptr)):
         if _int(p, name, 0) == 0 and (name == "y_ptr" or xlen > 0):
             raise ValueError(f"gemv: {name} is 0 (a null pointer)")
-    scal = lambda s, w: s if isinstance(s, numbers.Number) and not isinstance(s, bool) else \
-        (_ for _ in ()).throw(ValueError(f"gemv: {w}={s!r} must be a number"))  # noqa: E731
-    alpha, beta = scal(alpha, "alpha"), scal(beta, "beta")
+    for what, s in (("alpha", alpha), ("beta", beta)):
+        if isinstance(s, bool) or not isinstance(s, numbers.Number):
+            raise ValueError(f"gemv: {what}={s!r} must be a number")
     # cuBLAS: with inc < 0, element i lives at ptr + (len - 1 - i) * |inc|
     x0 = x_ptr + (xlen - 1) * (-incx) * kind.nbytes if incx < 0 else x_ptr
     y0 = y_ptr + (ylen - 1) * (-incy) * kind.nbytes if incy < 0 else y_ptr
