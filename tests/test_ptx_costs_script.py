@@ -84,7 +84,7 @@ def test_ptx_costs_script_writes_every_figure_for_every_family(tmp_path):
         row = by_family[name]
         for field in CALL_FIELDS:
             assert _positive(row.get(field)), f"{name}: {field} = {row.get(field)!r}"
-        if gpu or name == "bench_host_axpy":  # an emulated sgemm launch dwarfs the load
+        if gpu:  # emulated launches run the interpreter, whose time swamps the difference
             assert row["cached_call_us"] < row["first_call_us"], row
         assert 0 <= row["max_rel_error"] < 1e-5, row
     # every family that imports here is measured or skipped with a reason, none silently dropped
