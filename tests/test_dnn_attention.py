@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_dnn_conv_reference import as_float64, to_dtype
 
 import oxicuda
 from oxicuda.dnn.attention import attention
-from test_dnn_conv_reference import as_float64, to_dtype
 
 TOL = {"float32": 2e-6, "float16": 2e-3, "bfloat16": 1.6e-2}
 
@@ -99,19 +99,19 @@ def test_default_launch_is_traced_with_its_spec(rng):
 
 
 def _qkv(q=(1, 2, 4, 16), k=(1, 2, 4, 16), v=None, dtype=np.float32, kdtype=None):
-    mk = lambda s, dt: oxicuda.asarray(np.zeros(s, dt))  # noqa: E731
+    mk = lambda s, dt: oxicuda.asarray(np.zeros(s, dt))
     return mk(q, dtype), mk(k, kdtype or dtype), mk(v or k, kdtype or dtype)
 
 
 @pytest.mark.parametrize("kwargs, exc, text", [
-    (dict(q=(2, 4, 16)), ValueError, "4-D"),
-    (dict(k=(1, 3, 4, 16)), ValueError, "must divide"),
-    (dict(k=(1, 2, 4, 8)), ValueError, "head_dim"),
-    (dict(k=(2, 2, 4, 16)), ValueError, "batch"),
-    (dict(v=(1, 2, 5, 16)), ValueError, "k has shape"),
-    (dict(q=(1, 2, 4, 300), k=(1, 2, 4, 300)), ValueError, "head_dim 300"),
-    (dict(kdtype=np.float16), TypeError, "must match"),
-    (dict(dtype=np.int32), TypeError, "allowed dtypes"),
+    ({"q": (2, 4, 16)}, ValueError, "4-D"),
+    ({"k": (1, 3, 4, 16)}, ValueError, "must divide"),
+    ({"k": (1, 2, 4, 8)}, ValueError, "head_dim"),
+    ({"k": (2, 2, 4, 16)}, ValueError, "batch"),
+    ({"v": (1, 2, 5, 16)}, ValueError, "k has shape"),
+    ({"q": (1, 2, 4, 300), "k": (1, 2, 4, 300)}, ValueError, "head_dim 300"),
+    ({"kdtype": np.float16}, TypeError, "must match"),
+    ({"dtype": np.int32}, TypeError, "allowed dtypes"),
 ])
 def test_bad_input_raises_before_launch(kwargs, exc, text):
     q, k, v = _qkv(**kwargs)

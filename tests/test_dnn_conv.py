@@ -5,11 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-import oxicuda
-from oxicuda.dnn import conv as conv_mod
-from oxicuda.dnn.conv import conv2d, conv2d_backward_data, conv2d_backward_filter
-from oxicuda.dnn.conv_epilogue import reference_activation
 from test_dnn_conv_reference import (
     as_float64,
     conv2d_backward_data_ref,
@@ -17,6 +12,11 @@ from test_dnn_conv_reference import (
     conv2d_ref,
     to_dtype,
 )
+
+import oxicuda
+from oxicuda.dnn import conv as conv_mod
+from oxicuda.dnn.conv import conv2d, conv2d_backward_data, conv2d_backward_filter
+from oxicuda.dnn.conv_epilogue import reference_activation
 
 TOL = {"float32": 2e-6, "float16": 2e-3, "bfloat16": 1.6e-2}
 
@@ -136,11 +136,11 @@ def _arrays(xs=(1, 4, 6, 6), ws=(4, 4, 3, 3), dtype=np.float32, wdtype=None):
 
 
 @pytest.mark.parametrize("kwargs, exc, text", [
-    (dict(ws=(4, 3, 3, 3)), ValueError, "input channels per group"),
-    (dict(xs=(1, 4, 6)), ValueError, "4-D"),
-    (dict(ws=(4, 4, 9, 9)), ValueError, "filter must fit"),
-    (dict(wdtype=np.float16), TypeError, "must match"),
-    (dict(dtype=np.int32), TypeError, "allowed dtypes"),
+    ({"ws": (4, 3, 3, 3)}, ValueError, "input channels per group"),
+    ({"xs": (1, 4, 6)}, ValueError, "4-D"),
+    ({"ws": (4, 4, 9, 9)}, ValueError, "filter must fit"),
+    ({"wdtype": np.float16}, TypeError, "must match"),
+    ({"dtype": np.int32}, TypeError, "allowed dtypes"),
 ])
 def test_bad_shapes_and_dtypes_raise_before_launch(kwargs, exc, text):
     x, w = _arrays(**kwargs)
@@ -150,15 +150,15 @@ def test_bad_shapes_and_dtypes_raise_before_launch(kwargs, exc, text):
 
 
 @pytest.mark.parametrize("kwargs, exc, text", [
-    (dict(stride=0), ValueError, "stride"),
-    (dict(padding=-1), ValueError, "padding"),
-    (dict(dilation=(1, 2, 3)), TypeError, "dilation"),
-    (dict(groups=3), ValueError, "groups"),
-    (dict(layout="CHWN"), ValueError, "layout"),
-    (dict(activation="tanh"), ValueError, "activation"),
-    (dict(algo="fft"), ValueError, "algo"),
-    (dict(algo="winograd", stride=2), ValueError, "3x3 filter, stride 1"),
-    (dict(bias=np.zeros(3, np.float32)), ValueError, "bias has shape"),
+    ({"stride": 0}, ValueError, "stride"),
+    ({"padding": -1}, ValueError, "padding"),
+    ({"dilation": (1, 2, 3)}, TypeError, "dilation"),
+    ({"groups": 3}, ValueError, "groups"),
+    ({"layout": "CHWN"}, ValueError, "layout"),
+    ({"activation": "tanh"}, ValueError, "activation"),
+    ({"algo": "fft"}, ValueError, "algo"),
+    ({"algo": "winograd", "stride": 2}, ValueError, "3x3 filter, stride 1"),
+    ({"bias": np.zeros(3, np.float32)}, ValueError, "bias has shape"),
 ])
 def test_bad_parameters_raise_before_launch(kwargs, exc, text):
     x, w = _arrays()

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_dnn_conv import assert_close, run_conv
+from test_dnn_conv_reference import conv2d_ref
 
 import oxicuda
 from oxicuda.dnn import conv_dispatch
 from oxicuda.dnn.conv import conv2d
 from oxicuda.dnn.conv_dispatch import ConvProblem, choose_algo
 from oxicuda.dnn.conv_winograd import winograd_reference
-from test_dnn_conv import assert_close, run_conv
-from test_dnn_conv_reference import conv2d_ref
 
 WINOGRAD_F32_BOUND = 2e-5  # of max|y|, the bound for float32 Winograd
 
@@ -49,12 +49,12 @@ def test_winograd_half_types(rng, dtype):
 
 
 @pytest.mark.parametrize("kw", [
-    dict(layout="NCHW"),
-    dict(layout="NHWC"),
-    dict(layout="NCHW", groups=2, bias=True, activation="gelu"),
-    dict(layout="NHWC", groups=2, bias=True, activation="relu", stride=2, dilation=2, padding=2),
-    dict(dtype="float16", bias=True),
-    dict(dtype="bfloat16", layout="NHWC", activation="silu"),
+    {"layout": "NCHW"},
+    {"layout": "NHWC"},
+    {"layout": "NCHW", "groups": 2, "bias": True, "activation": "gelu"},
+    {"layout": "NHWC", "groups": 2, "bias": True, "activation": "relu", "stride": 2, "dilation": 2, "padding": 2},
+    {"dtype": "float16", "bias": True},
+    {"dtype": "bfloat16", "layout": "NHWC", "activation": "silu"},
 ], ids=str)
 def test_im2col_gemm_matches_float64_reference(rng, kw):
     got, ref = run_conv(rng, 2, 4, 7, 6, 6, 3, 3, **{"padding": 1, **kw}, algo="im2col")

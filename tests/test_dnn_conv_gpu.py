@@ -36,7 +36,7 @@ def test_conv3x3_matches_torch_float64(rng, algo, n, c, hw, k):
 def test_strided_grouped_conv_and_gradients_match_torch(rng, layout):
     torch = _torch()
     n, c, h, w, k, g = 3, 32, 21, 19, 48, 4
-    kw = dict(stride=2, padding=(1, 2), dilation=(2, 1), groups=g)
+    kw = {"stride": 2, "padding": (1, 2), "dilation": (2, 1), "groups": g}
     hx = rng.standard_normal((n, c, h, w), dtype=np.float32)
     hw_ = rng.standard_normal((k, c // g, 3, 5), dtype=np.float32)
     tx = torch.from_numpy(hx).cuda().double().requires_grad_()

@@ -15,7 +15,7 @@ def _out_size(size: int, k: int, st: int, pad: int, dil: int) -> int:
 def conv2d_ref(x, w, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
     """NCHW x (N,C,H,W), w (K,C/g,R,S) -> y (N,K,OH,OW) in float64."""
     x, w = np.asarray(x, np.float64), np.asarray(w, np.float64)
-    n, c, h, wd = x.shape
+    n, _, h, wd = x.shape
     k, cg, r, s = w.shape
     (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
     oh, ow = _out_size(h, r, sh, ph, dh), _out_size(wd, s, sw, pw, dw)
@@ -91,7 +91,7 @@ def test_reference_conv_matches_a_scalar_loop_definition():
     x, w = rng.standard_normal((1, 4, 6, 5)), rng.standard_normal((4, 2, 2, 3))
     st, pad, dil, g = (2, 1), (1, 2), (2, 1), 2
     y = conv2d_ref(x, w, st, pad, dil, g)
-    n, c, h, wd = x.shape
+    _, _, h, wd = x.shape
     for ko in range(4):
         for a in range(y.shape[2]):
             for b in range(y.shape[3]):

@@ -23,9 +23,9 @@ def _torch():
     try:
         import torch
 
-        return torch if torch.cuda.is_available() else None
-    except Exception:
+    except ImportError:
         return None
+    return torch if torch.cuda.is_available() else None
 
 
 def _on_gpu() -> bool:
@@ -88,7 +88,11 @@ def _prep_attention(b: int, h: int, s: int, d: int, causal: bool):
     def prepare(quick: bool) -> Prepared:
         import oxicuda
         from oxicuda.dnn.attention import attention
-        from oxicuda.memory.dtypes import bfloat16_bits_to_float32, float32_to_bfloat16_bits, normalize_dtype
+        from oxicuda.memory.dtypes import (
+            bfloat16_bits_to_float32,
+            float32_to_bfloat16_bits,
+            normalize_dtype,
+        )
 
         bb, hh, ss, dd = (b, h, s, d) if _on_gpu() else (1, 2, 19, min(d, 16))
         rng = np.random.default_rng(0)

@@ -22,11 +22,11 @@ from oxicuda.memory.array import DeviceArray, empty
 from ._common import PTX_ELEMENT, as_float_array, contiguous, dtype_name_of, load_kernel, stream_of
 from .conv_dispatch import ALGOS, ConvProblem, choose_algo
 from .conv_epilogue import check_activation
-from .conv_implicit_gemm import THREADS, ConvImplicitGemmSpec
 
 # imported at load so that their kernel families are registered with the rest of conv's
-from .conv_im2col import run_im2col  # noqa: E402
-from .conv_winograd import run_winograd  # noqa: E402
+from .conv_im2col import run_im2col
+from .conv_implicit_gemm import THREADS, ConvImplicitGemmSpec
+from .conv_winograd import run_winograd
 
 LAYOUTS = ("NCHW", "NHWC")
 _INT31 = (1 << 31) - 1
@@ -259,4 +259,4 @@ def _check_backward_algo(algo: str | None, op: str) -> None:
         raise ValueError(f"{op}: algo={algo!r}; allowed: None, 'implicit_gemm' (the only backward kernel)")
 
 
-__all__ = ["conv2d", "conv2d_backward_data", "conv2d_backward_filter", "LAYOUTS"]
+__all__ = ["LAYOUTS", "conv2d", "conv2d_backward_data", "conv2d_backward_filter"]
