@@ -217,6 +217,9 @@ def run_plan(plan: GemmPlan, p: GemmProblem, info: DeviceInfo, alpha, beta, ptrs
                       batch=p.batch, stride_a=stride_a, stride_b=stride_b, stride_c=stride_c,
                       alpha_ptr=ptrs["alpha_ptr"], beta_ptr=ptrs["beta_ptr"], stream=stream)
         return
+    if p.m * p.n >= 1 << 32 or max(p.m, p.n, p.k) >= 1 << 31:
+        raise ValueError(f"gemm: m={p.m}, n={p.n}, k={p.k}: the SIMT kernels index m*n (< 2**32) and each "
+                         f"dimension (< 2**31) in 32 bits; split the problem into smaller GEMMs")
     scalars = [*cg.scalar_args(kind, alpha), ptrs["alpha_ptr"], *cg.scalar_args(kind, beta), ptrs["beta_ptr"]]
     if p.pointer_array:
         a, b, c = ptrs["a_array_ptr"], ptrs["b_array_ptr"], ptrs["c_array_ptr"]
