@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ..blas import level1, level2, level3
 from ..blas.handle import HandleState
-from ..blas.operands import host_scalar
+from ..blas.operands import check_pointer, host_scalar
 
 
 @dataclass(frozen=True)
@@ -95,6 +95,7 @@ def gemv(st: HandleState, dt: str, trans: str, m, n, alpha: Scalar, a, lda, x, i
          y, incy) -> None:
     if bool(alpha.ptr) != bool(beta.ptr):
         raise ValueError("gemv: alpha and beta must both be host values or both device pointers")
+    a, x, y = check_pointer(a, "gemv: A"), check_pointer(x, "gemv: x"), check_pointer(y, "gemv: y")
     _gemv()(trans, m, n, alpha.value, a, lda, x, incx, beta.value, y, incy, dtype=dt, stream=st.stream,
             alpha_ptr=alpha.ptr, beta_ptr=beta.ptr)
 
@@ -124,8 +125,9 @@ def gemm(st: HandleState, dt: str, transa: str, transb: str, m, n, k, alpha: Sca
         compute = "tf32"
     kw = dict(dtype=dt, compute=compute, batch=batch, stride_a=stride_a, stride_b=stride_b, stride_c=stride_c,
               alpha_ptr=alpha.ptr, beta_ptr=beta.ptr, stream=st.stream)
+    a, b, c = check_pointer(a, "gemm: A"), check_pointer(b, "gemm: B"), check_pointer(c, "gemm: C")
     if arrays:
-        kw.update(a_array_ptr=int(a), b_array_ptr=int(b), c_array_ptr=int(c))
+        kw.update(a_array_ptr=a, b_array_ptr=b, c_array_ptr=c)
         a = b = c = 0
     _gemm()(transa, transb, m, n, k, alpha.value, a, lda, b, ldb, beta.value, c, ldc, **kw)
 
