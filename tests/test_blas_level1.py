@@ -41,7 +41,7 @@ def close(got, want, dt, scale=1.0):
 def test_axpy_copy_swap_rot_match_reference(rng, dt, n, incx, incy):
     alpha = complex(0.75, -1.25) if dt.startswith("complex") else -1.5
     dx, x, _ = strided(rng, n, incx, dt)
-    dy, y, ybuf = strided(rng, n, incy, dt)
+    dy, y, _ = strided(rng, n, incy, dt)
     L.axpy_ptr(n, alpha, dx.ptr, incx, dy.ptr, incy, dtype=dt)
     got = dy.get()
     idx = np.arange(n) * abs(incy)

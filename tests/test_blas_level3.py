@@ -59,7 +59,7 @@ def test_trsm_solves_all_ops_across_blocks(rng, dt, side, uplo):
 
 def test_trsm_runs_panels_and_gemm_updates(rng):
     m, n = 20, 3
-    a = fdev((np.tril(rand(rng, (m, m), "float64")) / m + 2 * np.eye(m)))
+    a = fdev(np.tril(rand(rng, (m, m), "float64")) / m + 2 * np.eye(m))
     b = fdev(rand(rng, (m, n), "float64"))
     with oxicuda.trace() as t:
         L3.trsm_ptr("L", "L", "N", "N", m, n, 1.0, a.ptr, m, b.ptr, m, dtype="float64", block=8)

@@ -27,14 +27,14 @@ def ptr(a):
 
 def swap_imports(path: Path, block: str) -> str:
     text = path.read_text()
-    new, count = re.subn(r"# --- IMPORTS ---\n.*?# --- END IMPORTS ---\n", block, text, flags=re.S)
+    new, count = re.subn(r"# --- IMPORTS ---\n.*?# --- END IMPORTS ---\n", block, text, flags=re.DOTALL)
     assert count == 1, f"{path.name} lacks its IMPORTS block"
     return new
 
 
 def run_script(path: Path, block: str) -> object:
     namespace = {"__name__": "script_under_test"}
-    exec(compile(swap_imports(path, block), str(path), "exec"), namespace)
+    exec(compile(swap_imports(path, block), str(path), "exec"), namespace)  # noqa: S102 - runs the script
     return namespace["main"]()
 
 
@@ -89,7 +89,7 @@ def test_level1_in_host_and_device_pointer_modes(rng, handle, p, dt):
     tol = 1e-4 if p in "sc" else 1e-11
     dx, dy = oxicuda.asarray(x), oxicuda.asarray(y)
     alpha = dt(0.5 - 2j) if p in "cz" else dt(0.5)
-    a_host, a_ptr = hp(alpha, dt)
+    _a_host, a_ptr = hp(alpha, dt)
     getattr(cublas, f"{p}axpy")(handle, n, a_ptr, dx.ptr, 1, dy.ptr, -1)
     assert np.allclose(dy.get()[::-1], y[::-1] + alpha * x, atol=tol)
     red = {"s": "s", "d": "d", "c": "sc", "z": "dz"}[p]
@@ -127,8 +127,8 @@ def test_gemm_family_and_gemv(rng, handle, p, dt):
         v = rng.standard_normal(shape) + (1j * rng.standard_normal(shape) if cplx else 0)
         return v.astype(dt)
     a, b, c = r(k, m), r(k, n), r(m, n)
-    one_h, one = hp(1.0, dt)
-    half_h, half = hp(0.5, dt)
+    _one_h, one = hp(1.0, dt)
+    _half_h, half = hp(0.5, dt)
     da, db, dc = (oxicuda.asarray(np.asfortranarray(v)) for v in (a, b, c))
     getattr(cublas, f"{p}gemm")(handle, 2 if cplx else 1, 0, m, n, k, one, da.ptr, k, db.ptr, k, half, dc.ptr, m)
     opa = a.conj().T if cplx else a.T
@@ -139,7 +139,7 @@ def test_gemm_family_and_gemv(rng, handle, p, dt):
     dA = oxicuda.asarray(np.stack([np.asfortranarray(A[i]).ravel(order="F") for i in range(batch)]))
     dB = oxicuda.asarray(np.stack([np.asfortranarray(B[i]).ravel(order="F") for i in range(batch)]))
     dC = oxicuda.full((batch, m * n), np.nan, dt)
-    zero_h, zero = hp(0.0, dt)
+    _zero_h, zero = hp(0.0, dt)
     getattr(cublas, f"{p}gemmStridedBatched")(handle, 1, 0, m, n, k, one, dA.ptr, k, k * m, dB.ptr, k, k * n,
                                                 zero, dC.ptr, m, m * n, batch)
     got = dC.get()
@@ -157,10 +157,10 @@ def test_sgemm_batched_pointer_arrays(rng, handle):
     m = n = k = 4
     mats = [oxicuda.asarray(np.asfortranarray(rng.standard_normal((k, k)).astype(np.float32))) for _ in range(6)]
     outs = [oxicuda.full((m, n), np.nan, np.float32, order="F") for _ in range(3)]
-    ptrs = lambda arrs: oxicuda.asarray(np.array([a.ptr for a in arrs], np.uint64))  # noqa: E731
+    ptrs = lambda arrs: oxicuda.asarray(np.array([a.ptr for a in arrs], np.uint64))
     pa, pb, pc = ptrs(mats[:3]), ptrs(mats[3:]), ptrs(outs)
-    one_h, one = hp(1.0, np.float32)
-    zero_h, zero = hp(0.0, np.float32)
+    _one_h, one = hp(1.0, np.float32)
+    _zero_h, zero = hp(0.0, np.float32)
     cublas.sgemmBatched(handle, 0, 0, m, n, k, one, pa.ptr, m, pb.ptr, k, zero, pc.ptr, m, 3)
     for i in range(3):
         want = mats[i].get().astype(np.float64) @ mats[3 + i].get()
@@ -172,8 +172,8 @@ def test_gemmEx_types_and_unsupported_combinations(rng, handle):
     a, b = (rng.standard_normal((m, m)).astype(np.float32) for _ in range(2))
     da, db = oxicuda.asarray(np.asfortranarray(a)), oxicuda.asarray(np.asfortranarray(b))
     dc = oxicuda.full((m, n), np.nan, np.float32, order="F")
-    one_h, one = hp(1.0, np.float32)
-    zero_h, zero = hp(0.0, np.float32)
+    _one_h, one = hp(1.0, np.float32)
+    _zero_h, zero = hp(0.0, np.float32)
     cublas.gemmEx(handle, 0, 0, m, n, k, one, da.ptr, cublas.CUDA_R_32F, m, db.ptr, cublas.CUDA_R_32F, m, zero,
                   dc.ptr, cublas.CUDA_R_32F, m, cublas.CUBLAS_COMPUTE_32F, cublas.CUBLAS_GEMM_DEFAULT)
     assert np.allclose(dc.get(), a.astype(np.float64) @ b, atol=1e-4)
@@ -191,8 +191,8 @@ def test_level2_and_level3_entries(rng, handle):
     n, k = 8, 5
     a = (np.tril(rng.standard_normal((n, n))) / n + 2 * np.eye(n)).astype(np.float64)
     da = oxicuda.asarray(np.asfortranarray(a))
-    one_h, one = hp(1.0, np.float64)
-    zero_h, zero = hp(0.0, np.float64)
+    _one_h, one = hp(1.0, np.float64)
+    _zero_h, zero = hp(0.0, np.float64)
     b = rng.standard_normal((n, 3))
     db = oxicuda.asarray(np.asfortranarray(b))
     cublas.dtrsm(handle, 0, 0, 0, 0, n, 3, one, da.ptr, n, db.ptr, n)
@@ -213,7 +213,7 @@ def test_level2_and_level3_entries(rng, handle):
 
 def test_bad_arguments_raise_invalid_value_before_writing(handle):
     y = oxicuda.full((4,), 3.0, np.float32)
-    one_h, one = hp(1.0, np.float32)
+    _one_h, one = hp(1.0, np.float32)
     for call in (
         lambda: cublas.saxpy(handle, 4, one, 0, 1, y.ptr, 1),                    # NULL x
         lambda: cublas.sgemm(handle, 7, 0, 2, 2, 2, one, y.ptr, 2, y.ptr, 2, one, y.ptr, 2),  # bad op

@@ -52,7 +52,7 @@ def test_level1_on_cupy_arrays_matches_cupy_cublas(cp, handles, rng):
     ox.isamax(ho, n, x.data.ptr, 1, io_p)
     vendor.isamax(hv, n, x.data.ptr, 1, iv_p)
     assert int(io) == int(iv)
-    a, a_p = hp(0.75, np.float32)
+    _a, a_p = hp(0.75, np.float32)
     y1, y2 = y.copy(), y.copy()
     ox.saxpy(ho, n, a_p, x.data.ptr, 1, y1.data.ptr, 1)
     vendor.saxpy(hv, n, a_p, x.data.ptr, 1, y2.data.ptr, 1)
@@ -69,8 +69,8 @@ def test_gemm_trsm_syrk_on_cupy_arrays_match_cupy(cp, handles, rng, p, dt):
         v = rng.standard_normal(s) + (1j * rng.standard_normal(s) if cplx else 0)
         return cp.asarray(np.asfortranarray(v.astype(dt)))
     a, b = r(n, n), r(n, n)
-    one, one_p = hp(1.0, dt)
-    zero, zero_p = hp(0.0, dt)
+    _one, one_p = hp(1.0, dt)
+    _zero, zero_p = hp(0.0, dt)
     c1, c2 = cp.zeros((n, n), dt, order="F"), cp.zeros((n, n), dt, order="F")
     getattr(ox, f"{p}gemm")(ho, 1, 0, n, n, n, one_p, a.data.ptr, n, b.data.ptr, n, zero_p, c1.data.ptr, n)
     getattr(vendor, f"{p}gemm")(hv, 1, 0, n, n, n, one_p, a.data.ptr, n, b.data.ptr, n, zero_p, c2.data.ptr, n)
@@ -109,7 +109,7 @@ def test_cupy_script_under_cupy_and_under_oxicuda(cp):
 
     path = Path(__file__).parent / "data" / "scripts" / "cupy_least_squares.py"
     namespace = {"__name__": "cupy_original"}
-    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    exec(compile(path.read_text(), str(path), "exec"), namespace)  # noqa: S102 - runs the script
     assert namespace["main"]() < 1e-3
     assert run_script(path, CUPY_IMPORTS) < 1e-3
 
@@ -120,8 +120,8 @@ def test_oxicuda_arrays_through_cublas_match_numpy_at_size(rng):
     x = rng.standard_normal(n).astype(np.float32)
     da, dx = oxicuda.asarray(np.asfortranarray(a)), oxicuda.asarray(x)
     h = ox.create()
-    one, one_p = hp(1.0, np.float32)
-    zero, zero_p = hp(0.0, np.float32)
+    _one, one_p = hp(1.0, np.float32)
+    _zero, zero_p = hp(0.0, np.float32)
     dA = oxicuda.zeros((n, n), np.float32, order="F")
     ox.sger(h, n, n, one_p, dx.ptr, 1, dx.ptr, 1, dA.ptr, n)
     assert np.allclose(dA.get(), np.outer(x, x), rtol=1e-6, atol=1e-6)

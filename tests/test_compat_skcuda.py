@@ -8,11 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_compat_cupy_cublas import run_script
 
 import oxicuda
 from oxicuda.skcuda import cublas
-
-from test_compat_cupy_cublas import run_script
 
 SCRIPTS = Path(__file__).parent / "data" / "scripts"
 SKCUDA_IMPORTS = """import numpy as np

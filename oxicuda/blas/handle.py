@@ -50,7 +50,7 @@ class Handle:
     """A BLAS handle: stream (driver handle int; 0 is the legacy default stream), pointer mode
     (``POINTER_MODE_HOST``/``POINTER_MODE_DEVICE``) and math mode."""
 
-    __slots__ = ("id", "_lock", "_stream", "_pointer_mode", "_math_mode")
+    __slots__ = ("_lock", "_math_mode", "_pointer_mode", "_stream", "id")
 
     def __init__(self, handle_id: int) -> None:
         self.id = handle_id

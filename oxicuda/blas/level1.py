@@ -28,9 +28,28 @@ from .level1_kernels import BLOCK, Blas1MapSpec, Blas1ReduceSpec, real_type
 REDUCE_BLOCKS_PER_SM = 4
 
 __all__ = [
-    "axpy_ptr", "scal_ptr", "copy_ptr", "swap_ptr", "rot_ptr", "dot_ptr", "nrm2_ptr", "asum_ptr",
-    "iamax_ptr", "iamin_ptr", "axpy", "scal", "copy", "swap", "rot", "dot", "dotu", "dotc", "nrm2",
-    "asum", "iamax", "iamin",
+    "asum",
+    "asum_ptr",
+    "axpy",
+    "axpy_ptr",
+    "copy",
+    "copy_ptr",
+    "dot",
+    "dot_ptr",
+    "dotc",
+    "dotu",
+    "iamax",
+    "iamax_ptr",
+    "iamin",
+    "iamin_ptr",
+    "nrm2",
+    "nrm2_ptr",
+    "rot",
+    "rot_ptr",
+    "scal",
+    "scal_ptr",
+    "swap",
+    "swap_ptr",
 ]
 
 
@@ -62,13 +81,13 @@ def _map(opname: str, what: str, n: object, x_ptr: object, incx: object, y_ptr: 
     fn(((n + BLOCK - 1) // BLOCK,), (BLOCK,), args, stream=op.stream_of(stream))
 
 
-def axpy_ptr(n: int, alpha: complex | float, x_ptr: int, incx: int, y_ptr: int, incy: int, *,
+def axpy_ptr(n: int, alpha: complex, x_ptr: int, incx: int, y_ptr: int, incy: int, *,
              dtype: object, stream: object = None, alpha_ptr: int = 0) -> None:
     """y[i] += alpha * x[i] for i < n (``alpha_ptr`` nonzero: alpha is read from the device)."""
     _map("axpy", "axpy", n, x_ptr, incx, y_ptr, incy, alpha, alpha_ptr, 0.0, 0, dtype, stream)
 
 
-def scal_ptr(n: int, alpha: complex | float, x_ptr: int, incx: int, *, dtype: object,
+def scal_ptr(n: int, alpha: complex, x_ptr: int, incx: int, *, dtype: object,
              stream: object = None, alpha_ptr: int = 0, alpha_real: bool = False) -> None:
     """x[i] *= alpha. ``alpha_real``: a complex vector scaled by a real alpha (csscal/zdscal;
     ``alpha_ptr`` then points to one real number)."""
@@ -88,7 +107,7 @@ def swap_ptr(n: int, x_ptr: int, incx: int, y_ptr: int, incy: int, *, dtype: obj
     _map("swap", "swap", n, x_ptr, incx, y_ptr, incy, 0.0, 0, 0.0, 0, dtype, stream)
 
 
-def rot_ptr(n: int, x_ptr: int, incx: int, y_ptr: int, incy: int, c: float, s: complex | float, *,
+def rot_ptr(n: int, x_ptr: int, incx: int, y_ptr: int, incy: int, c: float, s: complex, *,
             dtype: object, stream: object = None, c_ptr: int = 0, s_ptr: int = 0,
             s_real: bool = True) -> None:
     """Plane rotation: x' = c x + s y, y' = c y - conj(s) x (c real). ``s_real`` False: complex s
@@ -219,7 +238,7 @@ def _writable(arr: DeviceArray, what: str) -> None:
         raise ValueError(f"{what}: the array is read-only")
 
 
-def axpy(alpha: complex | float, x: object, y: object) -> object:
+def axpy(alpha: complex, x: object, y: object) -> object:
     """y += alpha * x (in place on y's device memory); returns y."""
     xa, incx, xb, ya, incy, yb = _pair(x, y, "axpy")
     _writable(ya, "axpy: y")
@@ -227,7 +246,7 @@ def axpy(alpha: complex | float, x: object, y: object) -> object:
     return y
 
 
-def scal(alpha: complex | float, x: object) -> object:
+def scal(alpha: complex, x: object) -> object:
     """x *= alpha in place; returns x."""
     xa, incx, xb = _vector(x, "scal: x")
     _writable(xa, "scal: x")
@@ -251,7 +270,7 @@ def swap(x: object, y: object) -> None:
     swap_ptr(xa.shape[0], xb, incx, yb, incy, dtype=xa.dtype, stream=ya.stream)
 
 
-def rot(x: object, y: object, c: float, s: complex | float) -> None:
+def rot(x: object, y: object, c: float, s: complex) -> None:
     """Apply the plane rotation (c real, s real or complex) to x and y in place."""
     xa, incx, xb, ya, incy, yb = _pair(x, y, "rot")
     _writable(xa, "rot: x")

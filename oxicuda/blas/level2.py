@@ -17,7 +17,7 @@ from .level2_kernels import GerSpec, SymvSpec, TrsvSpec
 
 MAX_GRID_Y = 65535
 
-__all__ = ["ger_ptr", "symv_ptr", "trsv_ptr", "ger", "symv", "trsv"]
+__all__ = ["ger", "ger_ptr", "symv", "symv_ptr", "trsv", "trsv_ptr"]
 
 
 def _uplo(value: object, what: str) -> str:

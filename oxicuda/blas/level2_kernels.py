@@ -13,7 +13,16 @@ from ..ptx import registry
 from ..ptx.builder import KernelBuilder, Value
 from ..ptx.spec import KernelSpec
 from .level1_kernels import (
-    BLOCK, DTYPES, _cadd, _cmul, _element_address, _grid_stride, _load_vec, _scalar, _store_vec, components,
+    BLOCK,
+    DTYPES,
+    _cadd,
+    _cmul,
+    _element_address,
+    _grid_stride,
+    _load_vec,
+    _scalar,
+    _store_vec,
+    components,
     real_type,
 )
 

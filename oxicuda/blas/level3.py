@@ -14,8 +14,6 @@ device mode the GEMMs read them from device memory too, so no call synchronizes.
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..driver.backend import api
 from ..memory.workspace import workspace
 from . import operands as op
@@ -27,7 +25,7 @@ from .level3_kernels import AxpbySpec, ExpandSpec, TrsmPanelSpec
 TRSM_BLOCK = 64
 MAX_GRID_Y = 65535
 
-__all__ = ["trsm_ptr", "syrk_ptr", "symm_ptr", "trmm_ptr", "TRSM_BLOCK"]
+__all__ = ["TRSM_BLOCK", "symm_ptr", "syrk_ptr", "trmm_ptr", "trsm_ptr"]
 
 
 def _gemm(*args, **kwargs) -> None:

@@ -17,7 +17,18 @@ from typing import ClassVar
 from ..ptx import registry
 from ..ptx.builder import KernelBuilder, Value
 from ..ptx.spec import KernelSpec
-from .level1_kernels import BLOCK, DTYPES, _cadd, _cmul, _grid_stride, _load_vec, _scalar, _store_vec, components, real_type
+from .level1_kernels import (
+    BLOCK,
+    DTYPES,
+    _cadd,
+    _cmul,
+    _grid_stride,
+    _load_vec,
+    _scalar,
+    _store_vec,
+    components,
+    real_type,
+)
 from .level2_kernels import beta_is_zero, cdiv, matrix_address
 
 EXPAND_MODES = ("sym", "herm", "tri", "tri_unit")
@@ -54,26 +65,25 @@ def generate_trsm_panel(spec: TrsmPanelSpec) -> str:
     b, ldb = kb.param_ptr("b"), kb.param("ldb", "u32")
     t = kb.mad(kb.ctaid(), kb.ntid(), kb.tid())
 
-    def e(i: Value, l: Value) -> list[Value]:  # noqa: E741 - the coefficient of x_l in equation i
+    def e(i: Value, l: Value) -> list[Value]:
         v = _load_vec(kb, matrix_address(kb, a, l if swap else i, i if swap else l, lda, es), rt, nc)
         return [v[0], kb.neg(v[1])] if (spec.trans == "C" and nc == 2) else v
 
     def x_addr(i: Value) -> Value:
         return matrix_address(kb, b, t if right else i, i if right else t, ldb, es)
 
-    with kb.if_(kb.setp("lt", t, count)):
-        with kb.loop(0, nb, 1, type_="u32") as k:
-            i = k if forward else kb.sub(kb.sub(nb, 1), k)
-            xi = x_addr(i)
-            v = _load_vec(kb, xi, rt, nc)
-            lo, hi = (kb.mov(0, "u32"), i) if forward else (kb.add(i, 1), nb)
-            with kb.loop(lo, hi, 1, type_="u32") as l:  # noqa: E741
-                prod = _cmul(kb, e(i, l), _load_vec(kb, x_addr(l), rt, nc))
-                for c in range(nc):
-                    kb.sub(v[c], prod[c], out=v[c])
-            if not spec.unit:
-                v = cdiv(kb, v, e(i, i))
-            _store_vec(kb, xi, v, rt)
+    with kb.if_(kb.setp("lt", t, count)), kb.loop(0, nb, 1, type_="u32") as k:
+        i = k if forward else kb.sub(kb.sub(nb, 1), k)
+        xi = x_addr(i)
+        v = _load_vec(kb, xi, rt, nc)
+        lo, hi = (kb.mov(0, "u32"), i) if forward else (kb.add(i, 1), nb)
+        with kb.loop(lo, hi, 1, type_="u32") as l:
+            prod = _cmul(kb, e(i, l), _load_vec(kb, x_addr(l), rt, nc))
+            for c in range(nc):
+                kb.sub(v[c], prod[c], out=v[c])
+        if not spec.unit:
+            v = cdiv(kb, v, e(i, i))
+        _store_vec(kb, xi, v, rt)
     return kb.ptx()
 
 
@@ -164,7 +174,7 @@ class _nothing:
 
 
 def _configs(arch: str):
-    ops = lambda d: ("N", "T", "C") if d.startswith("complex") else ("N", "T")  # noqa: E731
+    ops = lambda d: ("N", "T", "C") if d.startswith("complex") else ("N", "T")
     panel = [TrsmPanelSpec(arch=arch, dtype=d, side=s, uplo=u, trans=t, unit=un) for d in DTYPES
              for s in ("L", "R") for u in ("L", "U") for t in ops(d) for un in (False, True)]
     expand = [ExpandSpec(arch=arch, dtype=d, uplo=u, mode=m) for d in DTYPES for u in ("L", "U")

@@ -6,7 +6,7 @@ EXECUTION_FAILED)."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ..blas.handle import InvalidHandle
 from ..driver.errors import CudaError

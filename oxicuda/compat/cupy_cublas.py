@@ -15,10 +15,33 @@ from __future__ import annotations
 from ..blas import handle as _h
 from . import cublas_calls as _c
 from .cublas_common import (  # noqa: F401  (re-exported constants)
-    COMPUTE_16F, COMPUTE_32F, COMPUTE_32F_FAST_16BF, COMPUTE_32F_FAST_16F, COMPUTE_32F_FAST_TF32,
-    COMPUTE_32F_PEDANTIC, COMPUTE_32I, COMPUTE_64F, COMPUTE_64F_PEDANTIC, CUDA_C_16F, CUDA_C_32F,
-    CUDA_C_64F, CUDA_R_8I, CUDA_R_16BF, CUDA_R_16F, CUDA_R_32F, CUDA_R_32I, CUDA_R_64F, DATA_TYPES, DIAG,
-    FILL, OPS, SIDE, STATUS_NAMES, UnsupportedByOxicuda, enum_arg, run,
+    COMPUTE_16F,
+    COMPUTE_32F,
+    COMPUTE_32F_FAST_16BF,
+    COMPUTE_32F_FAST_16F,
+    COMPUTE_32F_FAST_TF32,
+    COMPUTE_32F_PEDANTIC,
+    COMPUTE_32I,
+    COMPUTE_64F,
+    COMPUTE_64F_PEDANTIC,
+    CUDA_C_16F,
+    CUDA_C_32F,
+    CUDA_C_64F,
+    CUDA_R_8I,
+    CUDA_R_16BF,
+    CUDA_R_16F,
+    CUDA_R_32F,
+    CUDA_R_32I,
+    CUDA_R_64F,
+    DATA_TYPES,
+    DIAG,
+    FILL,
+    OPS,
+    SIDE,
+    STATUS_NAMES,
+    UnsupportedByOxicuda,
+    enum_arg,
+    run,
 )
 
 CUBLAS_OP_N, CUBLAS_OP_T, CUBLAS_OP_C = 0, 1, 2

@@ -18,43 +18,43 @@ from . import cublas_calls as _c
 from .cublas_common import DIAG, FILL, OPS, SIDE, enum_arg, run
 
 
-class cublasError(Exception):  # noqa: N801 - scikit-cuda's names
+class cublasError(Exception):
     """CUBLAS error."""
 
 
-class cublasNotInitialized(cublasError):  # noqa: N801
+class cublasNotInitialized(cublasError):
     """CUBLAS library not initialized (or an unknown/destroyed handle)."""
 
 
-class cublasAllocFailed(cublasError):  # noqa: N801
+class cublasAllocFailed(cublasError):
     """Resource allocation failed."""
 
 
-class cublasInvalidValue(cublasError):  # noqa: N801
+class cublasInvalidValue(cublasError):
     """Unsupported numerical value was passed to function."""
 
 
-class cublasArchMismatch(cublasError):  # noqa: N801
+class cublasArchMismatch(cublasError):
     """Function requires an architectural feature absent from the device."""
 
 
-class cublasMappingError(cublasError):  # noqa: N801
+class cublasMappingError(cublasError):
     """Access to GPU memory space failed."""
 
 
-class cublasExecutionFailed(cublasError):  # noqa: N801
+class cublasExecutionFailed(cublasError):
     """GPU program failed to execute."""
 
 
-class cublasInternalError(cublasError):  # noqa: N801
+class cublasInternalError(cublasError):
     """An internal CUBLAS operation failed."""
 
 
-class cublasNotSupported(cublasError):  # noqa: N801
+class cublasNotSupported(cublasError):
     """Not supported."""
 
 
-class cublasLicenseError(cublasError):  # noqa: N801
+class cublasLicenseError(cublasError):
     """License error."""
 
 
@@ -109,7 +109,7 @@ def cublasGetVersion(handle) -> int:
     return 12000
 
 
-def cublasSetStream(handle, id) -> None:  # noqa: A002 - scikit-cuda's parameter name
+def cublasSetStream(handle, id) -> None:
     _do(lambda: _h.lookup_handle(handle).set_stream(int(id) if id is not None else 0))
 
 
