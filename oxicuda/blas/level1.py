@@ -282,7 +282,7 @@ def rot(x: object, y: object, c: float, s: complex) -> None:
 
 def _result(kind: str, x: object, y: object | None, out: object | None, what: str):
     if y is not None:
-        xa, incx, xb, ya, incy, yb = _pair(x, y, what)
+        xa, incx, xb, _ya, incy, yb = _pair(x, y, what)
     else:
         (xa, incx, xb), yb, incy = _vector(x, f"{what}: x"), 0, 0
     dt = op.dtype_name(xa.dtype, what)

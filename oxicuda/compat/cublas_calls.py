@@ -123,8 +123,8 @@ def gemm(st: HandleState, dt: str, transa: str, transb: str, m, n, k, alpha: Sca
         raise ValueError("gemm: alpha and beta must both be host values or both device pointers")
     if compute is None and dt == "float32" and st.allows_tf32:
         compute = "tf32"
-    kw = dict(dtype=dt, compute=compute, batch=batch, stride_a=stride_a, stride_b=stride_b, stride_c=stride_c,
-              alpha_ptr=alpha.ptr, beta_ptr=beta.ptr, stream=st.stream)
+    kw = {"dtype": dt, "compute": compute, "batch": batch, "stride_a": stride_a, "stride_b": stride_b,
+          "stride_c": stride_c, "alpha_ptr": alpha.ptr, "beta_ptr": beta.ptr, "stream": st.stream}
     a, b, c = check_pointer(a, "gemm: A"), check_pointer(b, "gemm: B"), check_pointer(c, "gemm: C")
     if arrays:
         kw.update(a_array_ptr=a, b_array_ptr=b, c_array_ptr=c)
