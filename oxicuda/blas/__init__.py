@@ -22,9 +22,20 @@ _LAZY = {
     "choose_algo": "gemm_dispatch",
     "GemmProblem": "gemm_dispatch",
     "THRESHOLDS": "gemm_dispatch",
+    **{name: "level1" for name in (
+        "axpy", "scal", "copy", "swap", "rot", "dot", "dotu", "dotc", "nrm2", "asum", "iamax",
+        "iamin", "axpy_ptr", "scal_ptr", "copy_ptr", "swap_ptr", "rot_ptr", "dot_ptr", "nrm2_ptr",
+        "asum_ptr", "iamax_ptr", "iamin_ptr")},
+    **{name: "level2" for name in ("ger", "symv", "trsv", "ger_ptr", "symv_ptr", "trsv_ptr")},
+    **{name: "level3" for name in ("trsm_ptr", "syrk_ptr", "symm_ptr", "trmm_ptr")},
+    "Handle": "handle",
+    "create_handle": "handle",
 }
 
-_GENERATORS = ("gemm_naive", "gemm_tiled", "gemm_splitk", "gemv", "gemm_tensorcore", "gemm_wgmma")
+_GENERATORS = (
+    "gemm_naive", "gemm_tiled", "gemm_splitk", "gemv", "gemm_tensorcore", "gemm_wgmma",
+    "level1_kernels", "level2_kernels", "level3_kernels",
+)
 KERNEL_MODULES = tuple(m for m in _GENERATORS if importlib.util.find_spec(f"{__name__}.{m}") is not None)
 
 __all__ = [*sorted(_LAZY), "KERNEL_MODULES"]
