@@ -19,6 +19,7 @@ import numpy as np
 from . import enums
 from .api import ParamLayout, ParamSlot
 from .backend import api
+from .context import _local as _context_local
 from .context import current_device_ordinal, ensure_context
 from .params import entry_layouts
 from .stream import as_stream_handle
@@ -141,6 +142,45 @@ class ArgPacker:
             )
         self._converters = tuple(converters)
         self._count = len(converters)
+        self.fast_pack_into = self._build_fast_pack()
+
+    def _build_fast_pack(self) -> Callable[[object, Sequence[object]], None]:
+        """A packer specialised to this entry: unpacks ``args`` into locals, converts each with
+        an inline fast path for plain ints/floats, and does one ``pack_into``. Anything unusual
+        (wrong count, wrong type, out of range) falls back to ``pack_into``, which raises the
+        precise error."""
+        n = self._count
+        if n == 0:
+            def fast_empty(buffer, args, _slow=self.pack_into):
+                if args:
+                    _slow(buffer, args)
+            return fast_empty
+        namespace: dict[str, object] = {
+            "_pack": self.struct.pack_into, "_slow": self.pack_into,
+            "_ptr_of": operator.attrgetter("ptr"), "_index": operator.index,
+        }
+        exprs = []
+        for i, conv in enumerate(self._converters):
+            namespace[f"c{i}"] = conv
+            if conv is _to_pointer_or_int:  # objects without an int .ptr take the slow path
+                exprs.append(f"a{i} if type(a{i}) is int else _ptr_of(a{i})")
+            elif conv is _to_int:
+                exprs.append(f"a{i} if type(a{i}) is int else _index(a{i})")
+            elif conv is _to_float:
+                exprs.append(f"a{i} if type(a{i}) is float else c{i}(a{i})")
+            else:
+                exprs.append(f"c{i}(a{i})")
+        names = ", ".join(f"a{i}" for i in range(n)) + ("," if n == 1 else "")
+        source = (
+            "def fast_pack_into(buffer, args):\n"
+            "    try:\n"
+            f"        {names} = args\n"
+            f"        _pack(buffer, 0, {', '.join(exprs)})\n"
+            "    except Exception:\n"
+            "        _slow(buffer, args)\n"
+        )
+        exec(compile(source, f"<oxicuda launch packer {self.kernel}>", "exec"), namespace)
+        return namespace["fast_pack_into"]  # type: ignore[return-value]
 
     def convert(self, args: Sequence[object]) -> list[object]:
         """The packable values of ``args``; TypeError names the first bad parameter."""
@@ -217,6 +257,12 @@ class Function:
         self.packer = ArgPacker(name, layout)
         self._params = api().param_buffer(layout)
         self._limits: tuple | None = None
+        self._launch_kernel = api().launch_kernel
+        self._pack = self.packer.fast_pack_into
+        # 1-D fast-path bounds (threads per block, grid.x, dynamic shared bytes), set on first use
+        self._max_block_1d = 0
+        self._max_grid_1d = 0
+        self._max_dyn = -1
 
     # -- attributes ---------------------------------------------------------------------------
     def get_attribute(self, name: str) -> int:
@@ -271,6 +317,9 @@ class Function:
             dev.max_shared_memory_per_block_optin,
         )
         self._limits = limits
+        self._max_block_1d = min(limits[0], limits[1][0])
+        self._max_grid_1d = limits[2][0]
+        self._max_dyn = limits[3]
         return limits
 
     def _check_geometry(self, grid: tuple, block: tuple, shared_mem: int) -> None:
@@ -320,14 +369,27 @@ class Function:
         Raises TypeError (wrong argument count or type, naming the parameter) or ValueError
         (grid, block or shared memory over the limits) before anything reaches the driver.
         """
-        grid3 = (grid, 1, 1) if type(grid) is int and grid > 0 else _dim3(grid, "grid")
-        block3 = (block, 1, 1) if type(block) is int and block > 0 else _dim3(block, "block")
-        self._check_geometry(grid3, block3, shared_mem)
-        stream_handle = 0 if stream is None else as_stream_handle(stream)
+        if (
+            type(grid) is int and type(block) is int and 0 < grid <= self._max_grid_1d
+            and 0 < block <= self._max_block_1d and 0 <= shared_mem <= self._max_dyn
+        ):
+            grid3 = (grid, 1, 1)
+            block3 = (block, 1, 1)
+        else:
+            grid3 = (grid, 1, 1) if type(grid) is int and grid > 0 else _dim3(grid, "grid")
+            block3 = (block, 1, 1) if type(block) is int and block > 0 else _dim3(block, "block")
+            self._check_geometry(grid3, block3, shared_mem)
+        if stream is None:
+            stream_handle = 0
+        elif type(stream) is int and stream >= 0:
+            stream_handle = stream
+        else:
+            stream_handle = as_stream_handle(stream)
         params = self._params
-        self.packer.pack_into(params.data, args)
-        ensure_context()
-        api().launch_kernel(self.handle, grid3, block3, shared_mem, stream_handle, params)
+        self._pack(params.data, args)
+        if getattr(_context_local, "ctx", None) is None:
+            ensure_context()
+        self._launch_kernel(self.handle, grid3, block3, shared_mem, stream_handle, params)
         if _ACTIVE_TRACES:
             _record_launch(
                 LaunchRecord(self.name, self.spec, grid3, block3, shared_mem, stream_handle)
