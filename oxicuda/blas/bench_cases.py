@@ -48,10 +48,12 @@ def _gemm_case(m: int, n: int, k: int, dtype: str = "float32", *, batch: int = 1
         from oxicuda.blas.gemm_core import gemm_colmajor
         from oxicuda.memory.dtypes import BFLOAT16, host_astype
 
-        M, N, K, B = (m, n, k, batch) if _on_gpu() else (min(m, 33), min(n, 17), min(k, 40), min(batch, 2))
+        M, N, K, B = (m, n, k, batch) if _on_gpu() else (min(m, 32), min(n, 16), min(k, 40), min(batch, 2))
         rng = np.random.default_rng(0)
         store = BFLOAT16 if dtype == "bfloat16" else np.dtype(dtype)
-        sets = ROTATE if B * (M * K + K * N) * store.itemsize * ROTATE < (8 << 30) else 1
+        per_set = B * (M * K + K * N) * store.itemsize
+        # rotate only while one set could sit in the 60 MB L2; bigger sets defeat it on their own
+        sets = ROTATE if per_set < (256 << 20) else 1
         hosts = [(rng.standard_normal((B, K, M), dtype=np.float32), rng.standard_normal((B, N, K), dtype=np.float32))
                  for _ in range(sets)]
         dev = [tuple(oxicuda.asarray(host_astype(h, store)) for h in pair) for pair in hosts]
@@ -167,6 +169,10 @@ for _name, (_m, _n, _k, _dt, _kw) in {
     "sgemm_8192": (8192, 8192, 8192, "float32", {}),
     "tf32_8192": (8192, 8192, 8192, "float32", {"compute": "tf32"}),
     "bf16_8192": (8192, 8192, 8192, "bfloat16", {}),
+    "bf16_8192_mma_sync": (8192, 8192, 8192, "bfloat16", {"algo": "tensor_core"}),
+    "bf16_8192_wgmma": (8192, 8192, 8192, "bfloat16", {"algo": "wgmma"}),
+    "fp16_8192_mma_sync": (8192, 8192, 8192, "float16", {"algo": "tensor_core"}),
+    "tf32_8192_mma_sync": (8192, 8192, 8192, "float32", {"compute": "tf32", "algo": "tensor_core"}),
     "fp16_8192": (8192, 8192, 8192, "float16", {}),
     "dgemm_4096": (4096, 4096, 4096, "float64", {}),
     "sgemm_128x128x131072": (128, 128, 131072, "float32", {}),
@@ -174,7 +180,9 @@ for _name, (_m, _n, _k, _dt, _kw) in {
     "sgemm_64x4096x16384": (64, 4096, 16384, "float32", {}),
 }.items():
     register_case(Case("blas", _name, _gemm_case(_m, _n, _k, _dt, **_kw), flops=_flops(_m, _n, _k),
-                       quick=_name in ("sgemm_4096", "bf16_8192", "sgemm_128x128x131072")))
+                       gpu_only=_name.endswith("_wgmma"),
+                       quick=_name in ("sgemm_4096", "bf16_8192_mma_sync", "bf16_8192_wgmma",
+                                       "sgemm_128x128x131072")))
 
 register_case(Case("blas", "sgemm_strided_batched_64x512", _gemm_case(512, 512, 512, "float32", batch=64),
                    flops=_flops(512, 512, 512, 64)))

