@@ -16,6 +16,8 @@ def git_commit() -> str:
             ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5
         )
         commit = out.stdout.strip()
+        if out.returncode != 0 or len(commit) != 40:  # no repository (an installed package)
+            return "unknown"
         dirty = subprocess.run(
             ["git", "status", "--porcelain", "--untracked-files=no"],
             cwd=here, capture_output=True, text=True, timeout=5,

@@ -30,13 +30,19 @@ CUDA_RESULTS: dict[int, tuple[str, str]] = {
     700: ("CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"),
     701: ("CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"),
     702: ("CUDA_ERROR_LAUNCH_TIMEOUT", "the launch timed out and was terminated"),
+    710: ("CUDA_ERROR_ASSERT", "device-side assert triggered"),
+    714: ("CUDA_ERROR_HARDWARE_STACK_ERROR", "hardware stack error"),
+    715: ("CUDA_ERROR_ILLEGAL_INSTRUCTION", "an illegal instruction was encountered"),
     716: ("CUDA_ERROR_MISALIGNED_ADDRESS", "misaligned address"),
+    717: ("CUDA_ERROR_INVALID_ADDRESS_SPACE", "operation not supported on global/shared address space"),
+    718: ("CUDA_ERROR_INVALID_PC", "invalid program counter"),
     719: ("CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"),
+    720: ("CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE", "too many blocks in cooperative launch"),
     801: ("CUDA_ERROR_NOT_SUPPORTED", "operation not supported"),
     999: ("CUDA_ERROR_UNKNOWN", "unknown error"),
 }
 
-_LAUNCH_CODES = frozenset({700, 701, 702, 716, 719})
+_LAUNCH_CODES = frozenset({700, 701, 702, 710, 714, 715, 716, 717, 718, 719, 720})
 
 
 class CudaError(RuntimeError):
