@@ -10,6 +10,7 @@ layers map that to CUBLAS_STATUS_INVALID_VALUE).
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 
@@ -45,6 +46,10 @@ def scalar_dtype(dtype: object, compute: str | None = None) -> str:
     return {"float16": "float32", "bfloat16": "float32"}.get(name, name)
 
 
+#: dtype strings already known to name themselves (the hot path skips normalize_dtype)
+_DTYPE_NAMES = {name: name for name in ("float32", "float64", "float16", "bfloat16", "complex64", "complex128")}
+
+
 def _op(value: object, what: str, complex_: bool) -> str:
     op = value.upper() if isinstance(value, str) else value
     if op not in OPS:
@@ -53,6 +58,8 @@ def _op(value: object, what: str, complex_: bool) -> str:
 
 
 def _int(value: object, what: str, minimum: int) -> int:
+    if type(value) is int and value >= minimum:  # the common case, without the abc checks
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ValueError(f"gemm: {what}={value!r} must be an int")
     if int(value) < minimum:
@@ -61,6 +68,8 @@ def _int(value: object, what: str, minimum: int) -> int:
 
 
 def _scalar(value: object, what: str, complex_: bool) -> object:
+    if type(value) is float and not complex_:
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Number):
         raise ValueError(f"gemm: {what}={value!r} must be a number")
     if isinstance(value, numbers.Complex) and not isinstance(value, numbers.Real):
@@ -120,10 +129,12 @@ def gemm_colmajor(transa: str, transb: str, m: int, n: int, k: int, alpha, a_ptr
     ``GemmTiledSpec``/``GemmNaiveSpec`` to run that exact configuration. One launch covers the
     whole batch (two for split_k). Raises ValueError on bad arguments, before any launch.
     """
-    try:
-        dt = dtype_name(normalize_dtype(dtype))
-    except TypeError as exc:
-        raise ValueError(f"gemm: dtype={dtype!r} is not supported; allowed: {cg.GEMM_DTYPES}") from exc
+    dt = _DTYPE_NAMES.get(dtype) if isinstance(dtype, str) else None
+    if dt is None:
+        try:
+            dt = dtype_name(normalize_dtype(dtype))
+        except TypeError as exc:
+            raise ValueError(f"gemm: dtype={dtype!r} is not supported; allowed: {cg.GEMM_DTYPES}") from exc
     if dt not in cg.ELEMENT_KINDS:
         raise ValueError(f"gemm: dtype={dt!r} is not supported; allowed: {cg.GEMM_DTYPES}")
     kind = cg.ELEMENT_KINDS[dt]
@@ -188,8 +199,14 @@ def gemm_colmajor(transa: str, transb: str, m: int, n: int, k: int, alpha, a_ptr
         plan = GemmPlan("tiled" if isinstance(algo, GemmTiledSpec) else "naive", algo)
         _check_forced_spec(algo, problem)
     else:
-        plan = choose_algo(problem, info, algo)
+        plan = _cached_choice(problem, info, algo)
     run_plan(plan, problem, info, alpha, beta, ptrs, stride_a, stride_b, stride_c, stream)
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_choice(problem: GemmProblem, info: DeviceInfo, algo: str | None) -> GemmPlan:
+    """choose_algo is a pure function of its arguments, so repeated problems reuse the plan."""
+    return choose_algo(problem, info, algo)
 
 
 def _check_forced_spec(spec, p: GemmProblem) -> None:
