@@ -42,7 +42,8 @@ def _on_gpu() -> bool:
 
 
 def _gemm_case(m: int, n: int, k: int, dtype: str = "float32", *, batch: int = 1, compute: str | None = None,
-               algo: str | None = None):
+               algo: str | None = None, transa: str = "N"):
+    """C (m x n) = op(A) B, column-major; transa="T" stores A as k x m (lda = k)."""
     def prepare(quick: bool) -> Prepared:
         import oxicuda
         from oxicuda.blas.gemm_core import gemm_colmajor
@@ -56,12 +57,15 @@ def _gemm_case(m: int, n: int, k: int, dtype: str = "float32", *, batch: int = 1
         sets = ROTATE if per_set < (256 << 20) else 1
         hosts = [(rng.standard_normal((B, K, M), dtype=np.float32), rng.standard_normal((B, N, K), dtype=np.float32))
                  for _ in range(sets)]
-        dev = [tuple(oxicuda.asarray(host_astype(h, store)) for h in pair) for pair in hosts]
+        # hosts hold A as (B, K, M): column-major M x K. For transa="T" upload it as K x M.
+        dev = [(oxicuda.asarray(host_astype(a if transa == "N" else np.ascontiguousarray(a.transpose(0, 2, 1)), store)),
+                oxicuda.asarray(host_astype(b, store))) for a, b in hosts]
+        lda = M if transa == "N" else K
         c = oxicuda.empty((B, N, M), store)
 
         def ours(i: int) -> None:
             a, b = dev[i % sets]
-            gemm_colmajor("N", "N", M, N, K, 1.0, a.ptr, M, b.ptr, K, 0.0, c.ptr, M, dtype=dtype, compute=compute,
+            gemm_colmajor(transa, "N", M, N, K, 1.0, a.ptr, lda, b.ptr, K, 0.0, c.ptr, M, dtype=dtype, compute=compute,
                           batch=B, stride_a=M * K, stride_b=K * N, stride_c=M * N, algo=algo)
 
         def check() -> float:
@@ -170,7 +174,8 @@ for _name, (_m, _n, _k, _dt, _kw) in {
     "tf32_8192": (8192, 8192, 8192, "float32", {"compute": "tf32"}),
     "bf16_8192": (8192, 8192, 8192, "bfloat16", {}),
     "bf16_8192_mma_sync": (8192, 8192, 8192, "bfloat16", {"algo": "tensor_core"}),
-    "bf16_8192_wgmma": (8192, 8192, 8192, "bfloat16", {"algo": "wgmma"}),
+    "bf16_8192_wgmma_tn": (8192, 8192, 8192, "bfloat16", {"algo": "wgmma", "transa": "T"}),
+    "bf16_8192_mma_sync_tn": (8192, 8192, 8192, "bfloat16", {"algo": "tensor_core", "transa": "T"}),
     "fp16_8192_mma_sync": (8192, 8192, 8192, "float16", {"algo": "tensor_core"}),
     "tf32_8192_mma_sync": (8192, 8192, 8192, "float32", {"compute": "tf32", "algo": "tensor_core"}),
     "fp16_8192": (8192, 8192, 8192, "float16", {}),
@@ -180,9 +185,9 @@ for _name, (_m, _n, _k, _dt, _kw) in {
     "sgemm_64x4096x16384": (64, 4096, 16384, "float32", {}),
 }.items():
     register_case(Case("blas", _name, _gemm_case(_m, _n, _k, _dt, **_kw), flops=_flops(_m, _n, _k),
-                       gpu_only=_name.endswith("_wgmma"),
-                       quick=_name in ("sgemm_4096", "bf16_8192_mma_sync", "bf16_8192_wgmma",
-                                       "sgemm_128x128x131072")))
+                       gpu_only="_wgmma" in _name,
+                       quick=_name in ("sgemm_4096", "bf16_8192_mma_sync", "bf16_8192_wgmma_tn",
+                                       "bf16_8192_mma_sync_tn", "sgemm_128x128x131072")))
 
 register_case(Case("blas", "sgemm_strided_batched_64x512", _gemm_case(512, 512, 512, "float32", batch=64),
                    flops=_flops(512, 512, 512, 64)))
