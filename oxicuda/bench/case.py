@@ -29,6 +29,8 @@ class Prepared:
     #: the problem actually prepared, when it differs from the case's (quick or emulator passes)
     flops: Optional[float] = None
     bytes: Optional[float] = None
+    #: the shape actually run, when it differs from the case's name (e.g. "2048x8192")
+    problem: str = ""
 
 
 @dataclass(frozen=True)

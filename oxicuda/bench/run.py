@@ -31,6 +31,8 @@ def run_case(case: Case, quick: bool, repeats: int) -> dict:
         result["flops"] = flops
     if nbytes:
         result["bytes"] = nbytes
+    if prepared.problem:
+        result["problem"] = prepared.problem
     try:
         if prepared.check is not None:
             # the check inspects what one call of ours computed: make that call first

@@ -79,7 +79,8 @@ def _prep_row_op(op: str, rows: int, cols: int):
             got = outs[0].get()
             return float(np.max(np.abs(got - ref)) / max(np.max(np.abs(ref)), 1e-30))
 
-        prepared = Prepared(ours=ours, check=check, tolerance=1e-5, bytes=2.0 * r * c * 4)
+        prepared = Prepared(ours=ours, check=check, tolerance=1e-5, bytes=2.0 * r * c * 4,
+                            problem=f"{r}x{c}")
         torch = _torch()
         if torch is not None and _on_gpu():
             tx = [torch.from_numpy(h).cuda() for h in hosts]
