@@ -17,6 +17,7 @@ from ..ir import Addr, Imm
 from .faults import Fault, Unsupported
 from .memory import SHARED_WINDOW
 from .registry import Op, register_handler
+from .strict import mark_shared_written
 from .warp_groups import require_arch
 
 _U8 = np.dtype(np.uint8)
@@ -50,6 +51,7 @@ class PendingCopies:
             if due.any():
                 offs = dst[due][:, None] + np.arange(data.shape[1], dtype=np.uint64)
                 shared[offs.astype(np.intp)] = data[due]
+                mark_shared_written(cta.mem, offs)
             if not due.all():
                 remaining.append((rl[~due], dst[~due], data[~due], group[~due]))
         self.records = remaining

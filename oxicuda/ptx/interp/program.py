@@ -208,7 +208,10 @@ def _var_bytes(v: VarDecl) -> int:
 class Program:
     """A loaded module: its kernels and the device memory of its global variables."""
 
-    def __init__(self, text: str, heap) -> None:
+    def __init__(self, text: str, heap, device=None) -> None:
+        #: the emulated device (``emulator_devices.EmulatedDevice``) or None; decoders compare
+        #: an instruction's minimum arch with it, as the driver's JIT does at load
+        self.device = device
         try:
             module, details = parse_details(text)
         except PtxSyntaxError as exc:
@@ -259,7 +262,7 @@ def _initializer_bytes(v: VarDecl, items: tuple[str, ...]) -> bytes:
 def load_program(text: str, heap, device=None) -> Program:
     """Parse and decode a PTX module; raises ModuleLoadError naming unsupported instructions."""
     _load_plugins()
-    return Program(text, heap)
+    return Program(text, heap, device)
 
 
 __all__ = ["load_program", "Program", "KernelProgram", "KernelContext", "struct"]

@@ -17,6 +17,7 @@ from ...driver.errors import raise_for
 from .faults import LAUNCH_FAILED, TIMEOUT, Fault, Unsupported
 from .registry import BARRIER, BRANCH, EXIT, PLAIN
 from .state import Cta
+from .strict import strict_enabled
 
 WAIT = 1 << 40  # added to the PC of a thread waiting at a barrier
 DEAD = 1 << 62  # the PC of an exited thread
@@ -26,15 +27,27 @@ def _max_steps() -> int:
     return int(os.environ.get("OXICUDA_EMULATOR_MAX_STEPS", "20000000"))
 
 
-def _bind(kernel, grid, block, dynamic_smem, heap):
-    key = (grid, block, dynamic_smem, id(heap))
+def _with_mask(cta, step):
+    """Strict mode: let the checked readers see the mask of the step that runs."""
+    if step is None:
+        return None
+
+    def masked_step(m):
+        cta.cur_mask = m
+        step(m)
+    return masked_step
+
+
+def _bind(kernel, grid, block, dynamic_smem, heap, strict=False):
+    key = (grid, block, dynamic_smem, id(heap), strict)
     if kernel._bound_key == key:
         return kernel._bound
-    cta = Cta(kernel, block, grid, dynamic_smem, heap)
+    cta = Cta(kernel, block, grid, dynamic_smem, heap, strict=strict)
     steps, kinds, targets, guards = [], [], [], []
     for pc, (op, ins) in enumerate(zip(kernel.ops, kernel.instrs)):
         try:
-            steps.append(op.bind(cta) if op.bind is not None else None)
+            step = op.bind(cta) if op.bind is not None else None
+            steps.append(_with_mask(cta, step) if strict else step)
             g = None
             if ins.pred is not None:
                 g = (cta.regs[ins.pred.reg.name], ins.pred.negated)
@@ -54,7 +67,8 @@ def run_grid(kernel, grid, block, dynamic_smem, params: bytes, heap) -> None:
     if len(params) < kernel.param_bytes:
         raise_for(1, "cuLaunchKernel", f"kernel {kernel.name} takes {kernel.param_bytes} bytes of "
                                        f"parameters; got {len(params)}")
-    cta, steps, kinds, targets, guards = _bind(kernel, grid, block, dynamic_smem, heap)
+    strict = strict_enabled()
+    cta, steps, kinds, targets, guards = _bind(kernel, grid, block, dynamic_smem, heap, strict)
     cta.mem.params = params
     max_steps = _max_steps()
     gx, gy, gz = grid
@@ -64,6 +78,8 @@ def run_grid(kernel, grid, block, dynamic_smem, params: bytes, heap) -> None:
                 for x in range(gx):
                     cta.set_block((x, y, z))
                     cta.mem.shared.fill(0xFF)  # shared memory starts as garbage (NaN as f32)
+                    if strict:
+                        cta.reset_strict()
                     try:
                         _run_cta(cta, steps, kinds, targets, guards, max_steps)
                     except Fault as f:

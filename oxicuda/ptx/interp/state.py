@@ -10,6 +10,7 @@ import numpy as np
 from ..ir import Addr, Imm, Reg, Sym, Vec
 from .faults import LAUNCH_FAILED, Fault
 from .memory import Memory
+from .strict import StrictMemory, unwritten_register_fault
 from .types import DTYPES, SIGNED, UNSIGNED, immediate
 
 _SPECIAL_AXES = ("x", "y", "z")
@@ -23,7 +24,7 @@ class Cta:
     """
 
     def __init__(self, kernel, block: tuple[int, int, int], grid: tuple[int, int, int],
-                 dynamic_smem: int, heap) -> None:
+                 dynamic_smem: int, heap, strict: bool = False) -> None:
         bx, by, bz = block
         n = bx * by * bz
         self.kernel = kernel
@@ -38,11 +39,17 @@ class Cta:
         self.lanes_all = np.arange(n, dtype=np.intp)
         self.ctaid = [np.zeros((), dtype=np.uint32) for _ in range(3)]
         self.dynamic_smem = int(dynamic_smem)
-        self.mem = Memory(heap, kernel.static_smem + self.dynamic_smem, kernel.local_bytes, n)
+        self.strict = bool(strict)
+        memory_class = StrictMemory if self.strict else Memory
+        self.mem = memory_class(heap, kernel.static_smem + self.dynamic_smem, kernel.local_bytes, n)
         self.regs: dict[str, np.ndarray] = {}
         for name, ptype in kernel.reg_types.items():
             dt = DTYPES[ptype] if ptype == "pred" else UNSIGNED[DTYPES[ptype].itemsize]
             self.regs[name] = np.zeros(n, dtype=dt)
+        #: strict mode only: per register, which lanes this CTA wrote; the mask of the running step
+        self.written: dict[str, np.ndarray] = (
+            {name: np.zeros(n, dtype=bool) for name in self.regs} if self.strict else {})
+        self.cur_mask = None
         self._views: dict[tuple[str, str], np.ndarray] = {}
         self._clock0 = time.perf_counter_ns()
         self.steps = 0
@@ -52,6 +59,13 @@ class Cta:
         """Point the CTA at block ``ctaid``."""
         for a, v in zip(self.ctaid, ctaid):
             a[()] = v
+
+    def reset_strict(self) -> None:
+        """Strict mode, a new CTA: poison every register, forget what was written."""
+        for name, arr in self.regs.items():
+            arr.fill(arr.dtype.type(False) if arr.dtype == np.bool_ else ~arr.dtype.type(0))
+            self.written[name].fill(False)
+        self.mem.reset()
 
     def _specials(self) -> dict[str, object]:
         bx, by, bz = self.block
@@ -94,6 +108,23 @@ class Cta:
 
     def reader(self, op, ptype: str):
         """A zero-arg callable giving operand ``op`` as PTX type ``ptype`` (array or scalar)."""
+        read = self._plain_reader(op, ptype)
+        if not self.strict or not isinstance(op, Reg) or op.name.startswith("!") \
+                or op.name not in self.written:
+            return read
+        return self._checked(op.name, read)
+
+    def _checked(self, name: str, read):
+        written = self.written[name]
+
+        def checked_read():
+            f = unwritten_register_fault(name, written, self.cur_mask)
+            if f is not None:
+                raise f
+            return read()
+        return checked_read
+
+    def _plain_reader(self, op, ptype: str):
         dt = DTYPES[ptype]
         if isinstance(op, Imm):
             c = immediate(op.text, ptype)
@@ -147,6 +178,20 @@ class Cta:
 
     def writer(self, op, ptype: str):
         """``put(value, mask)``: store into register ``op`` at ``ptype``, only where ``mask``."""
+        put = self._plain_writer(op, ptype)
+        if not self.strict or not isinstance(op, Reg) or op.name not in self.written:
+            return put
+        written = self.written[op.name]
+
+        def tracked_put(val, mask):
+            put(val, mask)
+            if mask is None:
+                written.fill(True)
+            else:
+                written[mask] = True
+        return tracked_put
+
+    def _plain_writer(self, op, ptype: str):
         if isinstance(op, Sym) and op.name == "_":
             return lambda val, mask: None
         if not isinstance(op, Reg):
@@ -185,6 +230,12 @@ class Cta:
 
     def address(self, op: Addr, ptype: str = "u64"):
         """A zero-arg callable giving the addresses of memory operand ``op`` (uint64)."""
+        addr = self._plain_address(op, ptype)
+        if self.strict and isinstance(op.base, Reg) and op.base.name in self.written:
+            return self._checked(op.base.name, addr)
+        return addr
+
+    def _plain_address(self, op: Addr, ptype: str = "u64"):
         off = np.uint64(op.offset & 0xFFFFFFFFFFFFFFFF)
         if isinstance(op.base, Reg):
             arr = self.regs.get(op.base.name)

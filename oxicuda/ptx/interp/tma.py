@@ -23,6 +23,7 @@ from .faults import LAUNCH_FAILED, Fault, Unsupported
 from .mbarrier import barrier_offsets, complete_tx
 from .memory import PARAM_WINDOW, WINDOW_SIZE
 from .registry import Op
+from .strict import mark_shared_written
 from .warp_groups import require_arch
 from .wgmma import swizzle
 
@@ -147,6 +148,7 @@ def _decode_tensor(instr, kc, load: bool):
                         data[inside] = mem.load("global", gaddr[inside].astype(np.uint64),
                                                 np.full(int(inside.sum()), lane), _U8, eb)
                     shared[sbytes] = data
+                    mark_shared_written(mem, sbytes)
                     complete_tx(cta, int(boffs[j]), len(saddr) * eb, lane)
                 elif inside.any():
                     vals = shared[sbytes[inside]]

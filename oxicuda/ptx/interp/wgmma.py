@@ -178,7 +178,8 @@ def _decode_wgmma(instr, kc):
             groups = active_groups(cta, m, WARPGROUP, "wgmma.mma_async")
             bvals, svals = rb(), rs()
             avals = ra() if not a_regs else [np.broadcast_to(np.asarray(r()), (nt,)) for r in ra]
-            dvals = [np.broadcast_to(np.asarray(r()), (nt,)) for r in rd]
+            # D is an input only where scale-d is true (strict mode faults on reading it otherwise)
+            dvals = [np.broadcast_to(np.asarray(r()), (nt,)) for r in rd] if np.any(svals) else None
             outs = [np.zeros(nt, dtype=np.uint32 if d_type == "f16" else np.float32) for _ in puts]
             for g in (int(x) for x in groups):
                 lo = g * WARPGROUP
