@@ -16,8 +16,10 @@ from oxicuda.ptx.builder import LOG2_E
 
 from ._common import PTX_ELEMENT, as_float_array, contiguous, dtype_name_of, load_kernel, stream_of
 from .attention_kernels import MAX_HEAD_DIM, THREADS, AttentionSimtSpec
+from .attention_mma import BLOCK_Q, COPY_BYTES, DTYPES, HEAD_DIMS, AttentionMmaSpec
+from .attention_mma import THREADS as MMA_THREADS
 
-ALGOS = ("simt",)
+ALGOS = ("simt", "mma")
 _INT31 = (1 << 31) - 1
 
 
@@ -55,8 +57,9 @@ def attention(q: object, k: object, v: object, causal: bool = False, scale: floa
     """``softmax(scale * q @ k^T + mask) @ v`` per (batch, head), fused (scores never stored).
 
     ``scale`` defaults to ``1/sqrt(head_dim)``. dtypes float32, float16, bfloat16 (computed in
-    float32). ``return_lse``: also return the float32 logsumexp (B, Hq, Sq). ``algo``: None or
-    ``"simt"`` (the only kernel family so far). ``out``: a C-contiguous array of q's shape and
+    float32). ``return_lse``: also return the float32 logsumexp (B, Hq, Sq). ``algo``: None
+    (dispatch: ``choose_algo``), ``"mma"`` (tensor cores: float16/bfloat16, head_dim 64 or 128,
+    sm_80+; ValueError otherwise) or ``"simt"``. ``out``: a C-contiguous array of q's shape and
     dtype to write into. Raises TypeError/ValueError on bad input before any launch.
     """
     op = "attention"
@@ -78,16 +81,51 @@ def attention(q: object, k: object, v: object, causal: bool = False, scale: floa
         if tuple(out.shape) != tuple(qa.shape) or out.dtype != qa.dtype or not out.is_c_contiguous:
             raise ValueError(f"{op}: out has shape {tuple(out.shape)}, dtype {dtype_name_of(out)}; it must be a "
                              f"C-contiguous {dtype_name_of(qa)} array of shape {tuple(qa.shape)}")
+    arch = _arch()
+    element = PTX_ELEMENT[dtype_name_of(qa)]
+    if algo == "mma" and not mma_supports(element, d, arch):
+        raise ValueError(f"{op}: algo='mma' needs float16/bfloat16 inputs with head_dim in {HEAD_DIMS} on sm_80+; "
+                         f"got {dtype_name_of(qa)}, head_dim {d}, {arch}; use algo='simt' or None")
     qa, ka, va = contiguous(qa), contiguous(ka), contiguous(va)
+    if algo is None:
+        algo = choose_algo(element, d, arch, aligned=all(int(x.ptr) % COPY_BYTES == 0 for x in (qa, ka, va)))
+    elif algo == "mma":
+        for name, x in (("q", qa), ("k", ka), ("v", va)):
+            if int(x.ptr) % COPY_BYTES:
+                raise ValueError(f"{op}: algo='mma' needs {COPY_BYTES}-byte aligned data; {name} starts at "
+                                 f"{int(x.ptr):#x}; use algo='simt' or None")
     o = out if out is not None else empty(qa.shape, qa.dtype, stream=qa.stream or None)
     lse = empty((b, hq, sq), "float32", stream=qa.stream or None) if return_lse else None
-    spec = AttentionSimtSpec(arch=_arch(), dtype=PTX_ELEMENT[dtype_name_of(qa)], head_dim=d, causal=bool(causal),
-                             lse=bool(return_lse))
-    fn = load_kernel(spec)
-    grid = ((sq + spec.rows - 1) // spec.rows, hq, b)
-    fn(grid, THREADS, [qa, ka, va, o, lse if lse is not None else 0, sq, sk, hq, hkv, hq // hkv,
-                       scale * LOG2_E], stream=stream_of(o))
+    args = [qa, ka, va, o, lse if lse is not None else 0, sq, sk, hq, hkv, hq // hkv, scale * LOG2_E]
+    if algo == "mma":
+        spec = AttentionMmaSpec(arch=_mma_arch(arch), dtype=element, head_dim=d, causal=bool(causal),
+                                lse=bool(return_lse))
+        load_kernel(spec)(((sq + BLOCK_Q - 1) // BLOCK_Q, hq, b), MMA_THREADS, args, stream=stream_of(o))
+    else:
+        spec = AttentionSimtSpec(arch=arch, dtype=element, head_dim=d, causal=bool(causal), lse=bool(return_lse))
+        load_kernel(spec)(((sq + spec.rows - 1) // spec.rows, hq, b), THREADS, args, stream=stream_of(o))
     return (o, lse) if return_lse else o
+
+
+def _sm(arch: str) -> int:
+    return int(arch[3:].rstrip("a"))
+
+
+def _mma_arch(arch: str) -> str:
+    sm = _sm(arch)
+    return "sm_90" if sm >= 90 else "sm_86" if sm >= 86 else "sm_80"
+
+
+def mma_supports(element: str, head_dim: int, arch: str) -> bool:
+    """True when the tensor-core family computes this problem: f16/bf16, head_dim 64/128, sm_80+."""
+    return element in DTYPES and head_dim in HEAD_DIMS and _sm(arch) >= 80
+
+
+def choose_algo(element: str, head_dim: int, arch: str, aligned: bool = True) -> str:
+    """Dispatch (a pure function of the problem and the device): ``"mma"`` for f16/bf16 with
+    head_dim 64 or 128 on sm_80+ with 16-byte aligned q/k/v, else ``"simt"``. Provisional: the
+    mma kernel has been checked on the emulator only, not yet measured on the H200."""
+    return "mma" if aligned and mma_supports(element, head_dim, arch) else "simt"
 
 
 def _arch() -> str:
@@ -96,4 +134,4 @@ def _arch() -> str:
     return device_arch()
 
 
-__all__ = ["attention"]
+__all__ = ["attention", "choose_algo", "mma_supports"]
