@@ -14,6 +14,8 @@ import functools
 import math
 import numbers
 
+from oxicuda.driver import backend as _backend
+from oxicuda.driver import context as _context
 from oxicuda.driver.context import current_device_ordinal
 from oxicuda.memory.dtypes import dtype_name, normalize_dtype
 from oxicuda.memory.workspace import workspace
@@ -129,6 +131,45 @@ def gemm_colmajor(transa: str, transb: str, m: int, n: int, k: int, alpha, a_ptr
     ``GemmTiledSpec``/``GemmNaiveSpec`` to run that exact configuration. One launch covers the
     whole batch (two for split_k). Raises ValueError on bad arguments, before any launch.
     """
+    # The hot path: a call whose signature (everything but pointer values, scalars and the
+    # stream) was validated before reuses that call's plan. Only plain ints qualify (64.0 and
+    # True hash like 64 and 1 but must still be refused); anything unusual takes the full path.
+    key = None
+    if (type(m) is int and type(n) is int and type(k) is int and type(lda) is int and type(ldb) is int
+            and type(ldc) is int and type(batch) is int and type(stride_a) is int and type(stride_b) is int
+            and type(stride_c) is int and type(a_ptr) is int and type(b_ptr) is int and type(c_ptr) is int
+            and type(alpha_ptr) is int and type(beta_ptr) is int and type(a_array_ptr) is int
+            and type(b_array_ptr) is int and type(c_array_ptr) is int
+            and not (a_array_ptr or b_array_ptr or c_array_ptr)):
+        try:
+            key = (_backend._api, getattr(_context._local, "ctx", None), transa, transb, m, n, k, lda, ldb,
+                   ldc, dtype, compute, batch, stride_a, stride_b, stride_c, algo, alpha_ptr != 0,
+                   beta_ptr != 0, a_ptr & 15, b_ptr & 15, c_ptr & 15)
+            plan = _plans.get(key)
+        except TypeError:  # an unhashable dtype/algo: the full path says what is wrong
+            key = plan = None
+        if plan is not None and plan.accepts(a_ptr, b_ptr, c_ptr):
+            plan.run(alpha, beta, a_ptr, b_ptr, c_ptr, alpha_ptr, beta_ptr, stream)
+            return
+    validated = _validated_plan(transa, transb, m, n, k, alpha, a_ptr, lda, b_ptr, ldb, beta, c_ptr, ldc, dtype,
+                                compute, batch, stride_a, stride_b, stride_c, a_array_ptr, b_array_ptr,
+                                c_array_ptr, alpha_ptr, beta_ptr, algo)
+    if validated is None:  # nothing to compute
+        return
+    plan, (a, b, c, alpha_p, beta_p) = validated
+    if key is not None:
+        if len(_plans) >= PLAN_CACHE_LIMIT:
+            _plans.clear()
+        _plans[(key[0], getattr(_context._local, "ctx", None)) + key[2:]] = plan
+    plan.run(alpha, beta, a, b, c, alpha_p, beta_p, stream)
+
+
+def _validated_plan(transa, transb, m, n, k, alpha, a_ptr, lda, b_ptr, ldb, beta, c_ptr, ldc, dtype, compute,
+                    batch, stride_a, stride_b, stride_c, a_array_ptr, b_array_ptr, c_array_ptr, alpha_ptr,
+                    beta_ptr, algo) -> tuple[GemmCallPlan, tuple[int, ...]] | None:
+    """Every check of ``gemm_colmajor`` (raising ValueError before any launch), then the plan
+    that runs this call with the validated (a, b, c, alpha_ptr, beta_ptr) pointers (the pointer
+    arrays for pointer-array batches); None when there is nothing to compute (m, n or batch is 0)."""
     dt = _DTYPE_NAMES.get(dtype) if isinstance(dtype, str) else None
     if dt is None:
         try:
@@ -164,7 +205,7 @@ def gemm_colmajor(transa: str, transb: str, m: int, n: int, k: int, alpha, a_ptr
                          f"nonzero; got {arrays}")
     es = kind.nbytes
     if m == 0 or n == 0 or batch == 0:
-        return
+        return None
     needed = ["c"] + (["a", "b"] if k > 0 else [])
     for name in needed:
         p = ptrs[f"{name}_array_ptr" if pointer_array else f"{name}_ptr"]
@@ -200,7 +241,119 @@ def gemm_colmajor(transa: str, transb: str, m: int, n: int, k: int, alpha, a_ptr
         _check_forced_spec(algo, problem)
     else:
         plan = _cached_choice(problem, info, algo)
-    run_plan(plan, problem, info, alpha, beta, ptrs, stride_a, stride_b, stride_c, stream)
+    call_plan = GemmCallPlan(plan, problem, info, stride_a, stride_b, stride_c)
+    if pointer_array:
+        return call_plan, (*arrays, ptrs["alpha_ptr"], ptrs["beta_ptr"])
+    return call_plan, (ptrs["a_ptr"], ptrs["b_ptr"], ptrs["c_ptr"], ptrs["alpha_ptr"], ptrs["beta_ptr"])
+
+
+#: Call plans by signature; cleared whole when it reaches the limit (signatures are few in practice).
+PLAN_CACHE_LIMIT = 4096
+_plans: dict[tuple, GemmCallPlan] = {}
+
+
+def clear_plan_cache() -> None:
+    """Forget every cached GEMM call plan: the next call of each signature is validated and
+    dispatched again (needed after changing dispatch thresholds at run time)."""
+    _plans.clear()
+
+
+def plan_cache_size() -> int:
+    """How many GEMM call signatures have a cached plan."""
+    return len(_plans)
+
+
+class GemmCallPlan:
+    """What one validated call signature runs: the dispatch choice, the launch geometry checked
+    once, an argument builder for the single-launch SIMT kernels (naive, tiled), and the byte
+    spans of A, B and C for the per-call overlap test. Pointer values, scalars and the stream
+    come with each call."""
+
+    __slots__ = ("_args", "_launch", "a_span", "b_span", "c_span", "gemm_plan", "info", "is_complex", "problem",
+                 "reads_ab", "strides")
+
+    def __init__(self, plan: GemmPlan, problem: GemmProblem, info: DeviceInfo, stride_a: int, stride_b: int,
+                 stride_c: int) -> None:
+        p = problem
+        kind = cg.ELEMENT_KINDS[p.dtype]
+        es = kind.nbytes
+        self.gemm_plan, self.problem, self.info = plan, p, info
+        self.strides = (stride_a, stride_b, stride_c)
+        self.is_complex = kind.complex
+        self.reads_ab = p.k > 0
+        rows_a, cols_a = (p.m, p.k) if p.transa == "N" else (p.k, p.m)
+        rows_b, cols_b = (p.k, p.n) if p.transb == "N" else (p.n, p.k)
+        self.a_span = _extent(0, rows_a, cols_a, p.lda, es, p.batch, stride_a)[1]
+        self.b_span = _extent(0, rows_b, cols_b, p.ldb, es, p.batch, stride_b)[1]
+        self.c_span = _extent(0, p.m, p.n, p.ldc, es, p.batch, stride_c)[1]
+        self._launch = self._args = None
+        if plan.algo in ("naive", "tiled") and p.batch <= MAX_GRID_Z and not p.pointer_array:
+            _check_32bit_indexing(p)
+            self._prepare_simt_launch(plan, p, info, stride_a, stride_b, stride_c)
+
+    def _prepare_simt_launch(self, plan: GemmPlan, p: GemmProblem, info: DeviceInfo, sa: int, sb: int,
+                             sc: int) -> None:
+        fn = cache.load(plan.spec)
+        m, n, k, lda, ldb, ldc = p.m, p.n, p.k, p.lda, p.ldb, p.ldc
+        if plan.algo == "naive":
+            a_si, a_sk = (1, lda) if p.transa == "N" else (lda, 1)
+            b_sk, b_sj = (1, ldb) if p.transb == "N" else (ldb, 1)
+            blocks = min(math.ceil(m * n / NAIVE_BLOCK), info.sm_count * info.max_threads_per_sm // NAIVE_BLOCK)
+            self._launch = fn.prepared_launch((max(1, blocks), 1, p.batch), (NAIVE_BLOCK,))
+
+            def args(a: int, b: int, c: int, scalars: tuple) -> tuple:
+                return (m, n, k, a, a_si, a_sk, b, b_sk, b_sj, c, ldc, sa, sb, sc, *scalars)
+        else:
+            spec = plan.spec
+            grid = (math.ceil(m / spec.bm), math.ceil(n / spec.bn), p.batch)
+            self._launch = fn.prepared_launch(grid, (spec.threads,))
+
+            def args(a: int, b: int, c: int, scalars: tuple) -> tuple:
+                return (m, n, k, 0, a, lda, b, ldb, c, ldc, sa, sb, sc, *scalars)
+        self._args = args
+
+    def accepts(self, a: int, b: int, c: int) -> bool:
+        """Whether these pointers pass the pointer checks by plain arithmetic (non-null, and C's
+        bytes clear of A's and B's); False sends the call through the full checks, which raise
+        the precise error or accept what only the exact overlap test can clear."""
+        if not c:
+            return False
+        if not self.reads_ab:
+            return True
+        if not a or not b:
+            return False
+        c_end = c + self.c_span
+        return (c_end <= a or a + self.a_span <= c) and (c_end <= b or b + self.b_span <= c)
+
+    def run(self, alpha, beta, a: int, b: int, c: int, alpha_ptr: int, beta_ptr: int, stream) -> None:
+        """Launch this plan on validated pointers; alpha/beta are checked here (ValueError
+        before any launch)."""
+        launch = self._launch
+        if launch is not None:
+            if self.is_complex:
+                al = alpha if type(alpha) is complex else _scalar(alpha, "alpha", True)
+                be = beta if type(beta) is complex else _scalar(beta, "beta", True)
+                scalars = (al.real, al.imag, alpha_ptr, be.real, be.imag, beta_ptr)
+            else:
+                al = alpha if type(alpha) is float else _scalar(alpha, "alpha", False)
+                be = beta if type(beta) is float else _scalar(beta, "beta", False)
+                scalars = (al, alpha_ptr, be, beta_ptr)
+            launch(self._args(a, b, c, scalars), stream)
+            return
+        alpha = _scalar(alpha, "alpha", self.is_complex)
+        beta = _scalar(beta, "beta", self.is_complex)
+        if self.problem.pointer_array:
+            ptrs = {"a_array_ptr": a, "b_array_ptr": b, "c_array_ptr": c, "a_ptr": 0, "b_ptr": 0, "c_ptr": 0}
+        else:
+            ptrs = {"a_ptr": a, "b_ptr": b, "c_ptr": c, "a_array_ptr": 0, "b_array_ptr": 0, "c_array_ptr": 0}
+        ptrs["alpha_ptr"], ptrs["beta_ptr"] = alpha_ptr, beta_ptr
+        run_plan(self.gemm_plan, self.problem, self.info, alpha, beta, ptrs, *self.strides, stream)
+
+
+def _check_32bit_indexing(p: GemmProblem) -> None:
+    if p.m * p.n >= 1 << 32 or max(p.m, p.n, p.k) >= 1 << 31:
+        raise ValueError(f"gemm: m={p.m}, n={p.n}, k={p.k}: the SIMT kernels index m*n (< 2**32) and each "
+                         f"dimension (< 2**31) in 32 bits; split the problem into smaller GEMMs")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -234,9 +387,7 @@ def run_plan(plan: GemmPlan, p: GemmProblem, info: DeviceInfo, alpha, beta, ptrs
                       batch=p.batch, stride_a=stride_a, stride_b=stride_b, stride_c=stride_c,
                       alpha_ptr=ptrs["alpha_ptr"], beta_ptr=ptrs["beta_ptr"], stream=stream)
         return
-    if p.m * p.n >= 1 << 32 or max(p.m, p.n, p.k) >= 1 << 31:
-        raise ValueError(f"gemm: m={p.m}, n={p.n}, k={p.k}: the SIMT kernels index m*n (< 2**32) and each "
-                         f"dimension (< 2**31) in 32 bits; split the problem into smaller GEMMs")
+    _check_32bit_indexing(p)
     scalars = [*cg.scalar_args(kind, alpha), ptrs["alpha_ptr"], *cg.scalar_args(kind, beta), ptrs["beta_ptr"]]
     if p.pointer_array:
         a, b, c = ptrs["a_array_ptr"], ptrs["b_array_ptr"], ptrs["c_array_ptr"]

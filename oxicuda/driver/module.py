@@ -395,6 +395,39 @@ class Function:
                 LaunchRecord(self.name, self.spec, grid3, block3, shared_mem, stream_handle)
             )
 
+    def prepared_launch(
+        self, grid: int | tuple[int, ...], block: int | tuple[int, ...], shared_mem: int = 0
+    ) -> Callable[[Sequence[object], object], None]:
+        """Check ``grid``, ``block`` and ``shared_mem`` against the limits once and return
+        ``launch(args, stream)`` for that geometry: it converts the stream, packs ``args``
+        (the same checks and errors as a call) and launches, without re-checking the geometry.
+        For library plan caches that launch one geometry many times.
+
+        Raises ValueError/TypeError for bad geometry now, as a call would.
+        """
+        grid3 = _dim3(grid, "grid")
+        block3 = _dim3(block, "block")
+        shared_mem = operator.index(shared_mem)
+        self._check_geometry(grid3, block3, shared_mem)
+        handle, params, pack, launch_kernel = self.handle, self._params, self._pack, self._launch_kernel
+        data = params.data
+
+        def launch(args: Sequence[object], stream: object = None) -> None:
+            if stream is None:
+                stream_handle = 0
+            elif type(stream) is int and stream >= 0:
+                stream_handle = stream
+            else:
+                stream_handle = as_stream_handle(stream)
+            pack(data, args)
+            if getattr(_context_local, "ctx", None) is None:
+                ensure_context()
+            launch_kernel(handle, grid3, block3, shared_mem, stream_handle, params)
+            if _ACTIVE_TRACES:
+                _record_launch(LaunchRecord(self.name, self.spec, grid3, block3, shared_mem, stream_handle))
+
+        return launch
+
     def __repr__(self) -> str:
         return f"<oxicuda.driver.Function {self.name}>"
 
