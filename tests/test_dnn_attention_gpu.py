@@ -54,3 +54,33 @@ def test_gqa_and_lse_match_torch(rng):
     ref = torch.softmax(s, -1) @ vr
     assert (torch.from_dlpack(o).double() - ref).abs().max().item() < 1e-5
     assert (torch.from_dlpack(lse).double() - torch.logsumexp(s, -1)).abs().max().item() < 1e-5
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_mma_bf16_d128_matches_torch_sdpa_in_float64(causal):
+    torch = _torch()
+    gen = torch.Generator(device="cuda").manual_seed(1234 + causal)
+    q, k, v = (torch.randn(2, 4, 1000, 128, device="cuda", generator=gen).to(torch.bfloat16) for _ in range(3))
+    with oxicuda.trace() as t:
+        o = attention(oxicuda.asarray(q), oxicuda.asarray(k), oxicuda.asarray(v), causal=causal, algo="mma")
+    assert [type(r.spec).__name__ for r in t.launches] == ["AttentionMmaSpec"]
+    ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal)
+    got = torch.from_dlpack(o).double()
+    assert torch.isfinite(got).all()
+    assert (got - ref).abs().max().item() / ref.abs().max().item() < 2e-2
+
+
+def test_mma_dispatch_and_lse_with_gqa_match_torch():
+    torch = _torch()
+    gen = torch.Generator(device="cuda").manual_seed(99)
+    q = torch.randn(2, 8, 300, 64, device="cuda", generator=gen).to(torch.float16)
+    k, v = (torch.randn(2, 2, 333, 64, device="cuda", generator=gen).to(torch.float16) for _ in range(2))
+    with oxicuda.trace() as t:
+        o, lse = attention(oxicuda.asarray(q), oxicuda.asarray(k), oxicuda.asarray(v), causal=True, return_lse=True)
+    assert [type(r.spec).__name__ for r in t.launches] == ["AttentionMmaSpec"]
+    kr, vr = (x.double().repeat_interleave(4, dim=1) for x in (k, v))
+    s = q.double() @ kr.transpose(-1, -2) / 8.0
+    s = s.masked_fill(torch.ones(300, 333, dtype=torch.bool, device="cuda").triu(1), float("-inf"))
+    ref = torch.softmax(s, -1) @ vr
+    assert (torch.from_dlpack(o).double() - ref).abs().max().item() / ref.abs().max().item() < 2e-3
+    assert (torch.from_dlpack(lse).double() - torch.logsumexp(s, -1)).abs().max().item() < 1e-4
