@@ -295,3 +295,109 @@ def test_bfe_bfi_prmt_lop3(emu, rng):
     assert got.tolist() == ref
     got = run1(emu, "lop3.b32 %o, %a0, %a1, %a2, 0x96;", [a, b, sel], ["b32", "b32", "b32"], "b32")
     np.testing.assert_array_equal(got, a ^ b ^ sel)
+
+
+# -- carry chain, mul24, dp4a/dp2a, testp --------------------------------------------------------
+def _edge_u64(rng, n):
+    x = rng.integers(0, 2**64, n, dtype=np.uint64)
+    x[:8] = [0, 1, 0xFFFFFFFF, 0x1_0000_0000, 0xFFFFFFFF_FFFFFFFF, 0xFFFFFFFF_00000000,
+             0x7FFFFFFF_FFFFFFFF, 0x00000000_FFFFFFFE]
+    return x
+
+
+def test_add_cc_addc_and_sub_cc_subc_chain_64_bit_arithmetic_from_32_bit_limbs(emu, rng):
+    a, b = _edge_u64(rng, 64), _edge_u64(rng, 64)[::-1].copy()
+    split = "{ .reg .b32 %x<6>;\n mov.b64 {%x0, %x1}, %a0;\n mov.b64 {%x2, %x3}, %a1;\n"
+    add = run1(emu, split + " add.cc.u32 %x4, %x0, %x2;\n addc.u32 %x5, %x1, %x3;\n"
+               " mov.b64 %o, {%x4, %x5}; }", [a, b], ["u64", "u64"], "u64")
+    sub = run1(emu, split + " sub.cc.u32 %x4, %x0, %x2;\n subc.u32 %x5, %x1, %x3;\n"
+               " mov.b64 %o, {%x4, %x5}; }", [a, b], ["u64", "u64"], "u64")
+    np.testing.assert_array_equal(add, a + b)
+    np.testing.assert_array_equal(sub, a - b)
+
+
+def test_addc_cc_propagates_the_carry_through_three_limbs(emu, rng):
+    # (a, with a 32-bit high limb of b's low word) + b as 96-bit numbers; out = the top limb
+    a, b = _edge_u64(rng, 64), _edge_u64(rng, 64)[::-1].copy()
+    body = ("{ .reg .b32 %x<8>;\n mov.b64 {%x0, %x1}, %a0;\n mov.b64 {%x2, %x3}, %a1;\n"
+            " add.cc.u32 %x4, %x0, %x2;\n addc.cc.u32 %x5, %x1, %x3;\n addc.u32 %x6, %x3, 0;\n"
+            " mov.b64 %o, {%x5, %x6}; }")
+    out = run1(emu, body, [a, b], ["u64", "u64"], "u64")
+    ref = [(((int(x) + int(y) + ((int(y) >> 32) << 64)) >> 32) & (2**64 - 1)) for x, y in zip(a, b)]
+    np.testing.assert_array_equal(out, np.array(ref, np.uint64))
+
+
+def test_mad_cc_madc_hi_give_the_64_bit_multiply_add_of_32_bit_operands(emu, rng):
+    a = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    b = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    c = _edge_u64(rng, 64)
+    a[:4] = 0xFFFFFFFF
+    b[:4] = 0xFFFFFFFF
+    body = ("{ .reg .b32 %x<4>;\n mov.b64 {%x0, %x1}, %a2;\n mad.lo.cc.u32 %x2, %a0, %a1, %x0;\n"
+            " madc.hi.u32 %x3, %a0, %a1, %x1;\n mov.b64 %o, {%x2, %x3}; }")
+    out = run1(emu, body, [a, b, c], ["u32", "u32", "u64"], "u64")
+    ref = [(int(x) * int(y) + int(z)) & (2**64 - 1) for x, y, z in zip(a, b, c)]
+    np.testing.assert_array_equal(out, np.array(ref, np.uint64))
+
+
+def test_add_cc_u64_carry_out(emu, rng):
+    a, b = _edge_u64(rng, 64), _edge_u64(rng, 64)[::-1].copy()
+    body = "{ .reg .b64 %y; add.cc.u64 %y, %a0, %a1;\n addc.u64 %o, 0, 0; }"
+    out = run1(emu, body, [a, b], ["u64", "u64"], "u64")
+    ref = [(int(x) + int(y)) >> 64 for x, y in zip(a, b)]
+    np.testing.assert_array_equal(out, np.array(ref, np.uint64))
+
+
+@pytest.mark.parametrize("t", ["u32", "s32"])
+@pytest.mark.parametrize("form", ["mul24.lo", "mul24.hi", "mad24.lo", "mad24.hi"])
+def test_mul24_and_mad24_use_the_low_24_bits(emu, rng, t, form):
+    npt = np.uint32 if t == "u32" else np.int32
+    a = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32).view(npt)
+    b = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32).view(npt)
+    c = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32).view(npt)
+    mad = form.startswith("mad")
+    srcs = "%a0, %a1, %a2" if mad else "%a0, %a1"
+    out = run1(emu, f"{form}.{t} %o, {srcs};", [a, b, c] if mad else [a, b],
+               [t] * (3 if mad else 2), t)
+
+    def low24(v):
+        v = int(v) & 0xFFFFFF
+        return v - (1 << 24) if t == "s32" and v & 0x800000 else v
+    ref = []
+    for x, y, z in zip(a, b, c):
+        p = low24(x) * low24(y)
+        r = (p >> 16) if form.endswith("hi") else p
+        r = (r + (int(z) if mad else 0)) & 0xFFFFFFFF
+        ref.append(r)
+    np.testing.assert_array_equal(out.view(np.uint32), np.array(ref, np.uint32))
+
+
+@pytest.mark.parametrize("at,bt", [("u32", "u32"), ("s32", "s32"), ("u32", "s32"), ("s32", "u32")])
+def test_dp4a_and_dp2a_match_numpy_byte_dot_products(emu, rng, at, bt):
+    a = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    b = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    c = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    sa, sb = at == "s32", bt == "s32"
+    ab = a.view(np.int8 if sa else np.uint8).reshape(64, 4).astype(np.int64)
+    bb = b.view(np.int8 if sb else np.uint8).reshape(64, 4).astype(np.int64)
+    ah = a.view(np.int16 if sa else np.uint16).reshape(64, 2).astype(np.int64)
+    out = run1(emu, f"dp4a.{at}.{bt} %o, %a0, %a1, %a2;", [a, b, c], ["u32"] * 3, "u32")
+    np.testing.assert_array_equal(out, (((ab * bb).sum(1) + c) & 0xFFFFFFFF).astype(np.uint32))
+    for half, k in (("lo", 0), ("hi", 2)):
+        out = run1(emu, f"dp2a.{half}.{at}.{bt} %o, %a0, %a1, %a2;", [a, b, c], ["u32"] * 3, "u32")
+        ref = ((ah * bb[:, k:k + 2]).sum(1) + c) & 0xFFFFFFFF
+        np.testing.assert_array_equal(out, ref.astype(np.uint32))
+
+
+@pytest.mark.parametrize("t", ["f32", "f64"])
+def test_testp_classifies_like_numpy(emu, rng, t):
+    npt = np.float32 if t == "f32" else np.float64
+    fi = np.finfo(npt)
+    x = rng.standard_normal(64).astype(npt)
+    x[:10] = [np.nan, np.inf, -np.inf, 0.0, -0.0, fi.tiny, fi.tiny / 4, -fi.tiny / 2, fi.max, -1.5]
+    refs = {"finite": np.isfinite(x), "infinite": np.isinf(x), "number": ~np.isnan(x),
+            "notanumber": np.isnan(x), "normal": np.isfinite(x) & (np.abs(x) >= fi.tiny),
+            "subnormal": (x != 0) & (np.abs(x) < fi.tiny)}
+    for test, ref in refs.items():
+        out = run1(emu, f"testp.{test}.{t} %p0, %a0;\n\tselp.u32 %o, 1, 0, %p0;", [x], [t], "u32")
+        np.testing.assert_array_equal(out, ref.astype(np.uint32), err_msg=test)
