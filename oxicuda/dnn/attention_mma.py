@@ -7,15 +7,17 @@ registers as A fragments with ``ldmatrix``. Key and value tiles of 64 rows strea
 memory (``cp.async``, rows beyond the sequence zero-filled by a short ``src-size``); K gives the B
 fragments of ``S = Q K^T`` through ``ldmatrix`` and V those of ``P V`` through ``ldmatrix.trans``.
 The loads overlap the math: V_j is in flight while S_j is computed, K_{j+1} while P_j V_j is.
+Causal CTAs run the last (longest) query blocks first.
 
 Softmax runs on the accumulator fragments: each lane holds two rows (``groupID`` and
 ``groupID + 8``), row maxima are reduced over the quad with two butterfly shuffles, scores are
 scaled by ``scale * log2(e)`` so that ``p = ex2(s - m)`` is ``exp(scale * q.k - max)``; masked keys
-(``j >= Sk``, and ``j > i`` when causal, top-left like PyTorch) become -inf. P is rounded to the
-input type in registers and used directly as the A operand of the second mma: the accumulator
-layout of two adjacent n8 tiles is the A layout of one k16 step (derived and checked below from
-``oxicuda.ptx.fragments``, the tables the emulator computes mma from). Row sums stay per lane
-(unrounded f32 p) and are reduced over the quad once at the end.
+(``j >= Sk``, and ``j > i`` when causal, top-left like PyTorch) become -inf, in the tiles
+where a warp's rows meet the sequence end or the diagonal only (a warp-uniform branch). P is
+rounded to the input type in registers and used directly as the A operand of the second mma:
+the accumulator layout of two adjacent n8 tiles is the A layout of one k16 step (derived and
+checked below from ``oxicuda.ptx.fragments``, the tables the emulator computes mma from). Row
+sums stay per lane (unrounded f32 p) and are reduced over the quad once at the end.
 
 Launch: grid (ceil(Sq / 64), Hq, B), block 128, static shared memory 2 x 64 x (D + 8) halves.
 Parameters: q, k, v, o, lse pointers; u32 sq, sk, hq, hkv, group; f32 scale_log2.
@@ -183,6 +185,8 @@ def generate(spec: AttentionMmaSpec) -> str:
     g, t = kb.shr(lane, 2), kb.and_(lane, 3)
     quad, r8 = kb.shr(lane, 3), kb.and_(lane, 7)
     blk, h, b = kb.ctaid("x"), kb.ctaid("y"), kb.ctaid("z")
+    if spec.causal:  # the longest rows first: CTAs launched last then have the least work
+        blk = kb.sub(kb.sub(kb.nctaid("x"), 1), blk)
     q0 = kb.mul(blk, BLOCK_Q)
     hk = kb.div(h, group)
     q_head = kb.addr(q_p, kb.mul(kb.mad(b, hq, h), kb.mul(sq, D)), 2)
@@ -198,13 +202,21 @@ def generate(spec: AttentionMmaSpec) -> str:
     src_lane = kb.mad(trow, D, kb.mul(tcc, COPY_BYTES // 2))
 
     def load_tile(smem0: Value, head: Value, row0: Value, limit: Value) -> None:
+        """cp.async one 64 x D tile from rows row0.. of a head; rows >= limit are zero-filled."""
         dst = kb.add(smem0, dst_lane)
-        first = kb.mad(row0, D, src_lane)
-        for u in range(BLOCK_K // rows_per_pass):
-            ok = kb.setp("lo", kb.add(kb.add(row0, trow), u * rows_per_pass), limit)
-            src = kb.selp(kb.addr(head, kb.add(first, u * rows_per_pass * D), 2), head, ok, type_="u64")
-            size = kb.selp(COPY_BYTES, 0, ok, type_="u32")
-            kb.cp_async(dst, src, COPY_BYTES, "cg", src_size=size, dst_offset=u * rows_per_pass * rs)
+        src = kb.addr(head, kb.mad(row0, D, src_lane), 2)
+        passes = BLOCK_K // rows_per_pass
+        with kb.if_(kb.setp("ls", kb.add(row0, BLOCK_K), limit)):  # a whole tile: no checks
+            for u in range(passes):
+                kb.cp_async(dst, src, COPY_BYTES, "cg", dst_offset=u * rows_per_pass * rs,
+                            src_offset=u * rows_per_pass * D * 2)
+        with kb.else_():
+            rows_left = kb.sub(kb.bitcast(limit, "s32"), kb.bitcast(kb.add(row0, trow), "s32"))
+            for u in range(passes):
+                ok = kb.setp("gt", rows_left, u * rows_per_pass)
+                src_u = kb.selp(kb.add(src, u * rows_per_pass * D * 2), head, ok, type_="u64")
+                size = kb.selp(COPY_BYTES, 0, ok, type_="u32")
+                kb.cp_async(dst, src_u, COPY_BYTES, "cg", src_size=size, dst_offset=u * rows_per_pass * rs)
         kb.cp_async_commit()
 
     # Q fragments, once: stage the tile in the K buffer, then registers
@@ -222,7 +234,8 @@ def generate(spec: AttentionMmaSpec) -> str:
     v_addr = kb.add(v0, _lane_offset(kb, quad, r8, v_x4, 0, rs))
 
     # this lane's two rows (slot 0: groupID, slot 1: groupID + 8) and their key limits
-    row_q = [kb.add(kb.mad(warp, 16, g), q0), None]
+    warp_row0 = kb.mad(warp, 16, q0)
+    row_q = [kb.add(warp_row0, g), None]
     row_q[1] = kb.add(row_q[0], 8)
     last_key = kb.sub(sk, 1)
     limit = [kb.min(last_key, r) if spec.causal else last_key for r in row_q]
@@ -250,13 +263,20 @@ def generate(spec: AttentionMmaSpec) -> str:
             load_tile(kq0, k_head, nxt, sk)
         kb.cp_async_commit()  # an empty group on the last tile keeps the wait count uniform
 
-        # scale into the log2 domain, mask, online softmax per row slot
-        col0 = kb.add(j0, col_lane)
-        for tile in range(BLOCK_K // 8):
+        # scale into the log2 domain; mask only where this warp's tile crosses Sk or the diagonal
+        for tile in s:
             for i in range(4):
-                key = kb.add(col0, tile * 8 + (i & 1))
-                ok = kb.setp("ls", key, limit[ROW_SLOT[i]])
-                kb.selp(kb.mul(s[tile][i], scale_log2), _NEG_INF, ok, type_="f32", out=s[tile][i])
+                kb.mul(tile[i], scale_log2, out=tile[i])
+        needs_mask = kb.setp("hi", kb.add(j0, BLOCK_K), sk)
+        if spec.causal:
+            needs_mask = kb.or_(needs_mask, kb.setp("hi", kb.add(j0, BLOCK_K - 1), warp_row0))
+        with kb.if_(needs_mask):
+            col0 = kb.add(j0, col_lane)
+            for tile in range(BLOCK_K // 8):
+                for i in range(4):
+                    ok = kb.setp("ls", kb.add(col0, tile * 8 + (i & 1)), limit[ROW_SLOT[i]])
+                    kb.selp(s[tile][i], _NEG_INF, ok, type_="f32", out=s[tile][i])
+        # online softmax per row slot
         m_use = []
         for slot in (0, 1):
             mx = None
