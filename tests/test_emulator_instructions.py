@@ -401,3 +401,58 @@ def test_testp_classifies_like_numpy(emu, rng, t):
     for test, ref in refs.items():
         out = run1(emu, f"testp.{test}.{t} %p0, %a0;\n\tselp.u32 %o, 1, 0, %p0;", [x], [t], "u32")
         np.testing.assert_array_equal(out, ref.astype(np.uint32), err_msg=test)
+
+
+# -- named and partial-CTA barriers ---------------------------------------------------------------
+def barrier_kernel(body: str) -> str:
+    """128 threads; %r1 = tid, %r2 = warp, %r9 = address of s[tid]; ``body`` ends by leaving the
+    value to store in %r7; out[tid] = %r7."""
+    return (".version 8.0\n.target sm_86\n.address_size 64\n\n"
+            ".visible .entry bk(.param .u64 out)\n{\n"
+            "\t.reg .b32 %r<16>;\n\t.reg .b64 %rd<3>;\n\t.reg .pred %p<4>;\n"
+            "\t.shared .align 4 .b32 s[128];\n"
+            "\tmov.u32 %r1, %tid.x;\n\tshr.u32 %r2, %r1, 5;\n\tmov.u32 %r8, s;\n"
+            "\tshl.b32 %r3, %r1, 2;\n\tadd.u32 %r9, %r8, %r3;\n" + body +
+            "\tld.param.u64 %rd0, [out];\n\tmul.wide.u32 %rd1, %r1, 4;\n"
+            "\tadd.s64 %rd2, %rd0, %rd1;\n\tst.global.u32 [%rd2], %r7;\n\tret;\n}\n")
+
+
+# warps 0-1 produce s[tid + 64] = 5 * tid after a slow loop and bar.arrive 1, 128; warps 2-3
+# bar.sync 1, 128 and read them; then warps 0-1 and 2-3 each swap halves behind their own
+# barrier (2 and 3, 64 threads each)
+PRODUCER_CONSUMER = (  # the consumer code comes first: the scheduler runs the lowest PC first
+    "\tsetp.lt.u32 %p0, %r2, 2;\n\t@%p0 bra $PRODUCER;\n"
+    "\tbar.sync 1, 128;\n\tld.shared.u32 %r7, [%r9];\n"
+    "\tmov.u32 %r10, 3;\n\tbar.sync %r10, 64;\n\tbra $DONE;\n"
+    "$PRODUCER:\n\tmov.u32 %r4, 0;\n$SPIN:\n\tadd.u32 %r4, %r4, 1;\n\tsetp.lt.u32 %p1, %r4, 20;\n"
+    "\t@%p1 bra $SPIN;\n"
+    "\tmul.lo.u32 %r5, %r1, 5;\n\tst.shared.u32 [%r9+256], %r5;\n\tbar.arrive 1, 128;\n"
+    "\txor.b32 %r6, %r1, 32;\n\tst.shared.u32 [%r9], %r1;\n\tbar.sync 2, 64;\n"
+    "\tshl.b32 %r6, %r6, 2;\n\tadd.u32 %r6, %r8, %r6;\n\tld.shared.u32 %r7, [%r6];\n"
+    "$DONE:\n")
+
+
+def test_bar_arrive_and_named_partial_barriers_order_producer_and_consumer_warps(emu):
+    out = np.full(128, 0xDEADBEEF, np.uint32)
+    out = run_ptx(emu, barrier_kernel(PRODUCER_CONSUMER), "bk", (2, 1, 1), (128, 1, 1), [out])[0]
+    t = np.arange(128, dtype=np.uint32)
+    np.testing.assert_array_equal(out[:64], t[:64] ^ 32)
+    np.testing.assert_array_equal(out[64:], (t[64:] - 64) * 5)
+
+
+def test_named_barrier_that_never_completes_is_a_located_deadlock(emu):
+    body = "\tsetp.lt.u32 %p0, %r2, 2;\n\t@%p0 bar.sync 1, 128;\n\tmov.u32 %r7, 0;\n"
+    with pytest.raises(Exception, match=r"(?s)deadlock.*barrier 1: 64 thread\(s\) arrived, 128 expected"):
+        run_ptx(emu, barrier_kernel(body), "bk", (1, 1, 1), (128, 1, 1), [np.zeros(128, np.uint32)])
+    with pytest.raises(Exception, match="positive multiple of 32"):
+        run_ptx(emu, barrier_kernel("\tbar.sync 1, 48;\n\tmov.u32 %r7, 0;\n"), "bk", (1, 1, 1),
+                (128, 1, 1), [np.zeros(128, np.uint32)])
+
+
+def test_bar_sync_0_with_the_block_size_as_count_and_barrier_sync_spelling(emu):
+    body = ("\tst.shared.u32 [%r9], %r1;\n\tbar.sync 0, 128;\n\txor.b32 %r6, %r1, 127;\n"
+            "\tshl.b32 %r6, %r6, 2;\n\tadd.u32 %r6, %r8, %r6;\n\tld.shared.u32 %r7, [%r6];\n"
+            "\tbarrier.sync 0;\n")
+    out = run_ptx(emu, barrier_kernel(body), "bk", (1, 1, 1), (128, 1, 1),
+                  [np.zeros(128, np.uint32)])[0]
+    np.testing.assert_array_equal(out, np.arange(128, dtype=np.uint32) ^ 127)

@@ -19,25 +19,20 @@ def _exit(instr, kc):
 
 def _bar(instr, kc):
     mods = set(instr.mods)
-    if instr.opcode == "bar" and mods & {"arrive", "red"} or "arrive" in mods or "red" in mods:
-        raise Unsupported(f"{instr.full_opcode}: only bar.sync / barrier.sync are supported")
+    if "red" in mods:
+        raise Unsupported(f"{instr.full_opcode}: bar.red / barrier.red are not supported")
+    if "warp" in mods:
+        raise Unsupported(f"{instr.full_opcode}: bar.warp.sync is not supported")
     ops = instr.operands
-    if ops and not (isinstance(ops[0], Imm) and ops[0].text == "0"):
-        raise Unsupported(f"{instr.full_opcode}: only barrier 0 is supported (named barriers are not)")
+    if not ops or len(ops) > 2:
+        raise Unsupported(f"{instr.full_opcode}: expected 'bar.sync id[, count]'")
+    arrive = "arrive" in mods
     count = ops[1] if len(ops) > 1 else None
-
-    def bind(cta):
-        if count is None:
-            return None
-        rc = cta.reader(count, "u32")
-
-        def check(mask):
-            want = int(rc())
-            if want != cta.nthreads:
-                raise Fault(LAUNCH_FAILED, f"bar.sync with a thread count of {want}; the emulator "
-                                           f"supports only the whole CTA ({cta.nthreads})")
-        return check
-    return Op(bind if count is not None else None, BARRIER)
+    if arrive and count is None:
+        raise Unsupported(f"{instr.full_opcode}: bar.arrive needs a thread count")
+    if not arrive and count is None and isinstance(ops[0], Imm) and ops[0].text == "0":
+        return Op(None, BARRIER)  # the whole CTA: the run loop's own rule
+    return Op(None, BARRIER, barrier=(ops[0], count, arrive))
 
 
 def _noop(instr, kc):

@@ -23,6 +23,9 @@ class Op:
     label: str = ""
     target: int = -1
     uniform: bool = False
+    #: BARRIER ops other than the whole-CTA ``bar.sync 0``: (id operand, count operand or None,
+    #: is_arrive); see ``named_barriers``
+    barrier: Any = None
 
 
 Decoder = Callable[[Any, Any], Op]

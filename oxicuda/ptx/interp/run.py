@@ -15,11 +15,13 @@ import numpy as np
 
 from ...driver.errors import raise_for
 from .faults import LAUNCH_FAILED, TIMEOUT, Fault, Unsupported
+from .named_barriers import arrive
 from .registry import BARRIER, BRANCH, EXIT, PLAIN
 from .state import Cta
 from .strict import strict_enabled
 
 WAIT = 1 << 40  # added to the PC of a thread waiting at a barrier
+NAMED = 1 << 50  # added to the PC of a thread waiting at a named or partial barrier
 DEAD = 1 << 62  # the PC of an exited thread
 
 
@@ -43,7 +45,7 @@ def _bind(kernel, grid, block, dynamic_smem, heap, strict=False):
     if kernel._bound_key == key:
         return kernel._bound
     cta = Cta(kernel, block, grid, dynamic_smem, heap, strict=strict)
-    steps, kinds, targets, guards = [], [], [], []
+    steps, kinds, targets, guards, named = [], [], [], [], []
     for pc, (op, ins) in enumerate(zip(kernel.ops, kernel.instrs)):
         try:
             step = op.bind(cta) if op.bind is not None else None
@@ -51,13 +53,19 @@ def _bind(kernel, grid, block, dynamic_smem, heap, strict=False):
             g = None
             if ins.pred is not None:
                 g = (cta.regs[ins.pred.reg.name], ins.pred.negated)
+            nb = None
+            if op.barrier is not None:
+                bid, bcount, is_arrive = op.barrier
+                nb = (cta.reader(bid, "u32"), None if bcount is None else cta.reader(bcount, "u32"),
+                      is_arrive)
         except (Fault, Unsupported, KeyError) as exc:
             raise_for(LAUNCH_FAILED, "cuLaunchKernel",
                       f"kernel {kernel.name}: {kernel.line_text(pc)}: cannot bind: {exc}")
         kinds.append(op.kind)
         targets.append(op.target)
         guards.append(g)
-    kernel._bound = (cta, steps, kinds, targets, guards)
+        named.append(nb)
+    kernel._bound = (cta, steps, kinds, targets, guards, named)
     kernel._bound_key = key
     return kernel._bound
 
@@ -68,7 +76,7 @@ def run_grid(kernel, grid, block, dynamic_smem, params: bytes, heap) -> None:
         raise_for(1, "cuLaunchKernel", f"kernel {kernel.name} takes {kernel.param_bytes} bytes of "
                                        f"parameters; got {len(params)}")
     strict = strict_enabled()
-    cta, steps, kinds, targets, guards = _bind(kernel, grid, block, dynamic_smem, heap, strict)
+    cta, steps, kinds, targets, guards, named = _bind(kernel, grid, block, dynamic_smem, heap, strict)
     cta.mem.params = params
     max_steps = _max_steps()
     gx, gy, gz = grid
@@ -81,7 +89,7 @@ def run_grid(kernel, grid, block, dynamic_smem, params: bytes, heap) -> None:
                     if strict:
                         cta.reset_strict()
                     try:
-                        _run_cta(cta, steps, kinds, targets, guards, max_steps)
+                        _run_cta(cta, steps, kinds, targets, guards, named, max_steps)
                     except Fault as f:
                         _report(kernel, cta, (x, y, z), f)
                     except Exception as exc:  # a handler bug must still name the place
@@ -102,6 +110,16 @@ def _report(kernel, cta, ctaid, f: Fault) -> None:
               f"kernel {kernel.name}, {kernel.line_text(pc)}, block {ctaid}{thread}{where}: {f.what}")
 
 
+def _deadlock(cta, pcs) -> None:
+    waiting = (pcs >= NAMED) & (pcs < DEAD)
+    lane = int(np.flatnonzero(waiting)[0])
+    cta.pc = int(pcs[lane]) - NAMED
+    held = ", ".join(f"barrier {b}: {int(st.arrived.sum())} thread(s) arrived, "
+                     f"{st.count if st.count is not None else 'all live'} expected"
+                     for b, st in sorted(cta.barriers.items()))
+    raise Fault(LAUNCH_FAILED, f"deadlock: every live thread waits at a named barrier ({held})", lane)
+
+
 def _first_lane(m, cta) -> int:
     if m is None:
         return 0
@@ -109,8 +127,9 @@ def _first_lane(m, cta) -> int:
     return int(nz[0]) if len(nz) else 0
 
 
-def _run_cta(cta: Cta, steps, kinds, targets, guards, max_steps: int) -> None:
+def _run_cta(cta: Cta, steps, kinds, targets, guards, named, max_steps: int) -> None:
     n = cta.nthreads
+    cta.barriers = {}
     ninstr = len(steps)
     count_nonzero = np.count_nonzero
     pc = 0
@@ -169,6 +188,19 @@ def _run_cta(cta: Cta, steps, kinds, targets, guards, max_steps: int) -> None:
                     live = ~m if live is None else (live & ~m)
                     nlive -= ex
                 pc += 1
+            elif named[pc] is not None:  # a named / partial barrier, or bar.arrive
+                cta.pc = pc
+                livemask = np.ones(n, bool) if live is None else live
+                arriving = livemask if m is None else m
+                cta.cur_mask = arriving
+                released = arrive(cta, named[pc], arriving, livemask)
+                if released is None and not named[pc][2] and arriving.any():
+                    pcs = np.full(n, pc + 1, dtype=np.int64)
+                    pcs[arriving] = NAMED + pc
+                    if live is not None:
+                        pcs[~live] = DEAD
+                    break
+                pc += 1
             else:  # BARRIER, everyone here
                 cta.pc = pc
                 if g is not None and count_nonzero(m) != nlive:
@@ -187,6 +219,8 @@ def _run_cta(cta: Cta, steps, kinds, targets, guards, max_steps: int) -> None:
             if lo >= WAIT:
                 if lo >= DEAD:
                     return
+                if lo >= NAMED:
+                    _deadlock(cta, pcs)
                 livemask = pcs < DEAD
                 if not (pcs[livemask] == lo).all():
                     others = pcs[livemask & (pcs != lo)]
@@ -230,6 +264,14 @@ def _run_cta(cta: Cta, steps, kinds, targets, guards, max_steps: int) -> None:
                 pcs[m] = DEAD
                 live = pcs < DEAD
                 nlive = int(count_nonzero(live))
+            elif named[pc] is not None:
+                cta.cur_mask = m
+                released = arrive(cta, named[pc], m, pcs < DEAD)
+                pcs[sel] = pc + 1
+                if not named[pc][2]:
+                    pcs[m] = NAMED + pc
+                if released is not None:
+                    pcs[released] = pcs[released] - NAMED + 1
             else:  # BARRIER: wait
                 pcs[sel] = pc + WAIT
             lo = int(pcs.min())
