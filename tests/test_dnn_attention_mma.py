@@ -133,3 +133,10 @@ def test_every_configuration_assembles_without_spills(capsys):
                       f"{r.spills} spill bytes, {s.shared_bytes} B shared", end="")
     assert max(r.spills for r in reports) == 0
     assert max(r.registers for r in reports) <= 255
+
+
+def test_more_heads_than_one_launch_takes_raise_before_launch():
+    q = oxicuda.asarray(np.zeros((1, 65536, 1, 64), np.float16))
+    with oxicuda.trace() as t, pytest.raises(ValueError, match="at most 65535"):
+        attention(q, q, q)
+    assert t.launches == []

@@ -21,6 +21,7 @@ from .attention_mma import THREADS as MMA_THREADS
 
 ALGOS = ("simt", "mma")
 _INT31 = (1 << 31) - 1
+_GRID_YZ = 65535
 
 
 def _check(q: DeviceArray, k: DeviceArray, v: DeviceArray, op: str) -> tuple[int, int, int, int, int, int]:
@@ -45,6 +46,9 @@ def _check(q: DeviceArray, k: DeviceArray, v: DeviceArray, op: str) -> tuple[int
                          f"the query head count (grouped-query attention)")
     if min(b, hq, sq, sk) < 1:
         raise ValueError(f"{op}: q {tuple(q.shape)} and k {tuple(k.shape)} must have no empty dimension")
+    if hq > _GRID_YZ or b > _GRID_YZ:
+        raise ValueError(f"{op}: q has batch {b} and {hq} heads; at most {_GRID_YZ} of each fit one launch "
+                         f"(grid y/z); split the call")
     for name, a in (("q", q), ("k", k)):
         if math.prod(a.shape) > _INT31:
             raise ValueError(f"{op}: {name} has {math.prod(a.shape)} elements; at most {_INT31} are supported")
