@@ -140,3 +140,10 @@ def test_more_heads_than_one_launch_takes_raise_before_launch():
     with oxicuda.trace() as t, pytest.raises(ValueError, match="at most 65535"):
         attention(q, q, q)
     assert t.launches == []
+
+
+@pytest.mark.parametrize("d, dtype, causal, scale", [(128, "bfloat16", True, None), (64, "float16", False, 1.7)])
+def test_mma_many_key_tiles_keep_the_copy_groups_and_running_max_straight(rng, d, dtype, causal, scale):
+    # 4-5 key tiles: the emulator lands cp.async data only at wait_group, so a wrong group count
+    # reads a stale tile; the running max moves across tiles
+    run_mma(rng, 1, 1, 1, 65, 260, d, causal, scale=scale, dtype=dtype)
