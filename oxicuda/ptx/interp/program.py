@@ -15,9 +15,10 @@ import numpy as np
 
 from ...driver.errors import raise_for
 from ...driver.params import layout_from_params
-from ..ir import Block, Function, Instr, Label, Module, RegDecl, VarDecl
+from ..ir import Function, Instr, Label, Module, RegDecl, VarDecl
 from ..parse import PtxSyntaxError, parse_details
 from . import registry
+from .calls import flatten_kernel
 from .faults import Unsupported
 from .types import DTYPES, immediate
 
@@ -69,7 +70,8 @@ class KernelProgram:
     """One ``.entry``, decoded: the launch facts and the op list."""
 
     def __init__(self, fn: Function, module: Module, program: "Program", lines: list[int],
-                 source: list[str]) -> None:
+                 source: list[str], functions: dict[str, Function] | None = None,
+                 all_lines: dict[str, list[int]] | None = None) -> None:
         self.name = fn.name
         self.program = program
         self.arch = module.target.split(",")[0].strip()
@@ -85,7 +87,11 @@ class KernelProgram:
         shared = 0
         local = 0
         extern_shared: list[VarDecl] = []
-        for st in _flatten(fn.body):
+        try:
+            body, lines = flatten_kernel(fn, functions or {}, all_lines or {fn.name: lines})
+        except Unsupported as exc:
+            raise_for(218, "cuModuleLoadData", f"emulator: kernel {fn.name}: {exc}")
+        for st in body:
             if isinstance(st, Instr):
                 self.instrs.append(st)
             elif isinstance(st, Label):
@@ -107,7 +113,7 @@ class KernelProgram:
                         shared = _align(shared, align)
                         self.shared_offsets[st.name] = shared
                         shared += size
-                elif st.space == "local":
+                elif st.space in ("local", "param"):  # .param of a call sequence: per thread
                     local = _align(local, align)
                     self.local_offsets[st.name] = local
                     local += size
@@ -192,14 +198,6 @@ class KernelProgram:
         run_grid(self, tuple(grid), tuple(block), dynamic_smem, params, heap)
 
 
-def _flatten(body):
-    for st in body:
-        if isinstance(st, Block):
-            yield from _flatten(st.body)
-        else:
-            yield st
-
-
 def _var_bytes(v: VarDecl) -> int:
     elem = DTYPES.get(v.type, np.dtype(np.uint8)).itemsize
     return elem * (v.size if v.size else 1) if v.size != 0 else 0
@@ -235,10 +233,12 @@ class Program:
                 hit[2][: len(raw)] = np.frombuffer(raw, dtype=np.uint8)
         source = text.splitlines()
         self.kernels: dict[str, KernelProgram] = {}
+        funcs = {fn.name: fn for fn in module.functions if not fn.is_entry}
         for fn in module.functions:
             if fn.is_entry:
                 self.kernels[fn.name] = KernelProgram(fn, module, self,
-                                                      details.instr_lines.get(fn.name, []), source)
+                                                      details.instr_lines.get(fn.name, []), source,
+                                                      funcs, details.instr_lines)
 
     def release(self, heap) -> None:
         """Free the module's global variables."""
