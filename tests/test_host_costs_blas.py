@@ -9,8 +9,6 @@ check the recorded parameter bytes; the correctness tests run the real kernels o
 
 from __future__ import annotations
 
-import struct
-
 import numpy as np
 import pytest
 
@@ -232,3 +230,58 @@ def test_prepared_launch_checks_geometry_once_and_packs_like_a_call(rng, fresh_p
     dC2 = _poisoned((M, M))
     launch([M, M, M, 0, dA.ptr, M, dB.ptr, M, dC2.ptr, M, 0, 0, 0, 2.0, 0, 0.0, 0])  # the first 64x64 tile
     _check(dC2, _reference(2.0, A, B))
+
+
+# -- gemm on arrays: the cached layout mapping -------------------------------------------------------
+
+@pytest.mark.parametrize("order_a,order_b,order_c,transa,transb", [
+    ("C", "C", "C", False, False), ("F", "C", "F", True, False), ("C", "F", "C", "N", "T"),
+    ("F", "F", "F", "T", True)])
+def test_cached_array_gemm_is_right_for_new_arrays_of_one_layout(rng, fresh_plans, order_a, order_b, order_c,
+                                                                  transa, transb):
+    from oxicuda.blas import gemm_api
+
+    gemm_api.clear_layout_plan_cache()
+    m, n, k = 19, 12, 23
+    ta, tb = transa in (True, "T"), transb in (True, "T")
+    for round_ in range(3):
+        A = rng.standard_normal((k, m) if ta else (m, k)).astype(np.float32)
+        B = rng.standard_normal((n, k) if tb else (k, n)).astype(np.float32)
+        C = rng.standard_normal((m, n)).astype(np.float32)
+        dA, dB = oxicuda.asarray(np.asarray(A, order=order_a)), oxicuda.asarray(np.asarray(B, order=order_b))
+        dC = oxicuda.asarray(np.asarray(C, order=order_c))
+        alpha, beta = float(rng.standard_normal()), float(rng.standard_normal())
+        opA, opB = (A.T if ta else A), (B.T if tb else B)
+        with oxicuda.trace() as t:
+            out = oxicuda.blas.gemm(dA, dB, dC, alpha=alpha, beta=beta, transa=transa, transb=transb)
+        assert out is dC and len(t.launches) == 1
+        np.testing.assert_allclose(out.get(), _reference(alpha, opA, opB, beta, C), rtol=1e-5, atol=1e-5)
+        fresh = oxicuda.blas.gemm(dA, dB, transa=transa, transb=transb)
+        np.testing.assert_allclose(fresh.get(), _reference(1.0, opA, opB), rtol=1e-5, atol=1e-5)
+        assert len(gemm_api._layout_plans) == 2, round_  # with c and without c
+
+
+def test_cached_array_gemm_still_refuses_bad_calls(rng, fresh_plans):
+    from oxicuda.blas import gemm_api
+
+    gemm_api.clear_layout_plan_cache()
+    (A, B), (dA, dB) = _f32_matrices(rng, (M, M), (M, M))
+    oxicuda.blas.gemm(dA, dB)
+    oxicuda.blas.gemm(dA, dB, _poisoned((M, M)))  # the signatures with and without c are cached
+    assert len(gemm_api._layout_plans) == 2
+    dC = _poisoned((M, M))
+    readonly = oxicuda.DeviceArray.from_pointer(dC.ptr, dC.shape, dC.dtype, dC.strides, owner=dC, readonly=True)
+    bad = [
+        (lambda: oxicuda.blas.gemm(dA, dB, beta=1.0), "needs an input c"),
+        (lambda: oxicuda.blas.gemm(dA, dB, readonly), "read-only"),
+        (lambda: oxicuda.blas.gemm(dA, dB, transa=1), "transa"),
+        (lambda: oxicuda.blas.gemm(dA, dB, dC, alpha="2"), "alpha"),
+        (lambda: oxicuda.blas.gemm(dA, dB, dA), "overlaps"),
+    ]
+    for call, match in bad:
+        with oxicuda.trace() as t, pytest.raises(ValueError, match=match):
+            call()
+        assert t.launches == [], match
+    assert np.isnan(dC.get()).all()
+    out = oxicuda.blas.gemm(dA, dB, dC)
+    np.testing.assert_allclose(out.get(), _reference(1.0, A, B), rtol=1e-5, atol=1e-5)

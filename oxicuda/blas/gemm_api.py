@@ -91,9 +91,74 @@ def _flipped(operand: Operand, what: str, batched: bool) -> Operand:
     return out
 
 
+@dataclass(frozen=True)
+class GemmLayoutPlan:
+    """How one signature of array operands (shapes, strides, dtypes, transposes) maps onto
+    ``gemm_colmajor`` when no operand needs a copy: ``swap`` True runs C^T = op(B)^T op(A)^T
+    (row-major C), so B's pointer goes first."""
+
+    swap: bool
+    op1: str
+    op2: str
+    rows: int
+    cols: int
+    k: int
+    ld1: int
+    ld2: int
+    ldc: int
+    stride1: int
+    stride2: int
+    stride_c: int
+    batch: int
+    dtype: str
+    out_shape: tuple
+
+
+#: Layout plans by operand signature; cleared whole at the limit.
+LAYOUT_PLAN_LIMIT = 4096
+_layout_plans: dict[tuple, GemmLayoutPlan] = {}
+_FLAG_TYPES = (bool, str)
+
+
+def clear_layout_plan_cache() -> None:
+    """Forget the cached array-layout plans of ``gemm``/``gemm_strided_batched``."""
+    _layout_plans.clear()
+
+
 def gemm_arrays(a: object, b: object, c: object = None, *, alpha=1.0, beta=0.0, transa=False, transb=False,
                 algo: str | None = None, stream=None, batched: bool = False) -> DeviceArray:
     """The shared body of ``gemm`` (2-D) and ``gemm_strided_batched`` (3-D, axis 0 the batch)."""
+    key = None
+    # The hot path: DeviceArrays whose shapes, strides and dtypes, with these transposes, were
+    # mapped before without copies reuse that mapping; the per-array facts that the signature
+    # does not fix (pointers, read-only) are checked here and in gemm_colmajor.
+    if (type(a) is DeviceArray and type(b) is DeviceArray and (c is None or type(c) is DeviceArray)
+            and type(transa) in _FLAG_TYPES and type(transb) in _FLAG_TYPES):
+        try:
+            key = (a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype,
+                   None if c is None else (c.shape, c.strides, c.dtype), transa, transb, algo, batched)
+            plan = _layout_plans.get(key)
+        except TypeError:  # an unhashable algo: the full path says what is wrong
+            key = plan = None
+        if plan is not None:
+            if c is None:
+                if not (type(beta) is float and beta == 0.0):
+                    return _gemm_arrays_checked(a, b, c, alpha, beta, transa, transb, algo, stream, batched, None)
+                c = empty(plan.out_shape, a.dtype, stream=stream if stream is not None else a.stream or None)
+            elif c.readonly:
+                raise ValueError("gemm: c is read-only")
+            p1, p2 = (b.ptr, a.ptr) if plan.swap else (a.ptr, b.ptr)
+            gemm_colmajor(plan.op1, plan.op2, plan.rows, plan.cols, plan.k, alpha, p1, plan.ld1, p2, plan.ld2, beta,
+                          c.ptr, plan.ldc, dtype=plan.dtype, batch=plan.batch, stride_a=plan.stride1,
+                          stride_b=plan.stride2, stride_c=plan.stride_c, stream=stream, algo=algo)
+            return c
+    return _gemm_arrays_checked(a, b, c, alpha, beta, transa, transb, algo, stream, batched, key)
+
+
+def _gemm_arrays_checked(a, b, c, alpha, beta, transa, transb, algo, stream, batched: bool,
+                         key: tuple | None) -> DeviceArray:
+    """Every check of ``gemm_arrays``, the operand mapping (copying where a layout needs it),
+    and the launch; stores the mapping under ``key`` when no operand was copied."""
     a, b = asarray(a), asarray(b)
     ta, ca = _op_flag(transa, "transa")
     tb, cb = _op_flag(transb, "transb")
@@ -148,18 +213,27 @@ def gemm_arrays(a: object, b: object, c: object = None, *, alpha=1.0, beta=0.0, 
         rows, cols = n, m
     ops = []
     resolved = []
+    copied = ao.array is not a or bo.array is not b
     for operand, t, cj, name in (first, second):
         op = _needed_op(operand, t, cj, is_complex)
         if op is None:
             operand = _flipped(operand, name, batched)
             op = _needed_op(operand, t, cj, is_complex)
+            copied = True
         ops.append(op)
         resolved.append(operand)
     (o1, o2), (op1, op2) = resolved, ops
     gemm_colmajor(op1, op2, rows, cols, ka, alpha, o1.ptr, o1.ld, o2.ptr, o2.ld, beta, co.ptr, co.ld, dtype=dt,
                   batch=batch, stride_a=o1.stride, stride_b=o2.stride, stride_c=co.stride,
                   stream=stream, algo=algo)
+    if key is not None and not copied:
+        if len(_layout_plans) >= LAYOUT_PLAN_LIMIT:
+            _layout_plans.clear()
+        _layout_plans[key] = GemmLayoutPlan(co.stored_t, op1, op2, rows, cols, ka, o1.ld, o2.ld, co.ld, o1.stride,
+                                            o2.stride, co.stride, batch, dt, out_shape)
     return c
+
+
 
 
 def gemm(a: object, b: object, c: object = None, *, alpha=1.0, beta=0.0, transa=False, transb=False,

@@ -8,11 +8,17 @@ logic of its own beyond that mapping; argument checks live in the BLAS modules.
 
 from __future__ import annotations
 
+import ctypes
 from dataclasses import dataclass
 
 from ..blas import level1, level2, level3
+from ..blas.gemm_core import gemm_colmajor
 from ..blas.handle import HandleState
 from ..blas.operands import check_pointer, host_scalar
+
+#: Readers of real host scalars (host pointer mode), looked up once rather than per call.
+_HOST_REAL_READERS = {"float32": ctypes.c_float.from_address, "float64": ctypes.c_double.from_address}
+_ADDRESS_LIMIT = 1 << 64
 
 
 @dataclass(frozen=True)
@@ -37,17 +43,14 @@ def scalar_from_pointer(state: HandleState, address: int, dtype: str, what: str)
         if not address:
             raise ValueError(f"{what}: the device scalar pointer is NULL")
         return Scalar(0.0, int(address))
+    read = _HOST_REAL_READERS.get(dtype)
+    if read is not None and type(address) is int and address > 0:
+        return Scalar(read(address).value, 0)
     return Scalar(host_scalar(int(address), dtype, what), 0)
 
 
 def result_at(state: HandleState, address: int) -> Result:
     return Result(int(address), not state.device_pointers)
-
-
-def _gemm():
-    from ..blas.gemm_core import gemm_colmajor
-
-    return gemm_colmajor
 
 
 def _gemv():
@@ -123,13 +126,22 @@ def gemm(st: HandleState, dt: str, transa: str, transb: str, m, n, k, alpha: Sca
         raise ValueError("gemm: alpha and beta must both be host values or both device pointers")
     if compute is None and dt == "float32" and st.allows_tf32:
         compute = "tf32"
-    kw = {"dtype": dt, "compute": compute, "batch": batch, "stride_a": stride_a, "stride_b": stride_b,
-          "stride_c": stride_c, "alpha_ptr": alpha.ptr, "beta_ptr": beta.ptr, "stream": st.stream}
-    a, b, c = check_pointer(a, "gemm: A"), check_pointer(b, "gemm: B"), check_pointer(c, "gemm: C")
+    # plain int addresses (the common case) skip check_pointer's general conversions
+    if not (type(a) is int and 0 <= a < _ADDRESS_LIMIT):
+        a = check_pointer(a, "gemm: A")
+    if not (type(b) is int and 0 <= b < _ADDRESS_LIMIT):
+        b = check_pointer(b, "gemm: B")
+    if not (type(c) is int and 0 <= c < _ADDRESS_LIMIT):
+        c = check_pointer(c, "gemm: C")
     if arrays:
-        kw.update(a_array_ptr=a, b_array_ptr=b, c_array_ptr=c)
-        a = b = c = 0
-    _gemm()(transa, transb, m, n, k, alpha.value, a, lda, b, ldb, beta.value, c, ldc, **kw)
+        gemm_colmajor(transa, transb, m, n, k, alpha.value, 0, lda, 0, ldb, beta.value, 0, ldc, dtype=dt,
+                      compute=compute, batch=batch, stride_a=stride_a, stride_b=stride_b, stride_c=stride_c,
+                      a_array_ptr=a, b_array_ptr=b, c_array_ptr=c, alpha_ptr=alpha.ptr, beta_ptr=beta.ptr,
+                      stream=st.stream)
+        return
+    gemm_colmajor(transa, transb, m, n, k, alpha.value, a, lda, b, ldb, beta.value, c, ldc, dtype=dt,
+                  compute=compute, batch=batch, stride_a=stride_a, stride_b=stride_b, stride_c=stride_c,
+                  alpha_ptr=alpha.ptr, beta_ptr=beta.ptr, stream=st.stream)
 
 
 def trsm(st: HandleState, dt: str, side: str, uplo: str, trans: str, diag: str, m, n, alpha: Scalar,
