@@ -83,12 +83,13 @@ def test_nvcc_ptx_round_trips(path):
     again = emit(m)
     assert parse(again) == m
     assert emit(parse(again)) == again
-    assert m.target == "sm_86" and m.functions and m.functions[0].is_entry
-    # every instruction has its source line, and that line holds its opcode
-    fn = m.functions[0]
+    assert m.target == "sm_86" and any(f.is_entry for f in m.functions)
+    # every instruction (of entries and .func bodies) has its source line, holding its opcode
     lines = text.splitlines()
-    for ln in details.instr_lines[fn.name]:
-        assert any(c.isalpha() for c in lines[ln - 1])
+    for fn in m.functions:
+        assert details.instr_lines[fn.name]
+        for ln in details.instr_lines[fn.name]:
+            assert any(c.isalpha() for c in lines[ln - 1])
 
 
 def test_parser_reads_call_blocks_initializers_and_two_destination_setp():
