@@ -11,7 +11,7 @@ On-disk format (one ASCII file ``<key>.ptx``)::
     // oxicuda-kernel-cache key=<key> sha256=<sha256 of the PTX text>
     <the PTX text>
 
-``key = sha256(spec.key() NUL oxicuda.__version__ NUL CODEGEN_SCHEMA_VERSION)``: every spec field
+``key = sha256(spec.key() NUL oxicuda.__version__ NUL CODEGEN_SCHEMA_VERSION NUL code_fingerprint())``: every spec field
 (arch and math mode included), the package version and the code-generation schema. Writes go
 through a temporary file and ``os.replace`` (atomic); a file whose header or checksum does not
 match is counted as corrupt, ignored, and rewritten after regeneration.
@@ -19,6 +19,7 @@ match is counted as corrupt, ignored, and rewritten after regeneration.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -44,11 +45,30 @@ _stats = {
 _checked_versions: set[str] = set()
 
 
+@functools.lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """A digest of every source file of the installed package, read once per process.
+
+    Generators share helper modules, so no single file says whether a spec's PTX changed; with
+    the whole package in the key, editing any generator (or installing another build of the same
+    version) can never serve stale PTX from the disk cache.
+    """
+    import oxicuda
+
+    root = Path(oxicuda.__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def cache_key(spec: KernelSpec) -> str:
-    """The disk key of a spec: sha256 of its key, the package version and the schema version."""
+    """The disk key of a spec: sha256 of its key, the package version, the schema version and
+    the package's code fingerprint."""
     from oxicuda import __version__
 
-    text = f"{spec.key()}\0{__version__}\0{CODEGEN_SCHEMA_VERSION}"
+    text = f"{spec.key()}\0{__version__}\0{CODEGEN_SCHEMA_VERSION}\0{code_fingerprint()}"
     return hashlib.sha256(text.encode()).hexdigest()
 
 
