@@ -229,6 +229,10 @@ class ArgPacker:
 def _dim3(value: object, what: str) -> tuple[int, int, int]:
     if type(value) is int:
         dims = (value, 1, 1)
+    elif type(value) is tuple and len(value) == 3 and type(value[0]) is type(value[1]) is type(value[2]) is int:
+        dims = value  # the common launch shapes, without the general conversions
+    elif type(value) is tuple and len(value) == 1 and type(value[0]) is int:
+        dims = (value[0], 1, 1)
     else:
         try:
             items = tuple(operator.index(v) for v in value)  # type: ignore[union-attr]
