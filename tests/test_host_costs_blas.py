@@ -285,3 +285,12 @@ def test_cached_array_gemm_still_refuses_bad_calls(rng, fresh_plans):
     assert np.isnan(dC.get()).all()
     out = oxicuda.blas.gemm(dA, dB, dC)
     np.testing.assert_allclose(out.get(), _reference(1.0, A, B), rtol=1e-5, atol=1e-5)
+
+
+def test_cached_batched_matmul_is_right_for_new_arrays(rng, fresh_plans):
+    for _ in range(3):
+        A = rng.standard_normal((3, 10, 7)).astype(np.float32)
+        B = rng.standard_normal((3, 7, 5)).astype(np.float32)
+        out = oxicuda.blas.matmul(oxicuda.asarray(A), oxicuda.asarray(B))
+        np.testing.assert_allclose(out.get(), A.astype(np.float64) @ B, rtol=1e-5, atol=1e-5)
+    assert gemm_core.plan_cache_size() == 1

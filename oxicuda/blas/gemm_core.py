@@ -256,6 +256,7 @@ def clear_plan_cache() -> None:
     """Forget every cached GEMM call plan: the next call of each signature is validated and
     dispatched again (needed after changing dispatch thresholds at run time)."""
     _plans.clear()
+    _cached_choice.cache_clear()
 
 
 def plan_cache_size() -> int:
