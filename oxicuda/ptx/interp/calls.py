@@ -18,7 +18,20 @@ variables and whose ``ret`` branches to the end of the copy. Recursion and indir
 
 from __future__ import annotations
 
-from ..ir import Addr, Block, Directive, Function, Instr, Label, Pred, Reg, RegDecl, Sym, Vec, VarDecl
+from ..ir import (
+    Addr,
+    Block,
+    Directive,
+    Function,
+    Instr,
+    Label,
+    Pred,
+    Reg,
+    RegDecl,
+    Sym,
+    VarDecl,
+    Vec,
+)
 from .faults import Unsupported
 
 MAX_CALL_DEPTH = 16
@@ -185,4 +198,4 @@ def flatten_kernel(fn: Function, functions: dict[str, Function], lines: dict[str
     return fl.out, fl.out_lines
 
 
-__all__ = ["flatten_kernel", "MAX_CALL_DEPTH"]
+__all__ = ["MAX_CALL_DEPTH", "flatten_kernel"]

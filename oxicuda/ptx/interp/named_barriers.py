@@ -21,7 +21,7 @@ MAX_BARRIERS = 16
 class BarrierState:
     """One in-flight barrier of a CTA: who arrived, who waits, the expected thread count."""
 
-    __slots__ = ("arrived", "waiting", "count")
+    __slots__ = ("arrived", "count", "waiting")
 
     def __init__(self, n: int, count: int | None) -> None:
         self.arrived = np.zeros(n, dtype=bool)

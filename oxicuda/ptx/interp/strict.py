@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -133,5 +133,11 @@ def mark_shared_written(mem: Memory, byte_offsets: np.ndarray) -> None:
         written[np.asarray(byte_offsets, dtype=np.intp)] = True
 
 
-__all__ = ["strict_enabled", "set_strict", "strict_mode", "StrictMemory", "mark_shared_written",
-           "unwritten_register_fault"]
+__all__ = [
+    "StrictMemory",
+    "mark_shared_written",
+    "set_strict",
+    "strict_enabled",
+    "strict_mode",
+    "unwritten_register_fault",
+]
