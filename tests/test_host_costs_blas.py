@@ -200,6 +200,7 @@ def _bad_calls(dA, dB, dC):
         ("C overlapping A", g(c=a)), ("C overlapping B partly", g(c=b + 4 * M)),
         ("a float m", g(m=64.0)), ("a bool k", g(k=True)), ("a string alpha", g(alpha="1")),
         ("a complex beta on real data", g(beta=1j)), ("lda too small", g(lda=M - 1)),
+        ("a negative A", g(a=-a)), ("a negative C", g(c=-c)),
     ]
 
 

@@ -148,7 +148,7 @@ def gemm_colmajor(transa: str, transb: str, m: int, n: int, k: int, alpha, a_ptr
             plan = _plans.get(key)
         except TypeError:  # an unhashable dtype/algo: the full path says what is wrong
             key = plan = None
-        if plan is not None and plan.accepts(a_ptr, b_ptr, c_ptr):
+        if plan is not None and plan.accepts(a_ptr, b_ptr, c_ptr, alpha_ptr, beta_ptr):
             plan.run(alpha, beta, a_ptr, b_ptr, c_ptr, alpha_ptr, beta_ptr, stream)
             return
     validated = _validated_plan(transa, transb, m, n, k, alpha, a_ptr, lda, b_ptr, ldb, beta, c_ptr, ldc, dtype,
@@ -313,11 +313,12 @@ class GemmCallPlan:
                 return (m, n, k, 0, a, lda, b, ldb, c, ldc, sa, sb, sc, *scalars)
         self._args = args
 
-    def accepts(self, a: int, b: int, c: int) -> bool:
-        """Whether these pointers pass the pointer checks by plain arithmetic (non-null, and C's
-        bytes clear of A's and B's); False sends the call through the full checks, which raise
-        the precise error or accept what only the exact overlap test can clear."""
-        if not c:
+    def accepts(self, a: int, b: int, c: int, alpha_ptr: int, beta_ptr: int) -> bool:
+        """Whether these pointers pass the pointer checks by plain arithmetic (none negative, C
+        and, when K > 0, A and B non-null, C's bytes clear of A's and B's); False sends the call
+        through the full checks, which raise the precise error or accept what only the exact
+        overlap test can clear."""
+        if c <= 0 or a < 0 or b < 0 or alpha_ptr < 0 or beta_ptr < 0:
             return False
         if not self.reads_ab:
             return True
