@@ -456,3 +456,22 @@ def test_bar_sync_0_with_the_block_size_as_count_and_barrier_sync_spelling(emu):
     out = run_ptx(emu, barrier_kernel(body), "bk", (1, 1, 1), (128, 1, 1),
                   [np.zeros(128, np.uint32)])[0]
     np.testing.assert_array_equal(out, np.arange(128, dtype=np.uint32) ^ 127)
+
+
+def test_warps_may_sync_on_different_named_barriers_in_one_instruction(emu):
+    # warps 0-1 use barrier 1 and warps 2-3 barrier 2 (64 threads each) at the same bar.sync;
+    # warp 3 arrives late (its detour sits at higher PCs, which the scheduler runs last), so
+    # warp 2 must wait for it while warps 0-1 go on
+    body = ("\tshr.u32 %r4, %r2, 1;\n\tadd.u32 %r4, %r4, 1;\n\tsetp.ne.u32 %p0, %r2, 3;\n"
+            "\t@!%p0 bra $LATE;\n"
+            "$GO:\n\tst.shared.u32 [%r9], %r1;\n\tbar.sync %r4, 64;\n\txor.b32 %r6, %r1, 32;\n"
+            "\tshl.b32 %r6, %r6, 2;\n\tadd.u32 %r6, %r8, %r6;\n\tld.shared.u32 %r7, [%r6];\n"
+            "\tbra $END;\n"
+            "$LATE:\n\tmov.u32 %r5, 0;\n$SPIN:\n\tadd.u32 %r5, %r5, 1;\n"
+            "\tsetp.lt.u32 %p1, %r5, 9;\n\t@%p1 bra $SPIN;\n\tbra $GO;\n$END:\n")
+    with pytest.raises(Exception, match="differs within warp 0"):
+        bad = body.replace("shr.u32 %r4, %r2, 1;", "shr.u32 %r4, %r1, 4;")
+        run_ptx(emu, barrier_kernel(bad), "bk", (1, 1, 1), (128, 1, 1), [np.zeros(128, np.uint32)])
+    out = run_ptx(emu, barrier_kernel(body), "bk", (1, 1, 1), (128, 1, 1),
+                  [np.zeros(128, np.uint32)])[0]
+    np.testing.assert_array_equal(out, np.arange(128, dtype=np.uint32) ^ 32)

@@ -95,3 +95,38 @@ def test_tiled_sgemm_with_ragged_sizes(emu, rng, m, n, k):
     _, _, c, *_ = run_ptx(emu, ptx("sgemm_tiled"), "sgemm_tiled", grid, (16, 16, 1), [a, b, c, m, n, k])
     ref = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-5 * np.abs(a).max() * np.abs(b).max() * k)
+
+
+def test_int_intrinsics_dp4a_dp2a_mul24_int128_and_named_barrier(emu, rng):
+    n, block = 200, 128
+    a = rng.integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32)
+    b = rng.integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32)
+    c = rng.integers(0, 2**64, 2 * n, dtype=np.uint64)
+    c[:4] = [2**64 - 1, 2**64 - 1, 0, 2**64 - 1]
+    outs = [np.full(n, -7, np.int32), np.full(n, -7, np.int32), np.full(n, -7, np.int32),
+            np.zeros(n, np.uint32), np.zeros(4 * n, np.uint64), np.full(n, -7, np.int32)]
+    grid = ((n + block - 1) // block, 1, 1)
+    res = run_ptx(emu, ptx("int_intrinsics"), "int_intrinsics", grid, (block, 1, 1), [a, b, c, *outs, n])
+    dot4, dot2, m24, um24, s128, swapped = res[3:9]
+    i = np.arange(n, dtype=np.int64)
+    ab, bb = a.view(np.int8).reshape(n, 4).astype(np.int64), b.view(np.int8).reshape(n, 4).astype(np.int64)
+    wrap = lambda v: ((np.asarray(v) + 2**31) % 2**32 - 2**31).astype(np.int32)  # noqa: E731
+    np.testing.assert_array_equal(dot4, wrap((ab * bb).sum(1) + i))
+    ah = a.view(np.int16).reshape(n, 2).astype(np.int64)
+    np.testing.assert_array_equal(dot2, wrap((ah * bb[:, 2:4]).sum(1) - i))
+    s24 = lambda v: ((v.astype(np.int64) & 0xFFFFFF) ^ 0x800000) - 0x800000  # noqa: E731
+    np.testing.assert_array_equal(m24, wrap(s24(a) * s24(b)))
+    u24 = lambda v: v.astype(np.int64) & 0xFFFFFF  # noqa: E731
+    np.testing.assert_array_equal(um24, ((u24(a) * u24(b)) & 0xFFFFFFFF).astype(np.uint32))
+    ref = []
+    for k in range(n):
+        x = (int(c[2 * k + 1]) << 64) | int(c[2 * k])
+        y = (int(c[2 * k]) << 64) | int(c[2 * k + 1])
+        z, w = (x + y) % 2**128, (x - y) % 2**128
+        ref += [z & (2**64 - 1), z >> 64, w & (2**64 - 1), w >> 64]
+    np.testing.assert_array_equal(s128, np.array(ref, np.uint64))
+    half = block // 2
+    t = i % block
+    base = (t // half) * half
+    src = i - t + base + half - 1 - (t - base)
+    np.testing.assert_array_equal(swapped, src.astype(np.int32))

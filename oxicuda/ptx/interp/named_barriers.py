@@ -29,43 +29,66 @@ class BarrierState:
         self.count = count
 
 
-def _uniform(values, sel: np.ndarray, what: str, instr_text: str) -> int:
-    v = np.asarray(values)
-    if v.ndim == 0:
-        return int(v)
-    v = v[sel]
-    if len(v) and (v != v[0]).any():
-        lane = int(np.flatnonzero(sel)[int(np.argmax(v != v[0]))])
-        raise Fault(LAUNCH_FAILED, f"{instr_text}: the barrier {what} differs between threads "
-                    f"({int(v[0])} and {int(v[v != v[0]][0])})", lane)
-    return int(v[0]) if len(v) else 0
+def _per_lane(values, n: int) -> np.ndarray:
+    return np.broadcast_to(np.asarray(values).astype(np.int64), (n,))
+
+
+def _check_warp_uniform(vals: np.ndarray, arriving: np.ndarray, what: str) -> None:
+    lanes = np.flatnonzero(arriving)
+    v = vals[lanes]
+    warps = lanes // 32
+    first = np.full(int(warps.max()) + 1, -1, np.int64)
+    first[warps[::-1]] = v[::-1]  # the value of each warp's first arriving lane
+    bad = v != first[warps]
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise Fault(LAUNCH_FAILED, f"bar: the barrier {what} differs within warp {int(warps[k])} "
+                    f"({int(first[warps[k]])} and {int(v[k])})", int(lanes[k]))
 
 
 def arrive(cta, named, arriving: np.ndarray, live: np.ndarray) -> np.ndarray | None:
     """Threads ``arriving`` (bool mask) reach the barrier ``named`` = (id reader, count reader or
-    None, is_arrive). Returns the bool mask of the threads released (the waiters, and the
-    arriving threads of a ``bar.sync``) when the barrier completes, else None."""
+    None, is_arrive); the id (and count) must be the same within a warp, warps may name
+    different barriers. Returns the bool mask of the threads released (the waiters, and the
+    arriving threads of a ``bar.sync``) by the barriers this arrival completes, else None."""
     rid, rcount, is_arrive = named
     if not arriving.any():
         return None
-    bid = _uniform(rid(), arriving, "id", "bar")
-    if not 0 <= bid < MAX_BARRIERS:
-        raise Fault(LAUNCH_FAILED, f"barrier id {bid}; allowed ids are 0..{MAX_BARRIERS - 1}",
-                    int(np.flatnonzero(arriving)[0]))
-    count = _uniform(rcount(), arriving, "thread count", "bar") if rcount is not None else None
-    if count is not None and (count <= 0 or count % 32):
-        raise Fault(LAUNCH_FAILED, f"barrier {bid} with a thread count of {count}; the count must "
-                    "be a positive multiple of 32", int(np.flatnonzero(arriving)[0]))
+    n = cta.nthreads
+    ids = _per_lane(rid(), n)
+    counts = _per_lane(rcount(), n) if rcount is not None else None
+    _check_warp_uniform(ids, arriving, "id")
+    if counts is not None:
+        _check_warp_uniform(counts, arriving, "thread count")
+    released = None
+    for bid in np.unique(ids[arriving]).tolist():
+        group = arriving & (ids == bid)
+        lane0 = int(np.flatnonzero(group)[0])
+        if not 0 <= bid < MAX_BARRIERS:
+            raise Fault(LAUNCH_FAILED, f"barrier id {bid}; allowed ids are 0..{MAX_BARRIERS - 1}",
+                        lane0)
+        count = int(counts[lane0]) if counts is not None else None
+        if count is not None and (count <= 0 or count % 32):
+            raise Fault(LAUNCH_FAILED, f"barrier {bid} with a thread count of {count}; the count "
+                        "must be a positive multiple of 32", lane0)
+        done = _arrive_one(cta, bid, count, group, live, is_arrive)
+        if done is not None:
+            released = done if released is None else (released | done)
+    return released
+
+
+def _arrive_one(cta, bid: int, count: int | None, group: np.ndarray, live: np.ndarray,
+                is_arrive: bool) -> np.ndarray | None:
     barriers = cta.barriers
     st = barriers.get(bid)
     if st is None:
         st = barriers[bid] = BarrierState(cta.nthreads, count)
     elif st.count != count:
         raise Fault(LAUNCH_FAILED, f"barrier {bid} used with thread counts {st.count} and {count} "
-                    "in the same phase", int(np.flatnonzero(arriving)[0]))
-    st.arrived |= arriving
+                    "in the same phase", int(np.flatnonzero(group)[0]))
+    st.arrived |= group
     if not is_arrive:
-        st.waiting |= arriving
+        st.waiting |= group
     if count is None:
         done = not (live & ~st.arrived).any()
     else:

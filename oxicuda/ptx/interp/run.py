@@ -194,12 +194,14 @@ def _run_cta(cta: Cta, steps, kinds, targets, guards, named, max_steps: int) -> 
                 arriving = livemask if m is None else m
                 cta.cur_mask = arriving
                 released = arrive(cta, named[pc], arriving, livemask)
-                if released is None and not named[pc][2] and arriving.any():
-                    pcs = np.full(n, pc + 1, dtype=np.int64)
-                    pcs[arriving] = NAMED + pc
-                    if live is not None:
-                        pcs[~live] = DEAD
-                    break
+                if not named[pc][2]:  # bar.sync: threads whose barrier did not complete wait
+                    blocked = arriving if released is None else (arriving & ~released)
+                    if blocked.any():
+                        pcs = np.full(n, pc + 1, dtype=np.int64)
+                        pcs[blocked] = NAMED + pc
+                        if live is not None:
+                            pcs[~live] = DEAD
+                        break
                 pc += 1
             else:  # BARRIER, everyone here
                 cta.pc = pc
