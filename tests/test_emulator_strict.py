@@ -136,3 +136,20 @@ def test_shared_atomics_on_initialised_bins_pass_and_on_unwritten_bins_fault(emu
         assert out[0] == 164
         with pytest.raises(LaunchError, match="atom.shared.add.u32"):
             run_ptx(emu, ptx(False), "atom", (1, 1, 1), (64, 1, 1), [np.zeros(1, np.uint32)])
+
+
+def test_guard_predicate_never_written_faults_in_strict_mode(emu):
+    # %p1 is set only by threads < 8; every thread then branches on it
+    ptx = HEAD + (".visible .entry guard(.param .u64 out)\n{\n"
+                  "\t.reg .b32 %r<5>;\n\t.reg .b64 %rd<3>;\n\t.reg .pred %p<2>;\n"
+                  "\tmov.u32 %r1, %tid.x;\n\tmov.u32 %r2, 1;\n\tsetp.lt.u32 %p0, %r1, 8;\n"
+                  "\t@%p0 setp.eq.u32 %p1, %r1, 3;\n\t@%p1 mov.u32 %r2, 2;\n"
+                  "\tld.param.u64 %rd0, [out];\n\tmul.wide.u32 %rd1, %r1, 4;\n"
+                  "\tadd.s64 %rd2, %rd0, %rd1;\n\tst.global.u32 [%rd2], %r2;\n\tret;\n}\n")
+    with strict.strict_mode(True), pytest.raises(LaunchError) as ei:
+        run_ptx(emu, ptx, "guard", (1, 1, 1), (32, 1, 1), [np.zeros(32, np.uint32)])
+    msg = str(ei.value)
+    assert "@%p1 mov.u32 %r2, 2" in msg and "guard predicate %p1" in msg and "thread (8, 0, 0)" in msg
+    with strict.strict_mode(True):  # with 8 threads every lane writes %p1
+        out = run_ptx(emu, ptx, "guard", (1, 1, 1), (8, 1, 1), [np.zeros(8, np.uint32)])[0]
+    np.testing.assert_array_equal(out, np.where(np.arange(8) == 3, 2, 1))

@@ -18,7 +18,7 @@ from .faults import LAUNCH_FAILED, TIMEOUT, Fault, Unsupported
 from .named_barriers import arrive
 from .registry import BARRIER, BRANCH, EXIT, PLAIN
 from .state import Cta
-from .strict import strict_enabled
+from .strict import strict_enabled, unwritten_register_fault
 
 WAIT = 1 << 40  # added to the PC of a thread waiting at a barrier
 NAMED = 1 << 50  # added to the PC of a thread waiting at a named or partial barrier
@@ -53,6 +53,8 @@ def _bind(kernel, grid, block, dynamic_smem, heap, strict=False):
             g = None
             if ins.pred is not None:
                 g = (cta.regs[ins.pred.reg.name], ins.pred.negated)
+                if strict:  # the guard's written-mask and name, checked by the run loop
+                    g = g + (cta.written[ins.pred.reg.name], ins.pred.reg.name)
             nb = None
             if op.barrier is not None:
                 bid, bcount, is_arrive = op.barrier
@@ -127,9 +129,19 @@ def _first_lane(m, cta) -> int:
     return int(nz[0]) if len(nz) else 0
 
 
+def _check_guard(g, lanes) -> None:
+    """Strict mode: the guard predicate must have been written for every lane that tests it."""
+    f = unwritten_register_fault(g[3], g[2], lanes)
+    if f is not None:
+        f.what = f.what.replace("read of register", "guard predicate")
+        f.args = (f.what,)
+        raise f
+
+
 def _run_cta(cta: Cta, steps, kinds, targets, guards, named, max_steps: int) -> None:
     n = cta.nthreads
     cta.barriers = {}
+    strict = cta.strict
     ninstr = len(steps)
     count_nonzero = np.count_nonzero
     pc = 0
@@ -148,6 +160,9 @@ def _run_cta(cta: Cta, steps, kinds, targets, guards, named, max_steps: int) -> 
             if g is None:
                 m = live
             else:
+                if strict:
+                    cta.pc = pc
+                    _check_guard(g, live)
                 gm = ~g[0] if g[1] else g[0]
                 m = gm if live is None else (gm & live)
             if k == PLAIN:
@@ -251,6 +266,9 @@ def _run_cta(cta: Cta, steps, kinds, targets, guards, named, max_steps: int) -> 
             if g is None:
                 m = sel
             else:
+                if strict:
+                    cta.pc = pc
+                    _check_guard(g, sel)
                 m = sel & (~g[0] if g[1] else g[0])
             k = kinds[pc]
             cta.pc = pc

@@ -10,9 +10,10 @@ register or shared offset). The masks exist only in strict mode, so the default 
 nothing extra.
 
 What is tracked: operand reads through ``Cta.reader``/``Cta.address`` (every ALU, memory,
-collective and tensor-core operand), shared loads, stores and atomics through ``Memory``, and
-shared writes by ``cp.async`` and TMA. Not checked: guard predicates (``@%p``), shared reads by
-``wgmma`` descriptors and TMA stores (they read the buffer directly).
+collective and tensor-core operand), guard predicates (``@%p``, checked by the run loop for the
+threads that test them), shared loads, stores and atomics through ``Memory``, and shared writes
+by ``cp.async`` and TMA. Not checked: shared reads by ``wgmma`` descriptors and TMA stores (they
+read the buffer directly), the carry flag of ``addc``, local memory.
 """
 
 from __future__ import annotations
