@@ -5,8 +5,12 @@ turned, by the handler registered for its opcode, into an ``Op``. At launch the 
 to a ``Cta`` (the register file and memories of one block shape), which gives plain closures
 over preallocated numpy arrays. ``run.run_grid`` then executes one CTA at a time, every register
 a numpy array with one lane per thread, stepping the group of threads with the lowest program
-counter (so structured code reconverges); ``bar.sync`` waits for all live threads; warp
+counter (so structured code reconverges); ``bar.sync`` waits for all live threads; named and
+partial barriers (``bar.sync id, count``, ``bar.arrive``) are in ``named_barriers.py``; warp
 collectives require every thread their member mask names to be at the same instruction.
+``call``/``.func`` are inlined at load (``calls.py``). ``OXICUDA_EMULATOR_STRICT=1`` (or
+``strict.strict_mode()``) faults on reads of registers and shared memory that the CTA never
+wrote (``strict.py``).
 
 Adding instructions (``tensorcore.py``, ``async_copy.py`` or any other module)::
 
