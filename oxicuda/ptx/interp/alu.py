@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Vec
 from . import floatmath as fm
 from .registry import Op, register_handler
-from .types import DTYPES, SIGNED, UNSIGNED, width
+from .types import DTYPES, SIGNED, UNSIGNED
 
 _ROUND = ("rn", "rz", "rm", "rp")
 _TYPES = set(DTYPES) - {"b128"}

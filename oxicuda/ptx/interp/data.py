@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Sym, Vec
+from ..ir import Vec
 from . import floatmath as fm
 from .alu import Unsupported_, ptype_of
 from .memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW
 from .registry import Op, register_handler
-from .types import DTYPES, SIGNED, UNSIGNED, bf16_bits_to_f32, f32_to_bf16_bits, width
+from .types import DTYPES, UNSIGNED, f32_to_bf16_bits, width
 
 
 def _decode_mov(instr, kc):

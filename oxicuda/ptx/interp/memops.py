@@ -8,7 +8,7 @@ from ..ir import Addr, Sym, Vec
 from . import floatmath as fm
 from .alu import Unsupported_, ptype_of
 from .registry import Op, register_handler
-from .types import DTYPES, UNSIGNED
+from .types import DTYPES
 
 _SPACES = ("global", "shared", "local", "param", "const")
 

@@ -16,7 +16,7 @@ import numpy as np
 from ...driver.errors import raise_for
 from .faults import LAUNCH_FAILED, TIMEOUT, Fault, Unsupported
 from .named_barriers import arrive
-from .registry import BARRIER, BRANCH, EXIT, PLAIN
+from .registry import BRANCH, EXIT, PLAIN
 from .state import Cta
 from .strict import strict_enabled, unwritten_register_fault
 
