@@ -16,7 +16,7 @@ for step in "${steps[@]}"; do
       tail -n 5 "$OUT/gpu-tests.log" ;;
     tests-all)
       # 8 workers: on a GPU most of the suite's time is the driver's first JIT of each kernel
-      timeout 420 python3 -m pytest -q -p no:cacheprovider -n 8 --timeout 240 --continue-on-collection-errors --durations=25 2>&1 | tail -n 600 > "$OUT/gpu-tests.log"
+      timeout 540 python3 -m pytest -q -p no:cacheprovider -n 16 --timeout 240 --continue-on-collection-errors --durations=25 -rfE > "$OUT/gpu-tests.log" 2>&1
       tail -n 5 "$OUT/gpu-tests.log" ;;
     sanitize)
       timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 python3 -m pytest -q -p no:cacheprovider -m gpu \
