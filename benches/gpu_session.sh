@@ -15,7 +15,7 @@ for step in "${steps[@]}"; do
       timeout 420 python3 -m pytest -q -p no:cacheprovider -x --durations=15 2>&1 | tail -n 300 > "$OUT/gpu-tests.log"
       tail -n 5 "$OUT/gpu-tests.log" ;;
     tests-all)
-      # 8 workers: on a GPU most of the suite's time is the driver's first JIT of each kernel
+      # 16 workers: on a GPU most of the suite's time is the driver's first JIT of each kernel
       timeout 540 python3 -m pytest -q -p no:cacheprovider -n 16 --timeout 240 --continue-on-collection-errors --durations=25 -rfE > "$OUT/gpu-tests.log" 2>&1
       tail -n 5 "$OUT/gpu-tests.log" ;;
     sanitize)
