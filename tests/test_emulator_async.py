@@ -155,8 +155,13 @@ def tma_oob_kernel() -> str:
     s = kb.shared("s", "f32", 16 * 8, align=128)
     bar = kb.shared("bar", "b64", 1, align=8)
     t = kb.tid()
+    # init, make it visible to every thread and to the async proxy, then issue: waiting on a
+    # barrier another thread may not have initialised yet is a race on hardware
     with kb.if_(kb.setp("eq", t, 0)):
         kb.mbarrier_init(bar, 1)
+        kb.fence_proxy_async()
+    kb.bar_sync()
+    with kb.if_(kb.setp("eq", t, 0)):
         kb.mbarrier_arrive_expect_tx(bar, 16 * 8 * 4)
         kb.cp_async_bulk_tensor(2, kb.shared_addr(s), tm, [cx, cy], bar)
     kb.mbarrier_wait_parity(bar, 0)
@@ -248,6 +253,7 @@ def mbarrier_phases_kernel() -> str:
     a = kb.shared_addr(bar)
 
     def probe(slot, parity):
+        kb.bar_sync()  # every warp has done the step before (warps do not run in lockstep)
         p = kb.setp("ne", t, t)  # a written predicate for try_wait to overwrite
         kb.instr("mbarrier", ("try_wait", "parity", "shared::cta", "b64"),
                  (p.reg, ir.Addr(a.reg, 0), ir.Imm(str(parity))))
