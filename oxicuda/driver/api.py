@@ -208,6 +208,17 @@ class DriverAPI(abc.ABC):
         """Load a PTX image (NUL-terminated or not). Raises ModuleLoadError with the JIT log."""
 
     @abc.abstractmethod
+    def link_ptx(self, ptx: bytes) -> bytes:
+        """The binary image the driver builds from ``ptx`` for the current context's device.
+
+        On the real driver this is the cubin of cuLinkCreate/cuLinkAddData(PTX)/cuLinkComplete;
+        on the emulator, whose loaded image is the PTX itself, it is the PTX bytes, validated as
+        ``module_load_data`` would validate them. Either way ``module_load_data(image)`` loads
+        the result, skipping the PTX JIT. Raises ModuleLoadError with the JIT log when the driver
+        rejects the PTX. (Real-driver path verified by unit tests only until a GPU run.)
+        """
+
+    @abc.abstractmethod
     def module_unload(self, module: int) -> None: ...
 
     @abc.abstractmethod

@@ -319,6 +319,18 @@ class EmulatorAPI(DriverAPI):
             self._module_functions[h] = {}
         return h
 
+    def link_ptx(self, ptx: bytes) -> bytes:
+        """The emulator's "binary": the PTX bytes, after the same parse and decode that
+        ``module_load_data`` runs (so a PTX it would reject fails here the same way)."""
+        from ..ptx.interp.program import load_program
+
+        text = ptx.decode("ascii", errors="replace") if isinstance(ptx, (bytes, bytearray)) else str(ptx)
+        text = text.split("\x00", 1)[0]
+        with self._lock:
+            program = load_program(text, self.heap, self.device)
+            program.release(self.heap)
+        return text.encode("ascii", errors="replace")
+
     def module_unload(self, module: int) -> None:
         with self._lock:
             program = self._modules.pop(module, None)

@@ -16,7 +16,7 @@ import os
 import sys
 
 from .api import DriverAPI, ParamBuffer, ParamLayout
-from .errors import CUDA_RESULTS, DriverNotFoundError, raise_for
+from .errors import CUDA_RESULTS, DriverNotFoundError, ModuleLoadError, raise_for
 
 CDEF = """
 typedef int CUresult;
@@ -95,6 +95,24 @@ CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEn
 CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
                             int *options, void **optionValues);
 CUresult cuModuleUnload(CUmodule hmod);
+/* JIT linker, checked against cuda.h (CUDA 12/13) and its public mirrors: cuda.h maps
+   cuLinkCreate -> cuLinkCreate_v2 and cuLinkAddData -> cuLinkAddData_v2 (since CUDA 6.5);
+   CUresult cuLinkCreate_v2(unsigned int numOptions, CUjit_option *options,
+                            void **optionValues, CUlinkState *stateOut);
+   CUresult cuLinkAddData_v2(CUlinkState state, CUjitInputType type, void *data, size_t size,
+                             const char *name, unsigned int numOptions, CUjit_option *options,
+                             void **optionValues);
+   CUresult cuLinkComplete(CUlinkState state, void **cubinOut, size_t *sizeOut);
+   CUresult cuLinkDestroy(CUlinkState state);
+   CUjit_option and CUjitInputType are C enums (int); CUlinkState is a pointer (uintptr_t). */
+typedef uintptr_t CUlinkState;
+CUresult cuLinkCreate_v2(unsigned int numOptions, int *options, void **optionValues,
+                         CUlinkState *stateOut);
+CUresult cuLinkAddData_v2(CUlinkState state, int type, void *data, size_t size,
+                          const char *name, unsigned int numOptions, int *options,
+                          void **optionValues);
+CUresult cuLinkComplete(CUlinkState state, void **cubinOut, size_t *sizeOut);
+CUresult cuLinkDestroy(CUlinkState state);
 CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name);
 CUresult cuFuncGetAttribute(int *pi, int attrib, CUfunction hfunc);
 CUresult cuFuncSetAttribute(CUfunction hfunc, int attrib, int value);
@@ -116,6 +134,8 @@ CU_JIT_INFO_LOG_BUFFER = 3
 CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4
 CU_JIT_ERROR_LOG_BUFFER = 5
 CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6
+# CUjitInputType values (cuda.h: CUBIN=0, PTX=1, FATBINARY=2, OBJECT=3, LIBRARY=4)
+CU_JIT_INPUT_PTX = 1
 
 CUDA_ERROR_NOT_READY = 600
 _MEMORYTYPE_DEVICE = 2
@@ -456,6 +476,63 @@ class LibCudaAPI(DriverAPI):
             info = ffi.string(info_log).decode(errors="replace").strip()
             self._check(code, "cuModuleLoadDataEx", "\n".join(t for t in (log, info) if t))
         return int(out[0])
+
+    def link_ptx(self, ptx: bytes) -> bytes:
+        """The cubin of ``ptx`` for the current context's device (cuLink*).
+
+        Verified by unit tests without a driver only, until a GPU run: the cubin disk cache that
+        uses it stays off unless OXICUDA_CUBIN_CACHE=1.
+        """
+        ffi, lib = self.ffi, self.lib
+        if isinstance(ptx, str):
+            ptx = ptx.encode("ascii")
+        if not ptx.endswith(b"\0"):
+            ptx = ptx + b"\0"
+        data = ffi.new("char[]", ptx)  # ffi adds one more NUL; size counts the PTX's own
+        error_log = ffi.new("char[]", _JIT_LOG_BYTES)
+        info_log = ffi.new("char[]", _JIT_LOG_BYTES)
+        options = ffi.new(
+            "int[4]",
+            [
+                CU_JIT_ERROR_LOG_BUFFER,
+                CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                CU_JIT_INFO_LOG_BUFFER,
+                CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+            ],
+        )
+        values = ffi.new("void *[4]")
+        values[0] = ffi.cast("void *", error_log)
+        values[1] = ffi.cast("void *", _JIT_LOG_BYTES)
+        values[2] = ffi.cast("void *", info_log)
+        values[3] = ffi.cast("void *", _JIT_LOG_BYTES)
+        state = ffi.new("CUlinkState *")
+        self._check(lib.cuLinkCreate_v2(4, options, values, state), "cuLinkCreate_v2")
+
+        def fail(code: int, call: str) -> None:
+            # every linker failure is a failure to build the module: ModuleLoadError with the log
+            texts = [ffi.string(error_log), ffi.string(info_log)]
+            detail = "\n".join(t.decode(errors="replace").strip() for t in texts if t.strip())
+            if code not in CUDA_RESULTS:
+                detail = (self._error_text(code) + "\n" + detail).strip()
+            raise ModuleLoadError(code, call, detail)
+
+        try:
+            code = lib.cuLinkAddData_v2(
+                state[0], CU_JIT_INPUT_PTX, data, len(ptx), b"oxicuda.ptx", 0, ffi.NULL, ffi.NULL
+            )
+            if code:
+                fail(code, "cuLinkAddData_v2")
+            cubin = ffi.new("void **")
+            size = ffi.new("size_t *")
+            code = lib.cuLinkComplete(state[0], cubin, size)
+            if code:
+                fail(code, "cuLinkComplete")
+            if cubin[0] == ffi.NULL or size[0] == 0:
+                raise ModuleLoadError(218, "cuLinkComplete", "the linker returned an empty image")
+            # the image belongs to the link state: copy it out before cuLinkDestroy frees it
+            return bytes(ffi.buffer(cubin[0], size[0]))
+        finally:
+            lib.cuLinkDestroy(state[0])
 
     def module_unload(self, module: int) -> None:
         self._check(self.lib.cuModuleUnload(module), "cuModuleUnload")

@@ -449,12 +449,15 @@ class Module:
     Raises ModuleLoadError carrying the JIT error log when the driver rejects the PTX.
     """
 
-    def __init__(self, ptx_text: str | bytes) -> None:
+    def __init__(self, ptx_text: str | bytes, image: bytes | None = None) -> None:
+        """Load ``ptx_text``, or, when ``image`` is given, that prebuilt binary of it (from
+        ``DriverAPI.link_ptx``; a cubin on the real driver), skipping the PTX JIT. Parameter
+        layouts are read from ``ptx_text`` either way, so it must be the image's source."""
         text = ptx_text.decode("ascii") if isinstance(ptx_text, (bytes, bytearray)) else ptx_text
         if not isinstance(text, str):
             raise TypeError(f"Module: ptx_text must be str or bytes, got {type(ptx_text).__name__}")
         try:
-            image = text.encode("ascii")
+            ptx_image = text.encode("ascii")
         except UnicodeEncodeError as exc:
             raise ValueError(
                 f"Module: PTX must be ASCII; found {text[exc.start]!r} at offset {exc.start}"
@@ -464,7 +467,15 @@ class Module:
         self.ptx = text
         self.layouts = entry_layouts(text)
         drv = api()
-        self.handle = drv.module_load_data(image)
+        if image is not None:
+            if not isinstance(image, (bytes, bytearray)) or not image:
+                raise TypeError(
+                    f"Module: image must be non-empty bytes from link_ptx, got {type(image).__name__}"
+                    f" of length {len(image) if hasattr(image, '__len__') else '?'}"
+                )
+            self.handle = drv.module_load_data(bytes(image))
+        else:
+            self.handle = drv.module_load_data(ptx_image)
         self._functions: dict[str, Function] = {}
         self._finalizer = weakref.finalize(self, _unload_quietly, drv.module_unload, self.handle)
 

@@ -11,6 +11,19 @@ On-disk format (one ASCII file ``<key>.ptx``)::
     // oxicuda-kernel-cache key=<key> sha256=<sha256 of the PTX text>
     <the PTX text>
 
+Driver-linked binaries (opt-in, ``OXICUDA_CUBIN_CACHE=1`` with the disk level on): beside each
+``<key>.ptx``, ``<key>-<device tag>.bin`` holds what ``DriverAPI.link_ptx`` built from it (a cubin
+on the real driver), so a warm start loads a binary (~0.1 ms) instead of JIT-compiling PTX
+(7-400 ms per kernel on the H200). The device tag is ``<backend>-sm<major><minor>-drv<version>``:
+everything the binary depends on beyond the PTX. Format::
+
+    // oxicuda-cubin-cache key=<key> tag=<device tag> sha256=<sha256 of the image>\n<image bytes>
+
+A binary whose header or checksum is wrong, or that the driver refuses to load, is deleted and
+rebuilt; any failure of the binary path falls back to loading the PTX (counted in
+``cache_info()["disk"]["cubin_errors"]``). OFF by default: on the real driver this path is
+verified by unit tests only until a GPU run confirms it.
+
 ``key = sha256(spec.key() NUL oxicuda.__version__ NUL CODEGEN_SCHEMA_VERSION NUL code_fingerprint())``: every spec field
 (arch and math mode included), the package version and the code-generation schema. Writes go
 through a temporary file and ``os.replace`` (atomic); a file whose header or checksum does not
@@ -33,6 +46,9 @@ from .spec import KernelSpec
 #: Bump when the generators' output changes for unchanged specs (invalidates disk caches).
 CODEGEN_SCHEMA_VERSION = 1
 _HEADER = re.compile(r"^// oxicuda-kernel-cache key=([0-9a-f]{64}) sha256=([0-9a-f]{64})\n")
+_BIN_HEADER = re.compile(
+    rb"^// oxicuda-cubin-cache key=([0-9a-f]{64}) tag=([A-Za-z0-9_.-]+) sha256=([0-9a-f]{64})\n"
+)
 
 _lock = threading.RLock()
 _ptx: dict[KernelSpec, str] = {}
@@ -40,8 +56,13 @@ _functions: dict[tuple[int, KernelSpec], object] = {}
 _stats = {
     "function": {"hits": 0, "misses": 0},
     "ptx_memory": {"hits": 0, "misses": 0},
-    "disk": {"hits": 0, "misses": 0, "writes": 0, "corrupt": 0, "errors": 0},
+    "disk": {
+        "hits": 0, "misses": 0, "writes": 0, "corrupt": 0, "errors": 0,
+        "cubin_hits": 0, "cubin_misses": 0, "cubin_writes": 0, "cubin_corrupt": 0,
+        "cubin_errors": 0,
+    },
 }
+_device_tags: dict[int, str] = {}
 _checked_versions: set[str] = set()
 
 
@@ -125,6 +146,124 @@ def _write_disk(key: str, text: str) -> None:
         _stats["disk"]["errors"] += 1
 
 
+def cubin_cache_enabled() -> bool:
+    """True only when ``OXICUDA_CUBIN_CACHE`` is 1/on/true/yes and the disk level is on.
+
+    Off by default until a GPU run verifies the real-driver path (cuLink*)."""
+    flag = os.environ.get("OXICUDA_CUBIN_CACHE", "").strip().lower()
+    return flag in ("1", "on", "true", "yes") and disk_cache_enabled()
+
+
+def device_tag() -> str:
+    """What a linked binary depends on besides its PTX, for the current context's device:
+    ``<backend>-sm<major><minor>-drv<driver version>`` (computed once per context)."""
+    from oxicuda.driver.backend import api, get_backend
+    from oxicuda.driver.context import ensure_context
+    from oxicuda.driver.enums import DEVICE_ATTRIBUTES
+
+    ctx = ensure_context()
+    tag = _device_tags.get(ctx)
+    if tag is None:
+        drv = api()
+        dev = drv.ctx_get_device()
+        major = drv.device_get_attribute(DEVICE_ATTRIBUTES["COMPUTE_CAPABILITY_MAJOR"], dev)
+        minor = drv.device_get_attribute(DEVICE_ATTRIBUTES["COMPUTE_CAPABILITY_MINOR"], dev)
+        tag = f"{get_backend()}-sm{major}{minor}-drv{drv.driver_get_version()}"
+        _device_tags[ctx] = tag
+    return tag
+
+
+def cubin_path(key: str, tag: str) -> Path:
+    """Where the linked binary of the PTX entry ``key`` for device ``tag`` lives."""
+    return cache_dir() / f"{key}-{tag}.bin"
+
+
+def _discard(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass
+
+
+def _read_binary(key: str, tag: str) -> bytes | None:
+    path = cubin_path(key, tag)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        _stats["disk"]["cubin_corrupt"] += 1
+        return None
+    m = _BIN_HEADER.match(raw)
+    body = raw[m.end() :] if m else b""
+    if (
+        m is None
+        or m.group(1).decode() != key
+        or m.group(2).decode() != tag
+        or not body
+        or hashlib.sha256(body).hexdigest() != m.group(3).decode()
+    ):
+        _stats["disk"]["cubin_corrupt"] += 1
+        _discard(path)
+        return None
+    return body
+
+
+def _write_binary(key: str, tag: str, image: bytes) -> None:
+    folder = cache_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256(image).hexdigest()
+        header = f"// oxicuda-cubin-cache key={key} tag={tag} sha256={digest}\n".encode("ascii")
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{key[:16]}-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(header + image)
+            os.replace(tmp, cubin_path(key, tag))
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        _stats["disk"]["cubin_writes"] += 1
+    except OSError:
+        _stats["disk"]["errors"] += 1
+
+
+def _load_linked(spec: KernelSpec, text: str):
+    """The Module of ``text`` from its cached binary (or a freshly linked and stored one)."""
+    from oxicuda.driver.backend import api
+    from oxicuda.driver.module import Module
+
+    key, tag = cache_key(spec), device_tag()
+    image = _read_binary(key, tag)
+    if image is not None:
+        try:
+            module = Module(text, image=image)
+        except Exception:
+            _stats["disk"]["cubin_errors"] += 1  # unloadable (e.g. a driver update): rebuild
+            _discard(cubin_path(key, tag))
+        else:
+            _stats["disk"]["cubin_hits"] += 1
+            return module
+    _stats["disk"]["cubin_misses"] += 1
+    image = api().link_ptx(text.encode("ascii"))
+    module = Module(text, image=image)  # store only a binary that loaded
+    _write_binary(key, tag, image)
+    return module
+
+
+def _load_module(spec: KernelSpec, text: str):
+    from oxicuda.driver.module import Module
+
+    if cubin_cache_enabled():
+        try:
+            return _load_linked(spec, text)
+        except Exception:
+            # the binary path must never be worse than PTX: count it and load the PTX
+            _stats["disk"]["cubin_errors"] += 1
+    return Module(text)
+
+
 def ptx_for(spec: KernelSpec) -> str:
     """The PTX text of ``spec``: from memory, else disk, else the family's generator."""
     text = _ptx.get(spec)
@@ -184,11 +323,9 @@ def load(spec: KernelSpec):
             _stats["function"]["hits"] += 1
             return fn
         _stats["function"]["misses"] += 1
-        from oxicuda.driver.module import Module
-
         text = ptx_for(spec)
         _check_driver(text)
-        module = Module(text)
+        module = _load_module(spec, text)
         fn = module.get_function(_entry_name(module, spec))
         fn.spec = spec
         _functions[key] = fn
@@ -201,6 +338,7 @@ def cache_info() -> dict[str, dict[str, object]]:
     info["function"]["size"] = len(_functions)
     info["ptx_memory"]["size"] = len(_ptx)
     info["disk"]["enabled"] = disk_cache_enabled()
+    info["disk"]["cubin_enabled"] = cubin_cache_enabled()
     info["disk"]["dir"] = str(cache_dir())
     return info
 
@@ -210,6 +348,7 @@ def clear_memory_cache() -> None:
     with _lock:
         _ptx.clear()
         _functions.clear()
+        _device_tags.clear()
         for counts in _stats.values():
             for k in counts:
                 counts[k] = 0
