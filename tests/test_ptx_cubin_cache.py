@@ -177,6 +177,28 @@ def test_device_tag_reads_capability_driver_and_backend(cubin_env):
     )
 
 
+def test_concurrent_first_loads_link_and_write_once(cubin_env, rng, monkeypatch):
+    import threading
+
+    links = _count_links(monkeypatch)
+    spec = fam.ScaleSpec(arch="sm_80", dtype="f32", factor=2.0)
+    results, barrier = [], threading.Barrier(6)
+
+    def worker():
+        barrier.wait()
+        results.append(cache.load(spec))
+
+    threads = [threading.Thread(target=worker) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 6 and len({id(f) for f in results}) == 1
+    assert len(links) == 1 and len(_bins(cubin_env)) == 1
+    assert cache.cache_info()["disk"]["cubin_writes"] == 1
+    _check_computes(results[0], 2.0, rng)
+
+
 @pytest.mark.parametrize("env", [{}, {"OXICUDA_CUBIN_CACHE": "0"}, {"OXICUDA_CACHE": "off"}])
 def test_without_the_opt_in_no_binary_is_written(cubin_env, rng, monkeypatch, env):
     monkeypatch.delenv("OXICUDA_CUBIN_CACHE")
