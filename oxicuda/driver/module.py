@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import operator
 import struct
+import threading
 import weakref
 from collections.abc import Callable, Sequence
 
@@ -262,6 +263,7 @@ class Function:
         self._params = api().param_buffer(layout)
         self._limits: tuple | None = None
         self._launch_kernel = api().launch_kernel
+        self._launch_lock = threading.Lock()
         self._pack = self.packer.fast_pack_into
         # 1-D fast-path bounds (threads per block, grid.x, dynamic shared bytes), set on first use
         self._max_block_1d = 0
@@ -390,10 +392,11 @@ class Function:
         else:
             stream_handle = as_stream_handle(stream)
         params = self._params
-        self._pack(params.data, args)
         if getattr(_context_local, "ctx", None) is None:
             ensure_context()
-        self._launch_kernel(self.handle, grid3, block3, shared_mem, stream_handle, params)
+        with self._launch_lock:  # one parameter buffer per function: pack and launch as one step
+            self._pack(params.data, args)
+            self._launch_kernel(self.handle, grid3, block3, shared_mem, stream_handle, params)
         if _ACTIVE_TRACES:
             _record_launch(
                 LaunchRecord(self.name, self.spec, grid3, block3, shared_mem, stream_handle)
@@ -414,6 +417,7 @@ class Function:
         shared_mem = operator.index(shared_mem)
         self._check_geometry(grid3, block3, shared_mem)
         handle, params, pack, launch_kernel = self.handle, self._params, self._pack, self._launch_kernel
+        lock = self._launch_lock
         data = params.data
 
         def launch(args: Sequence[object], stream: object = None) -> None:
@@ -423,10 +427,11 @@ class Function:
                 stream_handle = stream
             else:
                 stream_handle = as_stream_handle(stream)
-            pack(data, args)
             if getattr(_context_local, "ctx", None) is None:
                 ensure_context()
-            launch_kernel(handle, grid3, block3, shared_mem, stream_handle, params)
+            with lock:
+                pack(data, args)
+                launch_kernel(handle, grid3, block3, shared_mem, stream_handle, params)
             if _ACTIVE_TRACES:
                 _record_launch(LaunchRecord(self.name, self.spec, grid3, block3, shared_mem, stream_handle))
 
