@@ -453,6 +453,17 @@ class LibCudaAPI(DriverAPI):
         if not ptx.endswith(b"\0"):
             ptx = ptx + b"\0"
         image = ffi.new("char[]", ptx)
+        options, values, error_log, info_log = self._jit_log_options()
+        out = ffi.new("CUmodule *")
+        code = self.lib.cuModuleLoadDataEx(out, image, 4, options, values)
+        if code:
+            self._check(code, "cuModuleLoadDataEx", self._jit_log_text(error_log, info_log))
+        return int(out[0])
+
+    def _jit_log_options(self):
+        """(options, values, error_log, info_log): the JIT option arrays that route the error and
+        info logs into two buffers, for cuModuleLoadDataEx and cuLinkCreate_v2 alike."""
+        ffi = self.ffi
         error_log = ffi.new("char[]", _JIT_LOG_BYTES)
         info_log = ffi.new("char[]", _JIT_LOG_BYTES)
         options = ffi.new(
@@ -469,13 +480,11 @@ class LibCudaAPI(DriverAPI):
         values[1] = ffi.cast("void *", _JIT_LOG_BYTES)
         values[2] = ffi.cast("void *", info_log)
         values[3] = ffi.cast("void *", _JIT_LOG_BYTES)
-        out = ffi.new("CUmodule *")
-        code = self.lib.cuModuleLoadDataEx(out, image, 4, options, values)
-        if code:
-            log = ffi.string(error_log).decode(errors="replace").strip()
-            info = ffi.string(info_log).decode(errors="replace").strip()
-            self._check(code, "cuModuleLoadDataEx", "\n".join(t for t in (log, info) if t))
-        return int(out[0])
+        return options, values, error_log, info_log
+
+    def _jit_log_text(self, error_log, info_log) -> str:
+        texts = (self.ffi.string(error_log), self.ffi.string(info_log))
+        return "\n".join(t.decode(errors="replace").strip() for t in texts if t.strip())
 
     def link_ptx(self, ptx: bytes) -> bytes:
         """The cubin of ``ptx`` for the current context's device (cuLink*).
@@ -489,29 +498,13 @@ class LibCudaAPI(DriverAPI):
         if not ptx.endswith(b"\0"):
             ptx = ptx + b"\0"
         data = ffi.new("char[]", ptx)  # ffi adds one more NUL; size counts the PTX's own
-        error_log = ffi.new("char[]", _JIT_LOG_BYTES)
-        info_log = ffi.new("char[]", _JIT_LOG_BYTES)
-        options = ffi.new(
-            "int[4]",
-            [
-                CU_JIT_ERROR_LOG_BUFFER,
-                CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-                CU_JIT_INFO_LOG_BUFFER,
-                CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
-            ],
-        )
-        values = ffi.new("void *[4]")
-        values[0] = ffi.cast("void *", error_log)
-        values[1] = ffi.cast("void *", _JIT_LOG_BYTES)
-        values[2] = ffi.cast("void *", info_log)
-        values[3] = ffi.cast("void *", _JIT_LOG_BYTES)
+        options, values, error_log, info_log = self._jit_log_options()
         state = ffi.new("CUlinkState *")
         self._check(lib.cuLinkCreate_v2(4, options, values, state), "cuLinkCreate_v2")
 
         def fail(code: int, call: str) -> None:
             # every linker failure is a failure to build the module: ModuleLoadError with the log
-            texts = [ffi.string(error_log), ffi.string(info_log)]
-            detail = "\n".join(t.decode(errors="replace").strip() for t in texts if t.strip())
+            detail = self._jit_log_text(error_log, info_log)
             if code not in CUDA_RESULTS:
                 detail = (self._error_text(code) + "\n" + detail).strip()
             raise ModuleLoadError(code, call, detail)
