@@ -162,22 +162,14 @@ def symm_ptr(side: str, uplo: str, m: int, n: int, alpha, a_ptr: int, lda: int, 
     symmetric (``hermitian``: Hermitian, hemm) stored in its ``uplo`` triangle; B, C m x n."""
     dt = op.dtype_name(dtype, "symm")
     sd, u = _side(side, "symm"), _uplo(uplo, "symm")
-    m, n = op.check_int(m, "symm: m", minimum=0), op.check_int(n, "symm: n", minimum=0)
-    ka = m if sd == "L" else n
-    lda = op.check_int(lda, "symm: lda", minimum=max(1, ka))
-    ldb = op.check_int(ldb, "symm: ldb", minimum=max(1, m))
-    ldc = op.check_int(ldc, "symm: ldc", minimum=max(1, m))
-    a, b, c = (op.check_pointer(p, f"symm: {w}") for p, w in ((a_ptr, "A"), (b_ptr, "B"), (c_ptr, "C")))
+    m, n, ka, lda, ldb, ldc, a, b, c = _side_operands("symm", sd, m, n, lda, ldb, ldc, a_ptr, b_ptr, c_ptr)
     ar, ai, ap = _scalars(alpha, alpha_ptr, "symm: alpha")
     br, bi, bp = _scalars(beta, beta_ptr, "symm: beta")
     if bool(ap) != bool(bp):
         raise ValueError("symm: alpha and beta must both be values or both device pointers")
     if m == 0 or n == 0:
         return
-    es = op.itemsize(dt)
-    op.check_span(a, op.matrix_span(ka, ka, lda, es), f"symm: A ({ka}x{ka}, lda={lda})")
-    op.check_span(b, op.matrix_span(m, n, ldb, es), f"symm: B ({m}x{n}, ldb={ldb})")
-    op.check_span(c, op.matrix_span(m, n, ldc, es), f"symm: C ({m}x{n}, ldc={ldc})")
+    _check_side_spans("symm", dt, m, n, ka, a, lda, b, ldb, c, ldc)
     s = op.stream_of(stream)
     with op.workspace_sequence:  # workspaces are shared per stream: no interleaving
         mode = "herm" if hermitian and dt.startswith("complex") else "sym"
@@ -191,6 +183,28 @@ def symm_ptr(side: str, uplo: str, m: int, n: int, alpha, a_ptr: int, lda: int, 
                   alpha_ptr=ap, beta_ptr=bp)
 
 
+def _side_operands(name: str, sd: str, m, n, lda, ldb, ldc, a_ptr, b_ptr, c_ptr) -> tuple:
+    """Checked (m, n, ka, lda, ldb, ldc, a, b, c) of a side-dependent level-3 call whose A is
+    ka x ka (ka = m for side 'L', n for 'R') and whose B and C are m x n."""
+    m, n = op.check_int(m, f"{name}: m", minimum=0), op.check_int(n, f"{name}: n", minimum=0)
+    ka = m if sd == "L" else n
+    lda = op.check_int(lda, f"{name}: lda", minimum=max(1, ka))
+    ldb = op.check_int(ldb, f"{name}: ldb", minimum=max(1, m))
+    ldc = op.check_int(ldc, f"{name}: ldc", minimum=max(1, m))
+    a, b, c = (op.check_pointer(p, f"{name}: {w}") for p, w in ((a_ptr, "A"), (b_ptr, "B"), (c_ptr, "C")))
+    return m, n, ka, lda, ldb, ldc, a, b, c
+
+
+def _check_side_spans(name: str, dt: str, m: int, n: int, ka: int, a: int, lda: int, b: int, ldb: int,
+                      c: int, ldc: int) -> int:
+    """Check that A, B and C lie inside their allocations; returns the element size."""
+    es = op.itemsize(dt)
+    op.check_span(a, op.matrix_span(ka, ka, lda, es), f"{name}: A ({ka}x{ka}, lda={lda})")
+    op.check_span(b, op.matrix_span(m, n, ldb, es), f"{name}: B ({m}x{n}, ldb={ldb})")
+    op.check_span(c, op.matrix_span(m, n, ldc, es), f"{name}: C ({m}x{n}, ldc={ldc})")
+    return es
+
+
 def trmm_ptr(side: str, uplo: str, trans: str, diag: str, m: int, n: int, alpha, a_ptr: int, lda: int,
              b_ptr: int, ldb: int, c_ptr: int, ldc: int, *, dtype: object, stream: object = None,
              alpha_ptr: int = 0) -> None:
@@ -199,19 +213,11 @@ def trmm_ptr(side: str, uplo: str, trans: str, diag: str, m: int, n: int, alpha,
     dt = op.dtype_name(dtype, "trmm")
     sd, u, t, unit = _side(side, "trmm"), _uplo(uplo, "trmm"), _trans(trans, "trmm"), _diag(diag, "trmm")
     t = "T" if (t == "C" and not dt.startswith("complex")) else t
-    m, n = op.check_int(m, "trmm: m", minimum=0), op.check_int(n, "trmm: n", minimum=0)
-    ka = m if sd == "L" else n
-    lda = op.check_int(lda, "trmm: lda", minimum=max(1, ka))
-    ldb = op.check_int(ldb, "trmm: ldb", minimum=max(1, m))
-    ldc = op.check_int(ldc, "trmm: ldc", minimum=max(1, m))
-    a, b, c = (op.check_pointer(p, f"trmm: {w}") for p, w in ((a_ptr, "A"), (b_ptr, "B"), (c_ptr, "C")))
+    m, n, ka, lda, ldb, ldc, a, b, c = _side_operands("trmm", sd, m, n, lda, ldb, ldc, a_ptr, b_ptr, c_ptr)
     ar, ai, ap = _scalars(alpha, alpha_ptr, "trmm: alpha")
     if m == 0 or n == 0:
         return
-    es = op.itemsize(dt)
-    op.check_span(a, op.matrix_span(ka, ka, lda, es), f"trmm: A ({ka}x{ka}, lda={lda})")
-    op.check_span(b, op.matrix_span(m, n, ldb, es), f"trmm: B ({m}x{n}, ldb={ldb})")
-    op.check_span(c, op.matrix_span(m, n, ldc, es), f"trmm: C ({m}x{n}, ldc={ldc})")
+    es = _check_side_spans("trmm", dt, m, n, ka, a, lda, b, ldb, c, ldc)
     s = op.stream_of(stream)
     with op.workspace_sequence:  # workspaces are shared per stream: no interleaving
         w = _expand(dt, u, "tri_unit" if unit else "tri", ka, a, lda, s)
