@@ -8,7 +8,12 @@ Layouts (``layout=``):
 ``OH = (H + 2*pad_h - dil_h*(R-1) - 1) // stride_h + 1`` (likewise OW). Elements: float32,
 float16 or bfloat16 (x, w, bias the same; accumulation in float32). ``algo``: ``None``
 (dispatch, see ``conv_dispatch``), ``"implicit_gemm"``, ``"winograd"`` (F(4x4,3x3) or F(2x2,3x3)
-chosen by dispatch), ``"winograd_2x2"``, ``"winograd_4x4"``, ``"im2col"``.
+chosen by dispatch), ``"winograd_2x2"``, ``"winograd_4x4"``, ``"im2col"``, and two that pin the
+implicit-GEMM kernel: ``"implicit_gemm_tc"`` (tensor cores, ``conv_implicit_gemm_tc``: float16/
+bfloat16 on sm_80+ only, ValueError otherwise) and ``"implicit_gemm_simt"`` (``conv_implicit_gemm``,
+any dtype). ``"implicit_gemm"`` (and dispatch when it picks implicit GEMM) runs the tensor-core
+kernel where it can (half types on sm_80+) and the SIMT one elsewhere. The backward passes are
+SIMT for every dtype.
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ import numpy as np
 
 from oxicuda.memory.array import DeviceArray, empty
 
-from ._common import PTX_ELEMENT, as_float_array, contiguous, dtype_name_of, load_kernel, stream_of
+from . import conv_implicit_gemm_tc as tc
+from ._common import PTX_ELEMENT, as_float_array, contiguous, current_arch, dtype_name_of, load_kernel, stream_of
 from .conv_dispatch import ALGOS, ConvProblem, choose_algo
 from .conv_epilogue import check_activation
 
@@ -29,6 +35,8 @@ from .conv_implicit_gemm import THREADS, ConvImplicitGemmSpec
 from .conv_winograd import run_winograd
 
 LAYOUTS = ("NCHW", "NHWC")
+#: algo names beyond dispatch's that pin one implicit-GEMM kernel
+KERNEL_ALGOS = ("implicit_gemm_tc", "implicit_gemm_simt")
 _INT31 = (1 << 31) - 1
 
 
@@ -153,7 +161,9 @@ def conv2d(x: object, w: object, bias: object = None, stride: object = 1, paddin
     chosen = _resolve_algo(algo, geo.problem, op)
     xa, wa = contiguous(xa), contiguous(wa)
     y = _output(out, geo.y_shape, xa, op)
-    if chosen == "implicit_gemm":
+    if chosen == "implicit_gemm_tc":
+        run_tensor_core(geo, xa, wa, y, ba, act)
+    elif chosen == "implicit_gemm_simt":
         run_implicit_gemm("fwd", geo, xa, wa, y, ba, act)
     elif chosen.startswith("winograd"):
         run_winograd(geo, xa, wa, y, ba, act, tile=4 if chosen == "winograd_4x4" else 2)
@@ -176,10 +186,17 @@ def _output(out: DeviceArray | None, shape: tuple[int, ...], like: DeviceArray, 
 
 
 def _resolve_algo(algo: str | None, problem: ConvProblem, op: str) -> str:
+    """The algorithm that runs: ``algo`` checked against the problem, or dispatch's choice;
+    implicit GEMM comes back as the kernel (``implicit_gemm_tc`` or ``implicit_gemm_simt``)."""
     if algo is None:
-        return choose_algo(problem)
-    if algo not in ALGOS:
-        raise ValueError(f"{op}: algo={algo!r}; allowed: None, " + ", ".join(repr(a) for a in ALGOS))
+        return _implicit_gemm_kernel(choose_algo(problem), problem)
+    if algo not in ALGOS + KERNEL_ALGOS:
+        raise ValueError(f"{op}: algo={algo!r}; allowed: None, " + ", ".join(repr(a) for a in ALGOS + KERNEL_ALGOS))
+    if algo == "implicit_gemm_tc" and not tc.supported(problem.dtype, current_arch()):
+        raise ValueError(f"{op}: algo='implicit_gemm_tc' needs float16/bfloat16 data on sm_80+; got "
+                         f"{problem.dtype} on {current_arch()}; use algo='implicit_gemm_simt' or None")
+    if algo == "implicit_gemm":
+        return _implicit_gemm_kernel(algo, problem)
     if algo.startswith("winograd"):
         if not problem.winograd_eligible:
             raise ValueError(f"{op}: algo={algo!r} needs a 3x3 filter, stride 1 and dilation 1; got "
@@ -189,6 +206,21 @@ def _resolve_algo(algo: str | None, problem: ConvProblem, op: str) -> str:
                                            "im2col_min_reduction": 1 << 62, "im2col_max_workspace_bytes": 0})
             return picked
     return algo
+
+
+def _implicit_gemm_kernel(algo: str, problem: ConvProblem) -> str:
+    if algo != "implicit_gemm":
+        return algo
+    return "implicit_gemm_tc" if tc.supported(problem.dtype, current_arch()) else "implicit_gemm_simt"
+
+
+def run_tensor_core(geo: ConvGeometry, x: DeviceArray, w: DeviceArray, y: DeviceArray, bias: DeviceArray | None,
+                    activation: str) -> None:
+    """Launch the tensor-core forward kernel over validated, C-contiguous half-type x, w, y."""
+    spec = tc.choose_spec(geo.problem, geo.layout, current_arch(), x_aligned=int(x.ptr) % tc.COPY_BYTES == 0,
+                          w_aligned=int(w.ptr) % tc.COPY_BYTES == 0, activation=activation, bias=bias is not None)
+    tc.launch(spec, geo.problem, x, w, y, bias, element_strides_nchw(x, geo.layout),
+              element_strides_nchw(y, geo.layout), stream=stream_of(y))
 
 
 def run_implicit_gemm(mode: str, geo: ConvGeometry, x: DeviceArray, w: DeviceArray, y: DeviceArray,
@@ -255,8 +287,9 @@ def conv2d_backward_filter(x: object, dy: object, w_shape: tuple[int, ...], stri
 
 
 def _check_backward_algo(algo: str | None, op: str) -> None:
-    if algo not in (None, "implicit_gemm"):
-        raise ValueError(f"{op}: algo={algo!r}; allowed: None, 'implicit_gemm' (the only backward kernel)")
+    if algo not in (None, "implicit_gemm", "implicit_gemm_simt"):
+        raise ValueError(f"{op}: algo={algo!r}; allowed: None, 'implicit_gemm', 'implicit_gemm_simt' "
+                         "(the SIMT implicit GEMM is the only backward kernel, for every dtype)")
 
 
-__all__ = ["LAYOUTS", "conv2d", "conv2d_backward_data", "conv2d_backward_filter"]
+__all__ = ["KERNEL_ALGOS", "LAYOUTS", "conv2d", "conv2d_backward_data", "conv2d_backward_filter"]

@@ -1,0 +1,486 @@
+"""Tensor-core implicit-GEMM conv2d forward (sm_80+): ``mma.sync m16n8k16`` with float16/bfloat16
+inputs and outputs and f32 accumulation, ``ldmatrix`` fragments, a multistage shared-memory
+pipeline fed by ``cp.async``.
+
+The GEMM of group ``g = ctaid.z`` (``Cg``/``Kg`` channels per group, ``RS = R*S``)::
+
+    Y[pixel(n, oh, ow), kout] = sum_kk A[pixel, kk] * B[kk, kout]
+    A[pixel, kk] = X[n, c, oh*st_h - pad_h + r*dil_h, ow*st_w - pad_w + s*dil_w]   (0 outside X)
+    B[kk, kout]  = W[kout, kk]     (the filter of one output channel is one contiguous row of gk)
+
+with the reduction index ``kk`` over (r, s, c) for NHWC (KRSC filters) and over (c, r, s) for
+NCHW (KCRS filters), so that B rows are contiguous in memory in both layouts, and A rows are
+contiguous runs of ``Cg`` channels in NHWC.
+
+Both operands sit in shared memory K-major (``BLOCK_K`` = 32 halves per row, 16 bytes of padding
+so that ``ldmatrix`` rows fall on distinct banks) and reach the tensor cores through non-transposed
+``ldmatrix.x4``; the fragment plans are ``oxicuda.blas.gemm_tensorcore.PLANS`` (derived from the
+tables of ``oxicuda.ptx.fragments`` the emulator computes ``mma`` from, and checked at import).
+
+Operand loads, chosen per launch by ``choose_spec`` (part of the spec):
+
+- ``a_async`` (NHWC with ``Cg % 8 == 0`` and a 16-byte aligned x): each 16-byte chunk of 8
+  channels of one (pixel, r, s) is one ``cp.async.cg``; a tap in the padding, a pixel past the
+  end or a chunk past ``gk`` copies with ``src-size`` 0, which zero-fills.
+- ``b_async`` (``gk % 8 == 0`` and a 16-byte aligned w): filter rows by ``cp.async`` likewise.
+- otherwise (NCHW inputs, odd channel counts, odd reductions): the slower scalar gather. Each
+  thread owns one tile row and a run of consecutive ``kk``; it walks (c, r, s) by carries instead
+  of divisions, loads 2-byte elements (masked ones read a safe address and are replaced by 0) into
+  registers before the stage's mma and stores them to shared memory after it, so the loads'
+  latency overlaps the math. NCHW always takes this path for x: its reduction has no contiguous
+  channel runs.
+
+The epilogue adds the bias and applies the activation (``conv_epilogue.emit_activation``) in f32,
+rounds to the element type and stores through element strides (either layout).
+
+Backward data and backward filter for half types stay on the SIMT kernels of
+``conv_implicit_gemm`` (f32 accumulation).
+
+Launch: grid (ceil(M / block_m), ceil(Kg / block_n), groups), block ``32 * warps_m * warps_n``,
+dynamic shared memory ``spec.shared_bytes`` (above 48 KiB through the opt-in).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from oxicuda.blas.gemm_tensorcore import ACC_PLAN, PLANS, load_function
+from oxicuda.ptx import registry
+from oxicuda.ptx.builder import KernelBuilder, Value
+from oxicuda.ptx.spec import KernelSpec
+
+from ._common import load_f32, store_f32
+from .conv_epilogue import ACTIVATIONS, emit_activation
+
+FAMILY = "conv_implicit_gemm_tc"
+DTYPES = ("f16", "bf16")
+LAYOUTS = ("NCHW", "NHWC")
+ARCHS = ("sm_80", "sm_86", "sm_90")
+BLOCK_K = 32          # halves of the reduction per pipeline stage
+ROW_BYTES = BLOCK_K * 2 + 16
+COPY_BYTES = 16
+#: kernel parameters after the four pointers (x, wt, y, bias), all u32, in launch order
+SCALAR_PARAMS = ("gm", "kg", "gk", "cg", "h", "w", "r", "s", "oh", "ow",
+                 "st_h", "st_w", "pad_h", "pad_w", "dil_h", "dil_w",
+                 "xs_n", "xs_c", "xs_h", "xs_w", "ys_n", "ys_c", "ys_h", "ys_w")
+#: (block_m, block_n, warps_m, warps_n, stages): provisional, to be measured on the H200
+TILES = {"large": (128, 128, 2, 2, 4), "wide": (128, 64, 2, 2, 4), "small": (64, 64, 2, 2, 3)}
+#: a problem whose large-tile grid has fewer CTAs than this uses the small tile (provisional)
+MIN_LARGE_CTAS = 132
+
+
+@dataclass(frozen=True)
+class ConvTensorCoreSpec(KernelSpec):
+    """One tensor-core conv forward kernel: element type, layout (reduction order), how each
+    operand reaches shared memory (``cp.async`` chunks or the scalar gather), fused epilogue,
+    CTA tile, warp grid and pipeline depth."""
+
+    family: ClassVar[str] = FAMILY
+    dtype: str = "f16"
+    layout: str = "NHWC"
+    a_async: bool = True
+    b_async: bool = True
+    activation: str = "none"
+    bias: bool = False
+    block_m: int = 128
+    block_n: int = 128
+    warps_m: int = 2
+    warps_n: int = 2
+    stages: int = 4
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        name = "ConvTensorCoreSpec"
+        if self.dtype not in DTYPES:
+            raise ValueError(f"{name}: dtype={self.dtype!r}; allowed {DTYPES}")
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"{name}: layout={self.layout!r}; allowed {LAYOUTS}")
+        if self.sm < 80:
+            raise ValueError(f"{name}: arch={self.arch!r}; mma.sync bf16 and cp.async need sm_80+")
+        if self.a_async and self.layout != "NHWC":
+            raise ValueError(f"{name}: a_async needs layout NHWC (NCHW has no contiguous channel runs)")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"{name}: activation={self.activation!r}; allowed {ACTIVATIONS}")
+        if self.block_m % (16 * self.warps_m) or self.block_n % (16 * self.warps_n) or self.stages < 2:
+            raise ValueError(f"{name}: tile {self.block_m}x{self.block_n} with {self.warps_m}x{self.warps_n} "
+                             f"warps, {self.stages} stages: warp tiles must be multiples of 16x16, stages >= 2")
+        for rows, is_async in ((self.block_m, self.a_async), (self.block_n, self.b_async)):
+            if is_async and (rows * (BLOCK_K * 2 // COPY_BYTES)) % self.threads:
+                raise ValueError(f"{name}: {rows} rows of 16-byte chunks do not split over {self.threads} threads")
+            if not is_async and (self.threads % rows or BLOCK_K // (self.threads // rows) % 8):
+                raise ValueError(f"{name}: the scalar gather needs {rows} rows to split {self.threads} threads "
+                                 f"into runs of a multiple of 8 halves")
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps_m * self.warps_n
+
+    @property
+    def stage_bytes(self) -> int:
+        return (self.block_m + self.block_n) * ROW_BYTES
+
+    @property
+    def shared_bytes(self) -> int:
+        return self.stages * self.stage_bytes
+
+
+class _Params:
+    """The launch parameters as registers (names as in SCALAR_PARAMS)."""
+
+    def __init__(self, kb: KernelBuilder) -> None:
+        self.x_ptr, self.w_ptr, self.y_ptr, self.bias_ptr = (kb.param_ptr(n) for n in ("x", "wt", "y", "bias"))
+        for name in SCALAR_PARAMS:
+            setattr(self, name, kb.param(name, "u32"))
+
+
+def _divmod(kb: KernelBuilder, a: Value, d: Value) -> tuple[Value, Value]:
+    q = kb.div(a, d)
+    return q, kb.sub(a, kb.mul(q, d))
+
+
+def _quad_select(kb: KernelBuilder, quad: Value, values: list[int]) -> Value:
+    """values[quad] for quad = lane >> 3 in 0..3, as v0 + d1*(quad & 1) + d2*(quad >> 1) (checked)."""
+    v0, d1, d2 = values[0], values[1] - values[0], values[2] - values[0]
+    if values[3] != v0 + d1 + d2:
+        raise AssertionError(f"conv tc: ldmatrix origins {values} are not affine in the matrix index")
+    out = kb.mul(kb.and_(quad, 1), d1) if d1 else kb.mov(0, "u32")
+    if d2:
+        kb.mad(kb.shr(quad, 1), d2, out, out=out)
+    return kb.add(out, v0) if v0 else out
+
+
+def _digits(spec: ConvTensorCoreSpec, c: Value, r: Value, s: Value, p: _Params) -> list[tuple[Value, Value | None]]:
+    """(value, limit) of the reduction's digits, fastest first; the slowest has no wrap."""
+    if spec.layout == "NHWC":
+        return [(c, p.cg), (s, p.s), (r, None)]
+    return [(s, p.s), (r, p.r), (c, None)]
+
+
+def _split_kk(kb: KernelBuilder, spec: ConvTensorCoreSpec, p: _Params, kk: Value) -> tuple[Value, Value, Value]:
+    """(c, r, s) of a reduction index in the layout's order."""
+    if spec.layout == "NHWC":
+        rs, c = _divmod(kb, kk, p.cg)
+    else:
+        c, rs = _divmod(kb, kk, kb.mul(p.r, p.s))
+    r, s = _divmod(kb, rs, p.s)
+    return c, r, s
+
+
+class _Pixel:
+    """One output pixel row of A: validity, x offset of its image, top-left input coordinates."""
+
+    def __init__(self, kb: KernelBuilder, p: _Params, m: Value) -> None:
+        n, rest = _divmod(kb, m, kb.mul(p.oh, p.ow))
+        oh, ow = _divmod(kb, rest, p.ow)
+        self.ok = kb.setp("lo", m, p.gm)
+        self.base = kb.mul(n, p.xs_n)
+        self.ih0 = kb.sub(kb.mul(oh, p.st_h), p.pad_h)
+        self.iw0 = kb.sub(kb.mul(ow, p.st_w), p.pad_w)
+
+    def tap(self, kb: KernelBuilder, p: _Params, c: Value, r: Value, s: Value, k_ok: Value) -> tuple[Value, Value]:
+        """(in bounds, x element offset) of tap (c, r, s); unsigned compares reject negative rows."""
+        ih, iw = kb.mad(r, p.dil_h, self.ih0), kb.mad(s, p.dil_w, self.iw0)
+        ok = kb.and_(kb.and_(self.ok, k_ok), kb.and_(kb.setp("lo", ih, p.h), kb.setp("lo", iw, p.w)))
+        off = kb.mad(iw, p.xs_w, kb.mad(ih, p.xs_h, kb.mad(c, p.xs_c, self.base)))
+        return ok, off
+
+
+class _Loader:
+    """Global -> shared copies of one operand tile (A: ``block_m`` pixels, B: ``block_n`` filter
+    rows, ``BLOCK_K`` reduction elements each): ``issue(stage_off, k0)`` starts a stage;
+    ``finish(stage_off)`` completes it (the scalar gather's shared stores; nothing for cp.async)."""
+
+    def __init__(self, kb: KernelBuilder, spec: ConvTensorCoreSpec, p: _Params, operand: str, base: Value,
+                 row0: Value, region: int, smem0: Value, tid: Value) -> None:
+        self.kb, self.spec, self.p, self.operand, self.base = kb, spec, p, operand, base
+        self.is_async = spec.a_async if operand == "a" else spec.b_async
+        rows = spec.block_m if operand == "a" else spec.block_n
+        T = spec.threads
+        if self.is_async:
+            cpr = BLOCK_K * 2 // COPY_BYTES
+            self.rpp, self.passes = T // cpr, rows * cpr // T
+            o0 = kb.div(tid, cpr)
+            self.kcol = kb.mul(kb.and_(tid, cpr - 1), COPY_BYTES // 2)
+            self.dst = kb.add(kb.add(kb.mad(o0, ROW_BYTES, kb.mul(self.kcol, 2)), region), smem0)
+            mine = [kb.add(row0, o0 if j == 0 else kb.add(o0, j * self.rpp)) for j in range(self.passes)]
+        else:
+            tpr = T // rows
+            self.run = BLOCK_K // tpr
+            o0 = kb.div(tid, tpr)
+            self.kcol = kb.mul(kb.and_(tid, tpr - 1), self.run)
+            self.dst = kb.add(kb.add(kb.mad(o0, ROW_BYTES, kb.mul(self.kcol, 2)), region), smem0)
+            mine = [kb.add(row0, o0)]
+            self.staged = [kb.mov(0, "u16") for _ in range(self.run)]
+        if operand == "a":
+            self.rows = [_Pixel(kb, p, m) for m in mine]
+        else:
+            self.rows = [(kb.setp("lo", n, p.kg), kb.mul(n, p.gk)) for n in mine]
+
+    def _async(self, stage_off: Value, k0: Value) -> None:
+        kb, p = self.kb, self.p
+        kk = kb.add(k0, self.kcol)
+        k_ok = kb.setp("lo", kk, p.gk)
+        if self.operand == "a":
+            c, r, s = _split_kk(kb, self.spec, p, kk)
+        dst = kb.add(self.dst, stage_off)
+        for j, row in enumerate(self.rows):
+            if self.operand == "a":
+                ok, off = row.tap(kb, p, c, r, s, k_ok)
+            else:
+                ok, off = kb.and_(row[0], k_ok), kb.add(row[1], kk)
+            src = kb.selp(kb.addr(self.base, off, 2), self.base, ok, type_="u64")
+            size = kb.selp(COPY_BYTES, 0, ok, type_="u32")
+            kb.cp_async(dst, src, COPY_BYTES, "cg", src_size=size, dst_offset=j * self.rpp * ROW_BYTES)
+
+    def _gather(self, k0: Value) -> None:
+        kb, p = self.kb, self.p
+        kk = kb.add(k0, self.kcol)
+        if self.operand == "a":
+            pix = self.rows[0]
+            c, r, s = _split_kk(kb, self.spec, p, kk)
+            digits = _digits(self.spec, c, r, s, p)
+        else:
+            n_ok, n_off = self.rows[0]
+            off = kb.add(n_off, kk)
+        for e in range(self.run):
+            k_ok = kb.setp("lo", kk, p.gk)
+            if self.operand == "a":
+                ok, off_e = pix.tap(kb, p, c, r, s, k_ok)
+            else:
+                ok, off_e = kb.and_(n_ok, k_ok), off
+            addr = kb.selp(kb.addr(self.base, off_e, 2), self.base, ok, type_="u64")
+            kb.selp(kb.ld("global", "u16", addr), 0, ok, type_="u16", out=self.staged[e])
+            if e + 1 == self.run:
+                break
+            kb.add(kk, 1, out=kk)
+            if self.operand == "b":
+                kb.add(off, 1, out=off)
+                continue
+            carry = None
+            for value, limit in digits:  # the next (c, r, s) by carries, fastest digit first
+                if carry is None:
+                    kb.add(value, 1, out=value)
+                else:
+                    kb.add(value, kb.selp(1, 0, carry, type_="u32"), out=value)
+                if limit is None:
+                    break
+                carry = kb.setp("eq", value, limit)
+                kb.selp(0, value, carry, type_="u32", out=value)
+
+    def issue(self, stage_off: Value, k0: Value) -> None:
+        if self.is_async:
+            self._async(stage_off, k0)
+        else:
+            self._gather(k0)
+
+    def finish(self, stage_off: Value) -> None:
+        if self.is_async:
+            return
+        kb = self.kb
+        dst = kb.add(self.dst, stage_off)
+        words = [kb.pack(self.staged[2 * i], self.staged[2 * i + 1]) for i in range(self.run // 2)]
+        for q in range(len(words) // 4):
+            kb.st("shared", dst, words[4 * q:4 * q + 4], offset=16 * q)
+
+
+def generate(spec: ConvTensorCoreSpec) -> str:
+    """PTX of one tensor-core conv forward kernel (see the module docstring)."""
+    kb = KernelBuilder(spec.kernel_name(), arch=spec.arch, math=spec.math)
+    p = _Params(kb)
+    T, S, dt = spec.threads, spec.stages, spec.dtype
+    kb.reqntid(T)
+    smem = kb.dynamic_shared("smem", spec.shared_bytes, align=128)
+    smem0 = kb.shared_addr(smem)
+    grp = kb.ctaid("z")
+    xg = kb.addr(p.x_ptr, kb.mul(grp, kb.mul(p.cg, p.xs_c)), 2)
+    wg = kb.addr(p.w_ptr, kb.mul(grp, kb.mul(p.kg, p.gk)), 2)
+    yg = kb.addr(p.y_ptr, kb.mul(grp, kb.mul(p.kg, p.ys_c)), 2)
+    m0 = kb.mul(kb.ctaid("x"), spec.block_m)
+    n0 = kb.mul(kb.ctaid("y"), spec.block_n)
+    tid = kb.tid()
+    warp, lane = kb.shr(tid, 5), kb.and_(tid, 31)
+    wm, wn = spec.block_m // spec.warps_m, spec.block_n // spec.warps_n
+    warp_n = kb.div(warp, spec.warps_m)
+    wm0 = kb.mul(kb.sub(warp, kb.mul(warp_n, spec.warps_m)), wm)
+    wn0 = kb.mul(warp_n, wn)
+    g, t = kb.shr(lane, 2), kb.and_(lane, 3)
+    quad, r8 = kb.shr(lane, 3), kb.and_(lane, 7)
+    b_region = spec.block_m * ROW_BYTES
+    loaders = [_Loader(kb, spec, p, "a", xg, m0, 0, smem0, tid),
+               _Loader(kb, spec, p, "b", wg, n0, b_region, smem0, tid)]
+
+    # this lane's ldmatrix row address in each operand tile (relative to the stage)
+    frag_base = {}
+    for x, w0, region in (("a", wm0, 0), ("b", wn0, b_region)):
+        plan = PLANS[(dt, x)]
+        if x == "a":
+            org = list(plan.origins)
+        else:  # one x4 load covers two n8 tiles: (tile 0: regs 0, 1), (tile 1: regs 0, 1)
+            org = [(plan.origins[j & 1][0] + 8 * (j >> 1), plan.origins[j & 1][1]) for j in range(4)]
+        row = kb.add(kb.add(w0, _quad_select(kb, quad, [o[0] for o in org])), r8)
+        off = kb.mad(row, ROW_BYTES, kb.mul(_quad_select(kb, quad, [o[1] for o in org]), 2))
+        frag_base[x] = kb.add(kb.add(off, region), smem0)
+
+    MT, NT = wm // 16, wn // 8
+    acc = [[[kb.mov(0.0, "f32") for _ in range(4)] for _ in range(NT)] for _ in range(MT)]
+
+    def load_stage(stage_off: Value, k0: Value, finish_now: bool) -> None:
+        for ld in loaders:
+            ld.issue(stage_off, k0)
+        if finish_now:
+            for ld in loaders:
+                ld.finish(stage_off)
+
+    ktiles = kb.div(kb.add(p.gk, BLOCK_K - 1), BLOCK_K)
+    for st in range(S - 1):
+        with kb.if_(kb.setp("lt", kb.mov(st, "u32"), ktiles)):
+            load_stage(kb.mov(st * spec.stage_bytes, "u32"), kb.mov(st * BLOCK_K, "u32"), True)
+        kb.cp_async_commit()
+    rd, wr = kb.mov(0, "u32"), kb.mov((S - 1) * spec.stage_bytes, "u32")
+    kload = kb.mov((S - 1) * BLOCK_K, "u32")
+    wrap = S * spec.stage_bytes
+    with kb.loop(0, ktiles, 1, type_="u32") as kt:
+        kb.cp_async_wait(S - 2)
+        kb.bar_sync(0)
+        more = kb.setp("lt", kb.add(kt, S - 1), ktiles)
+        with kb.if_(more):
+            load_stage(wr, kload, False)
+        kb.cp_async_commit()
+        for ks in range(BLOCK_K // 16):
+            af = [kb.ldmatrix(4, kb.add(frag_base["a"], rd), offset=mt * 16 * ROW_BYTES + ks * 32)
+                  for mt in range(MT)]
+            bf: list[tuple[Value, ...]] = []
+            for pair in range(NT // 2):
+                regs = kb.ldmatrix(4, kb.add(frag_base["b"], rd), offset=pair * 16 * ROW_BYTES + ks * 32)
+                bf += [regs[0:2], regs[2:4]]
+            for mt in range(MT):
+                for nt in range(NT):
+                    kb.mma_sync("m16n8k16", dt, dt, "f32", af[mt], bf[nt], acc[mt][nt], d=acc[mt][nt])
+        if not all(ld.is_async for ld in loaders):
+            with kb.if_(more):  # the gathered registers go to shared memory after this stage's math
+                for ld in loaders:
+                    ld.finish(wr)
+        for off in (rd, wr):
+            kb.add(off, spec.stage_bytes, out=off)
+            kb.selp(0, off, kb.setp("ge", off, wrap), out=off)
+        kb.add(kload, BLOCK_K, out=kload)
+    kb.cp_async_wait(0)
+    _epilogue(kb, spec, p, yg, grp, acc, kb.add(m0, wm0), kb.add(n0, wn0), g, t)
+    return kb.ptx()
+
+
+def _epilogue(kb: KernelBuilder, spec: ConvTensorCoreSpec, p: _Params, yg: Value, grp: Value, acc,
+              row0: Value, col0: Value, g: Value, t: Value) -> None:
+    """y = activation(acc + bias), rounded to the element type, stored where inside the output."""
+    lane0, (rg, rt), (cg_, ct) = ACC_PLAN
+    MT, NT = len(acc), len(acc[0])
+    row_base = kb.add(row0, kb.add(kb.mul(g, rg), kb.mul(t, rt)))
+    col_base = kb.add(col0, kb.add(kb.mul(g, cg_), kb.mul(t, ct)))
+    row_consts = sorted({mt * 16 + rc[0] for mt in range(MT) for rc in lane0})
+    col_consts = sorted({nt * 8 + rc[1] for nt in range(NT) for rc in lane0})
+    rows = []
+    for c in row_consts:
+        m = kb.add(row_base, c)
+        n, rest = _divmod(kb, m, kb.mul(p.oh, p.ow))
+        oh, ow = _divmod(kb, rest, p.ow)
+        rows.append((kb.setp("lo", m, p.gm), kb.mad(ow, p.ys_w, kb.mad(oh, p.ys_h, kb.mul(n, p.ys_n)))))
+    cols = []
+    bias_g = kb.addr(p.bias_ptr, kb.mul(grp, p.kg), 2) if spec.bias else None
+    for c in col_consts:
+        col = kb.add(col_base, c)
+        ok = kb.setp("lo", col, p.kg)
+        b = None
+        if spec.bias:
+            b = kb.mov(0.0, "f32")
+            with kb.if_(ok):
+                kb.assign(b, load_f32(kb, spec.dtype, kb.addr(bias_g, col, 2))[0])
+        cols.append((ok, kb.mul(col, p.ys_c), b))
+    for mt in range(MT):
+        for nt in range(NT):
+            for i in range(4):
+                row_ok, row_off = rows[row_consts.index(mt * 16 + lane0[i][0])]
+                col_ok, col_off, b = cols[col_consts.index(nt * 8 + lane0[i][1])]
+                v = acc[mt][nt][i]
+                if b is not None:
+                    v = kb.add(v, b)
+                v = emit_activation(kb, v, spec.activation)
+                with kb.if_(kb.and_(row_ok, col_ok)):
+                    store_f32(kb, spec.dtype, kb.addr(yg, kb.add(row_off, col_off), 2), [v])
+
+
+# -- configurations, the choice of kernel, launch --------------------------------------------------
+def configurations(arch: str) -> list[ConvTensorCoreSpec]:
+    """Every kernel ``choose_spec`` can pick for ``arch`` without an epilogue (types x layouts x
+    load paths x tiles), plus each fused epilogue on the fast path."""
+    out = []
+    for dtype in DTYPES:
+        for layout in LAYOUTS:
+            for a_async in ((False, True) if layout == "NHWC" else (False,)):
+                for b_async in (False, True):
+                    for tile in _tiles_for(a_async, b_async):
+                        bm, bn, wm, wn, st = TILES[tile]
+                        out.append(ConvTensorCoreSpec(arch=arch, dtype=dtype, layout=layout, a_async=a_async,
+                                                      b_async=b_async, block_m=bm, block_n=bn, warps_m=wm,
+                                                      warps_n=wn, stages=st))
+    out += [ConvTensorCoreSpec(arch=arch, activation=a, bias=True) for a in ACTIVATIONS]
+    return out
+
+
+def _tiles_for(a_async: bool, b_async: bool) -> tuple[str, ...]:
+    """The tiles a load path may use: the scalar gather keeps to the small tile (its staged
+    registers grow with the rows per thread)."""
+    return ("large", "wide", "small") if a_async and b_async else ("small",)
+
+
+registry.register_family(FAMILY, ConvTensorCoreSpec, generate, configurations, archs=ARCHS)
+
+
+def spec_arch(arch: str) -> str:
+    """The family's target for a device arch (sm_80+; sm_90a devices run the sm_90 kernels)."""
+    sm = int(arch[3:].rstrip("a"))
+    return "sm_90" if sm >= 90 else "sm_86" if sm >= 86 else "sm_80"
+
+
+def supported(dtype: str, arch: str) -> bool:
+    """True when the family runs ``dtype`` ("f16", "bf16") on ``arch``."""
+    return dtype in DTYPES and int(arch[3:].rstrip("a")) >= 80
+
+
+def choose_spec(problem, layout: str, arch: str, x_aligned: bool, w_aligned: bool, activation: str = "none",
+                bias: bool = False) -> ConvTensorCoreSpec:
+    """The kernel for a conv problem (``conv_dispatch.ConvProblem``), a pure function of it: the
+    cp.async paths where layout, channel counts and 16-byte alignment allow, the large tile (or
+    the 128x64 one when K/groups <= 64) unless its grid would be small."""
+    cg, kg = problem.c // problem.groups, problem.k // problem.groups
+    gk, gm = cg * problem.r * problem.s, problem.n * problem.oh * problem.ow
+    a_async = layout == "NHWC" and cg % 8 == 0 and x_aligned
+    b_async = gk % 8 == 0 and w_aligned
+    tile = "small"
+    if a_async and b_async:
+        tile = "wide" if kg <= 64 else "large"
+        bm, bn = TILES[tile][:2]
+        if -(-gm // bm) * -(-kg // bn) * problem.groups < MIN_LARGE_CTAS:
+            tile = "small"
+    bm, bn, wm, wn, st = TILES[tile]
+    return ConvTensorCoreSpec(arch=spec_arch(arch), dtype=problem.dtype, layout=layout, a_async=a_async,
+                              b_async=b_async, activation=activation, bias=bias, block_m=bm, block_n=bn,
+                              warps_m=wm, warps_n=wn, stages=st)
+
+
+def launch(spec: ConvTensorCoreSpec, problem, x, w, y, bias, x_strides: tuple[int, int, int, int],
+           y_strides: tuple[int, int, int, int], stream: object = None) -> None:
+    """Run ``spec`` on C-contiguous x, w, y (device arrays or pointers) and an optional bias;
+    ``x_strides``/``y_strides``: element strides in (n, c, h, w) order."""
+    p = problem
+    cg, kg = p.c // p.groups, p.k // p.groups
+    gm, gk = p.n * p.oh * p.ow, cg * p.r * p.s
+    fn = load_function(spec, spec.shared_bytes)
+    args = [x, w, y, bias if bias is not None else 0, gm, kg, gk, cg, p.h, p.w, p.r, p.s, p.oh, p.ow,
+            p.stride[0], p.stride[1], p.padding[0], p.padding[1], p.dilation[0], p.dilation[1],
+            *x_strides, *y_strides]
+    grid = (-(-gm // spec.block_m), -(-kg // spec.block_n), p.groups)
+    if grid[1] > 65535 or grid[2] > 65535:
+        raise ValueError(f"conv2d: K/groups={kg} and groups={p.groups} give a grid of {grid}; at most 65535 "
+                         "CTAs in y and z")
+    fn(grid, spec.threads, args, shared_mem=spec.shared_bytes, stream=stream)
