@@ -38,3 +38,19 @@ def rng(request):
     request.node.user_properties.append(("seed", seed))
     print(f"rng seed {seed}")
     return np.random.default_rng(seed)
+
+
+_RESULT_LOG = os.environ.get("OXICUDA_TEST_LOG")
+
+
+def pytest_runtest_logreport(report):
+    """With OXICUDA_TEST_LOG=path, append one line per test phase as it finishes (outcome, seconds,
+    and the first lines of a failure), so a run cut off by a time limit still says what ran."""
+    if not _RESULT_LOG or (report.when != "call" and report.outcome == "passed"):
+        return
+    line = f"{report.outcome:8s} {report.duration:8.2f}s {report.when:8s} {report.nodeid}\n"
+    if report.failed:
+        text = str(report.longrepr)
+        line += "".join(f"    | {ln}\n" for ln in text.splitlines()[-25:])
+    with open(_RESULT_LOG, "a") as fh:
+        fh.write(line)

@@ -152,3 +152,79 @@ def test_get_pool_is_one_pool_per_device():
 
     x = oxicuda.zeros(100)
     assert x.memory is not None and x.memory.ptr == x.ptr
+
+
+def _recording_event_record(monkeypatch):
+    drv = backend.api()
+    seen: list[int] = []
+    real = drv.event_record
+
+    def record(event, stream):
+        seen.append(stream)
+        return real(event, stream)
+
+    monkeypatch.setattr(drv, "event_record", record)
+    return seen
+
+
+def test_a_block_outliving_its_closed_stream_is_never_recorded_on_the_dead_handle(monkeypatch):
+    # on the real driver cuEventRecord on a destroyed stream crashes the process (seen on the H200)
+    import numpy as np
+
+    import oxicuda
+    from oxicuda.driver.stream import Stream
+
+    seen = _recording_event_record(monkeypatch)
+    s = Stream()
+    handle = s.handle
+    a = oxicuda.empty(1000, np.float32, stream=s)
+    ptr = a.ptr
+    s.close()
+    del a
+    gc.collect()
+    assert handle not in seen
+    b = oxicuda.empty(1000, np.float32)  # the finished block may be reused by any stream
+    assert b.ptr == ptr
+
+
+def test_a_foreign_stream_object_stays_alive_until_the_block_is_freed():
+    import weakref
+
+    import numpy as np
+
+    import oxicuda
+    from oxicuda.driver.stream import Stream
+
+    class Foreign:  # another package's stream: only the CUDA stream protocol
+        def __init__(self):
+            self.inner = Stream()
+
+        def __cuda_stream__(self):
+            return (0, self.inner.handle)
+
+    f = Foreign()
+    ref = weakref.ref(f)
+    a = oxicuda.empty(10, np.float32, stream=f)
+    del f
+    gc.collect()
+    assert ref() is not None  # the block holds it: freeing records on a live stream
+    del a
+    gc.collect()
+    assert ref() is None
+
+
+def test_cached_blocks_of_a_closed_stream_go_to_any_stream(monkeypatch):
+    import numpy as np
+
+    import oxicuda
+    from oxicuda.driver.stream import Stream
+
+    s = Stream()
+    a = oxicuda.empty(3000, np.float32, stream=s)
+    ptr = a.ptr
+    del a
+    gc.collect()
+    s.close()
+    t = Stream()
+    b = oxicuda.empty(3000, np.float32, stream=t)
+    assert b.ptr == ptr

@@ -13,11 +13,27 @@ from .backend import api
 from .context import ensure_context
 
 
+#: called with a stream handle just before oxicuda destroys that stream (the memory pool
+#: registers one: blocks allocated for the stream must never be recorded on a dead handle)
+_retire_hooks: list = []
+#: called with the handle of every stream oxicuda creates (a driver may reuse a dead handle)
+_create_hooks: list = []
+
+
 def _destroy_quietly(destroy, handle: int) -> None:
     try:
         destroy(handle)
     except Exception:  # the driver may already be shutting down
         pass
+
+
+def _retire_and_destroy(destroy, handle: int) -> None:
+    for hook in tuple(_retire_hooks):
+        try:
+            hook(handle)
+        except Exception:  # noqa: BLE001 - never let a hook keep a stream alive at shutdown
+            pass
+    _destroy_quietly(destroy, handle)
 
 
 class Stream:
@@ -29,7 +45,9 @@ class Stream:
         flags = enums.STREAM_NON_BLOCKING if non_blocking else enums.STREAM_DEFAULT
         self._handle = drv.stream_create(flags)
         self.non_blocking = bool(non_blocking)
-        self._finalizer = weakref.finalize(self, _destroy_quietly, drv.stream_destroy, self._handle)
+        for hook in tuple(_create_hooks):
+            hook(self._handle)
+        self._finalizer = weakref.finalize(self, _retire_and_destroy, drv.stream_destroy, self._handle)
 
     @classmethod
     def null(cls) -> Stream:

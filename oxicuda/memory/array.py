@@ -49,7 +49,9 @@ class DeviceArray:
         if order not in ("C", "F"):
             raise ValueError(f"order {order!r} is not allowed; allowed orders: 'C', 'F'")
         handle = stream_handle(stream)
-        block = get_pool().malloc(layout.size_of(shape) * dt.itemsize, handle)
+        # a stream object (ours or another package's) stays alive while the block is in use
+        keep = stream if stream is not None and type(stream) is not int else None
+        block = get_pool().malloc(layout.size_of(shape) * dt.itemsize, handle, keep)
         self._shape = shape
         self._strides = layout.contiguous_strides(shape, dt.itemsize, order)
         self._dtype = dt

@@ -26,6 +26,7 @@ import threading
 import weakref
 from dataclasses import dataclass
 
+from ..driver import stream as _stream_module
 from ..driver.backend import api
 from ..driver.context import current_device_ordinal, ensure_context
 from ..driver.errors import OutOfMemoryError
@@ -54,6 +55,9 @@ class _FreeBlock:
 
 
 _NO_EVENT = -1
+#: the ``stream`` of a cached block whose stream was destroyed after finishing its work: any
+#: stream may take it (no real handle is negative)
+_ANY_STREAM = -1
 
 
 class MemoryBlock:
@@ -66,7 +70,8 @@ class MemoryBlock:
 
     __slots__ = ("ptr", "size", "nbytes", "stream", "device", "_finalizer", "__weakref__")
 
-    def __init__(self, pool: MemoryPool, ptr: int, size: int, nbytes: int, stream: int) -> None:
+    def __init__(self, pool: MemoryPool, ptr: int, size: int, nbytes: int, stream: int,
+                 keepalive: object = None) -> None:
         self.ptr = ptr
         self.size = size
         self.nbytes = nbytes
@@ -74,7 +79,9 @@ class MemoryBlock:
         self.device = pool.device
         self._finalizer = None
         if size:
-            self._finalizer = weakref.finalize(self, pool._give_back, ptr, size, stream)
+            # ``keepalive`` (a foreign stream object) lives until the block is given back, so the
+            # event recorded then is recorded on a live stream
+            self._finalizer = weakref.finalize(self, pool._give_back, ptr, size, stream, keepalive)
             self._finalizer.atexit = False  # the driver may be gone at interpreter exit
 
     @property
@@ -103,7 +110,8 @@ class MemoryPool:
         self._lock = threading.RLock()
         self._free: dict[int, list[_FreeBlock]] = {}  # bucket size -> cached blocks
         self._spare_events: list[int] = []
-        self._in_use: dict[int, int] = {}  # ptr -> bucket size
+        self._in_use: dict[int, tuple[int, int]] = {}  # ptr -> (bucket size, stream)
+        self._retired: set[int] = set()  # destroyed stream handles whose blocks are all done
         self._allocated = 0
         self._cached = 0
         self._peak = 0
@@ -111,7 +119,7 @@ class MemoryPool:
         self._misses = 0
 
     # -- allocation ---------------------------------------------------------------------------
-    def malloc(self, nbytes: int, stream: int = 0) -> MemoryBlock:
+    def malloc(self, nbytes: int, stream: int = 0, keepalive: object = None) -> MemoryBlock:
         """A block of at least ``nbytes`` bytes for use on ``stream`` (a stream handle)."""
         nbytes = int(nbytes)
         if nbytes < 0:
@@ -126,18 +134,18 @@ class MemoryPool:
             else:
                 self._misses += 1
                 ptr = self._alloc_fresh(size, nbytes)
-            self._in_use[ptr] = size
+            self._in_use[ptr] = (size, stream)
             self._allocated += size
             self._peak = max(self._peak, self._allocated)
-        return MemoryBlock(self, ptr, size, nbytes, stream)
+        return MemoryBlock(self, ptr, size, nbytes, stream, keepalive)
 
     def _take_cached(self, size: int, stream: int) -> int:
         blocks = self._free.get(size)
         if not blocks:
             return 0
         chosen = None
-        for i, blk in enumerate(blocks):  # same stream first: always safe
-            if blk.stream == stream:
+        for i, blk in enumerate(blocks):  # same stream first (always safe), or a finished one
+            if blk.stream == stream or blk.stream == _ANY_STREAM:
                 chosen = i
                 break
         if chosen is None:
@@ -175,14 +183,38 @@ class MemoryPool:
             ) from exc
 
     # -- release ------------------------------------------------------------------------------
-    def _give_back(self, ptr: int, size: int, stream: int) -> None:
+    def _give_back(self, ptr: int, size: int, stream: int, keepalive: object = None) -> None:
         with self._lock:
             if self._in_use.pop(ptr, None) is None:
                 raise RuntimeError(f"double free of device block at 0x{ptr:x} ({size} bytes)")
             self._allocated -= size
-            event = self._record_event(stream)
+            if stream in self._retired:  # its stream was synchronized and destroyed
+                stream, event = _ANY_STREAM, _NO_EVENT
+            else:
+                event = self._record_event(stream)
             self._free.setdefault(size, []).append(_FreeBlock(ptr, stream, event))
             self._cached += size
+
+    def retire_stream(self, handle: int) -> None:
+        """``handle`` is about to be destroyed: if blocks of this pool belong to it, wait for its
+        work, let any stream take its cached blocks, and never record an event on it again."""
+        if handle == 0:
+            return
+        with self._lock:
+            live = any(s == handle for _, s in self._in_use.values())
+            cached = [b for blocks in self._free.values() for b in blocks if b.stream == handle]
+            if not live and not cached:
+                return
+            api().stream_synchronize(handle)
+            for blk in cached:
+                blk.stream = _ANY_STREAM
+            if live:
+                self._retired.add(handle)
+
+    def stream_created(self, handle: int) -> None:
+        """A new stream got ``handle``: a dead stream's handle may be reused by the driver."""
+        with self._lock:
+            self._retired.discard(handle)
 
     def _record_event(self, stream: int) -> int:
         try:
@@ -252,6 +284,21 @@ def get_pool(device: int | None = None) -> MemoryPool:
     return pool
 
 
-def malloc(nbytes: int, stream: int = 0) -> MemoryBlock:
-    """A block of ``nbytes`` from the current device's pool, for use on ``stream``."""
-    return get_pool().malloc(nbytes, stream)
+def malloc(nbytes: int, stream: int = 0, keepalive: object = None) -> MemoryBlock:
+    """A block of ``nbytes`` from the current device's pool, for use on ``stream``; ``keepalive``
+    (the stream object, for streams oxicuda did not create) is kept until the block is freed."""
+    return get_pool().malloc(nbytes, stream, keepalive)
+
+
+def _retire_stream(handle: int) -> None:
+    for pool in tuple(_pools.values()):
+        pool.retire_stream(handle)
+
+
+def _stream_created(handle: int) -> None:
+    for pool in tuple(_pools.values()):
+        pool.stream_created(handle)
+
+
+_stream_module._retire_hooks.append(_retire_stream)
+_stream_module._create_hooks.append(_stream_created)
