@@ -182,8 +182,12 @@ def test_backward_rejects_mismatched_dy_and_unknown_algo():
 def test_kernel_specs_are_recorded_in_the_trace(rng):
     with oxicuda.trace() as t:
         run_conv(rng, 1, 2, 4, 4, 2, 3, 3, padding=1, algo="implicit_gemm")
+    assert [type(r.spec).__name__ for r in t.launches] == ["ConvFpropF32Spec"]
+    w = oxicuda.asarray(np.zeros((2, 2, 3, 3), np.float32))
+    with oxicuda.trace() as t:
+        conv2d_backward_data(oxicuda.asarray(np.zeros((1, 2, 4, 4), np.float32)), w, (1, 2, 4, 4), padding=1)
     assert [type(r.spec).__name__ for r in t.launches] == ["ConvImplicitGemmSpec"]
-    assert t.launches[0].spec.mode == "fwd"
+    assert t.launches[0].spec.mode == "bwd_data"
 
 
 def test_out_must_match_the_result():

@@ -78,7 +78,7 @@ def test_dispatch_table_on_the_benchmark_shapes():
 
 
 @pytest.mark.parametrize("thresholds, expected", [
-    ({}, "ConvImplicitGemmSpec"),
+    ({}, "ConvFpropF32Spec"),
     ({"winograd_min_channels": 4, "winograd_4x4_min_output": 100}, "WinogradSpec:2"),
     ({"winograd_min_channels": 4, "winograd_4x4_min_output": 4}, "WinogradSpec:4"),
     ({"im2col_min_reduction": 16}, "Im2colSpec"),

@@ -1,16 +1,24 @@
-"""Which conv2d algorithm runs: a pure function of the problem and one table of thresholds.
+"""Which conv2d algorithm (and implicit-GEMM tile) runs: pure functions of the problem, the SM
+count and two tables this module owns.
 
-PROVISIONAL: the thresholds below are first guesses, not measurements; they are to be replaced by
-figures measured on the H200 (``python -m oxicuda bench conv``). This module is their one owner.
+``THRESHOLDS`` holds the rules; ``MEASURED`` holds per-shape winners measured on the H200 by
+``benches/sweep_conv.py`` (which prints the entries to paste here). A shape listed in
+``MEASURED`` gets its measured algorithm; every other shape goes through the rules.
+
+PROVISIONAL: the rule thresholds are first guesses until the sweep's figures replace them.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 from dataclasses import dataclass
+
+from .conv_implicit_gemm_f32 import TILES
 
 ALGOS = ("implicit_gemm", "winograd", "winograd_2x2", "winograd_4x4", "im2col")
 
-#: provisional dispatch thresholds (see the module docstring)
+#: dispatch thresholds (see the module docstring); PROVISIONAL
 THRESHOLDS = {
     # Winograd for 3x3/stride-1/dilation-1 float32 when both channel counts per group reach this
     "winograd_min_channels": 64,
@@ -20,7 +28,19 @@ THRESHOLDS = {
     "im2col_min_reduction": 4608,
     # ... and its column matrix fits in this many bytes of workspace
     "im2col_max_workspace_bytes": 256 << 20,
+    # float32 implicit GEMM: the first tile of igemm_tiles whose CTA count reaches this many
+    # per SM is used; when none does, the last tile with split-K
+    "igemm_min_ctas_per_sm": 1.0,
+    # split-K: aim for this many CTAs per SM, each split reducing at least this many terms
+    "split_k_target_ctas_per_sm": 2.0,
+    "split_k_min_reduction": 256,
+    "split_k_max": 16,
 }
+#: float32 implicit-GEMM tiles, preferred first (names of conv_implicit_gemm_f32.TILES)
+IGEMM_TILES = ("128x128", "128x64", "64x128", "64x64")
+
+#: measured winners: shape key (see ``shape_key``) -> (algo, tile or None, splits or None)
+MEASURED: dict[tuple, tuple[str, str | None, int | None]] = {}
 
 
 @dataclass(frozen=True)
@@ -57,9 +77,21 @@ class ConvProblem:
         return self.n * self.oh * self.ow * self.c * self.r * self.s * 4
 
 
+def shape_key(problem: ConvProblem) -> tuple:
+    """The key of ``MEASURED``: (dtype, n, c, h, w, k, r, s, stride, padding, dilation, groups);
+    the layout is not part of it (the sweep measures NCHW and NHWC and keeps the NCHW winner)."""
+    p = problem
+    return (p.dtype, p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.stride, p.padding, p.dilation, p.groups)
+
+
 def choose_algo(problem: ConvProblem, thresholds: dict[str, int] | None = None) -> str:
     """The algorithm dispatch picks for ``problem``: one of implicit_gemm, winograd_2x2,
-    winograd_4x4, im2col (``thresholds`` defaults to ``THRESHOLDS``)."""
+    winograd_4x4, im2col (``thresholds`` defaults to ``THRESHOLDS``, and then a ``MEASURED``
+    entry for the shape wins over the rules)."""
+    if thresholds is None:
+        hit = MEASURED.get(shape_key(problem))
+        if hit is not None:
+            return hit[0]
     t = THRESHOLDS if thresholds is None else thresholds
     cg, kg = problem.c // problem.groups, problem.k // problem.groups
     if (problem.winograd_eligible and problem.dtype == "f32"
@@ -69,3 +101,44 @@ def choose_algo(problem: ConvProblem, thresholds: dict[str, int] | None = None) 
     if problem.reduction >= t["im2col_min_reduction"] and problem.im2col_bytes <= t["im2col_max_workspace_bytes"]:
         return "im2col"
     return "implicit_gemm"
+
+
+def _ctas(problem: ConvProblem, tile: str) -> int:
+    cfg = TILES[tile]
+    gm, kg = problem.n * problem.oh * problem.ow, problem.k // problem.groups
+    return math.ceil(gm / cfg.bm) * math.ceil(kg / cfg.bn) * problem.groups
+
+
+def choose_igemm_tile(problem: ConvProblem, sm_count: int, thresholds: dict | None = None) -> tuple[str, int]:
+    """(tile name, split-K factor) of the float32 implicit-GEMM kernel for ``problem`` on a
+    device of ``sm_count`` SMs (a ``MEASURED`` entry with a tile wins over the rules)."""
+    if thresholds is None:
+        hit = MEASURED.get(shape_key(problem))
+        if hit is not None and hit[0] == "implicit_gemm" and hit[1] is not None:
+            return hit[1], hit[2] or 1
+    t = THRESHOLDS if thresholds is None else thresholds
+    kg = problem.k // problem.groups
+    # a tile wider than the group's output channels (past the narrowest, 64) wastes columns
+    tiles = [name for name in IGEMM_TILES if TILES[name].bn <= max(64, kg)] or [IGEMM_TILES[-1]]
+    for name in tiles:
+        if _ctas(problem, name) >= t["igemm_min_ctas_per_sm"] * sm_count:
+            return name, 1
+    name = tiles[-1]
+    ctas = _ctas(problem, name)
+    want = math.ceil(t["split_k_target_ctas_per_sm"] * sm_count / ctas)
+    most = max(1, problem.reduction // t["split_k_min_reduction"])
+    return name, max(1, min(want, most, t["split_k_max"]))
+
+
+@functools.cache
+def _sm_count(ordinal: int) -> int:
+    from oxicuda.blas.gemm_dispatch import device_info
+
+    return device_info(ordinal).sm_count
+
+
+def device_sm_count() -> int:
+    """The current device's SM count (read once per device from the driver)."""
+    from oxicuda.driver.context import current_device_ordinal
+
+    return _sm_count(current_device_ordinal())

@@ -1,0 +1,119 @@
+"""The float32 forward implicit-GEMM kernel (conv_implicit_gemm_f32): every tile variant, both
+layouts, the vector and scalar gathers, split-K with its reduce epilogue, the gather table, and
+the dispatch rules that pick a tile."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_dnn_conv import assert_close, run_conv
+
+import oxicuda
+from oxicuda.dnn import conv_dispatch
+from oxicuda.dnn.conv_dispatch import ConvProblem, choose_igemm_tile, shape_key
+from oxicuda.dnn.conv_implicit_gemm_f32 import INVALID_TAP, TILES, gather_table
+
+
+def _problem(n, c, h, w, k, r=3, s=3, stride=1, padding=1, dilation=1, groups=1):
+    oh = (h + 2 * padding - dilation * (r - 1) - 1) // stride + 1
+    ow = (w + 2 * padding - dilation * (s - 1) - 1) // stride + 1
+    return ConvProblem(n, c, h, w, k, r, s, oh, ow, (stride, stride), (padding, padding), (dilation, dilation),
+                       groups, "f32")
+
+
+def _force(monkeypatch, problem, tile, splits):
+    monkeypatch.setitem(conv_dispatch.MEASURED, shape_key(problem), ("implicit_gemm", tile, splits))
+
+
+def _run_traced(rng, *args, **kwargs):
+    with oxicuda.trace() as t:
+        got, ref = run_conv(rng, *args, **kwargs)
+    specs = [r.spec for r in t.launches]
+    return got, ref, specs
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("tile", list(TILES))
+def test_every_tile_matches_float64_reference(rng, monkeypatch, tile, layout):
+    # odd sizes: 2*9*11 = 198 pixels and 6 channels are partial tiles in both directions
+    _force(monkeypatch, _problem(2, 8, 9, 11, 6), tile, 1)
+    got, ref, specs = _run_traced(rng, 2, 8, 9, 11, 6, 3, 3, padding=1, layout=layout)
+    cfg = TILES[tile]
+    assert [(s.bm, s.bn, s.bk, s.split_k) for s in specs] == [(cfg.bm, cfg.bn, cfg.bk, False)]
+    # NHWC with 8 channels: 16-byte x loads; 72-long reduction: 16-byte w loads
+    assert (specs[0].vec_a, specs[0].vec_b) == ((4, 4) if layout == "NHWC" else (1, 4))
+    assert_close(got, ref)
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_scalar_gathers_and_stores_for_odd_channel_counts(rng, monkeypatch, layout):
+    # C = 3 (27-long reduction), K = 5, OH*OW = 35: no vector path applies
+    _force(monkeypatch, _problem(1, 3, 7, 5, 5), "64x64", 1)
+    got, ref, specs = _run_traced(rng, 1, 3, 7, 5, 5, 3, 3, padding=1, layout=layout)
+    assert [(s.vec_a, s.vec_b, s.vec_y) for s in specs] == [(1, 1, 1)]
+    assert_close(got, ref)
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_split_k_with_groups_stride_dilation_bias_and_activation(rng, monkeypatch, layout, activation):
+    # 2 groups of 8 channels: a 72-long reduction in 3 splits of 24
+    problem = ConvProblem(2, 16, 9, 8, 8, 3, 3, 4, 3, (2, 2), (1, 0), (2, 2), 2, "f32")
+    _force(monkeypatch, problem, "64x64", 3)
+    got, ref, specs = _run_traced(rng, 2, 16, 9, 8, 8, 3, 3, stride=2, padding=(1, 0), dilation=2, groups=2,
+                                  layout=layout, bias=True, activation=activation)
+    names = [type(s).__name__ for s in specs]
+    assert names == ["ConvFpropF32Spec", "ConvSplitKReduceSpec"] and specs[0].split_k
+    assert specs[1].activation == activation and specs[1].bias
+    assert_close(got, ref)
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_fused_bias_activation_with_vector_stores(rng, monkeypatch, layout):
+    # OH*OW = 16 and K = 8: 16-byte stores along pixels (NCHW) or channels (NHWC)
+    _force(monkeypatch, _problem(2, 4, 4, 4, 8), "64x128", 1)
+    got, ref, specs = _run_traced(rng, 2, 4, 4, 4, 8, 3, 3, padding=1, layout=layout, bias=True,
+                                  activation="silu")
+    assert [(s.vec_y, s.bias, s.activation) for s in specs] == [(4, True, "silu")]
+    assert_close(got, ref)
+
+
+def test_one_by_one_and_stride_two_through_dispatch(rng):
+    got, ref, specs = _run_traced(rng, 2, 8, 7, 6, 12, 1, 1, stride=2)
+    assert [type(s).__name__ for s in specs] == ["ConvFpropF32Spec"]
+    assert_close(got, ref)
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_gather_table_matches_the_direct_index_definition(layout):
+    c, cg, h, w, r, s, dil = 6, 3, 5, 7, 2, 3, (2, 1)
+    rows = 24
+    table = gather_table(layout, c, cg, h, w, r, s, dil, rows)
+    assert table.shape == (rows, 4) and table.dtype == np.int32
+    xs = {"NCHW": (h * w, w, 1), "NHWC": (1, w * c, c)}[layout]
+    k = 0
+    order = ([(ci, ri, si) for ci in range(cg) for ri in range(r) for si in range(s)] if layout == "NCHW"
+             else [(ci, ri, si) for ri in range(r) for si in range(s) for ci in range(cg)])
+    for ci, ri, si in order:
+        dh, dw = ri * dil[0], si * dil[1]
+        assert tuple(table[k, :3]) == (ci * xs[0] + dh * xs[1] + dw * xs[2], dh, dw)
+        k += 1
+    assert (table[k:, 1] == INVALID_TAP).all()
+
+
+def test_tile_rules_on_the_benchmark_shapes():
+    rules = dict(conv_dispatch.THRESHOLDS)
+    sms = 132
+    # 100352 pixels x 64 channels: a 128-wide tile would waste half its columns
+    assert choose_igemm_tile(_problem(32, 64, 56, 56, 64), sms, rules) == ("128x64", 1)
+    assert choose_igemm_tile(_problem(32, 128, 28, 28, 128), sms, rules) == ("128x128", 1)
+    tile, splits = choose_igemm_tile(_problem(8, 512, 7, 7, 512), sms, rules)
+    assert tile == "64x64" and splits > 1
+    assert choose_igemm_tile(_problem(1, 8, 5, 5, 4), sms, rules) == ("64x64", 1)
+
+
+def test_measured_table_overrides_the_rules(monkeypatch):
+    problem = _problem(32, 128, 28, 28, 128)
+    monkeypatch.setitem(conv_dispatch.MEASURED, shape_key(problem), ("implicit_gemm", "64x128", 2))
+    assert choose_igemm_tile(problem, 132) == ("64x128", 2)
+    assert conv_dispatch.choose_algo(problem) == "implicit_gemm"
