@@ -101,8 +101,9 @@ for _op, _rows, _cols in (("softmax", 8192, 8192), ("softmax", 65536, 1024), ("l
                        bytes=2.0 * _rows * _cols * 4, unit="GB/s",
                        note="one read + one write of fp32; target >= 85% of copy bandwidth"))
 
-try:  # conv/attention cases, owned elsewhere; absent is fine, broken is an error
-    importlib.import_module("oxicuda.dnn.bench_cases_conv")
-except ModuleNotFoundError as exc:
-    if exc.name != "oxicuda.dnn.bench_cases_conv":
-        raise
+for _module in ("oxicuda.dnn.bench_cases_conv", "oxicuda.dnn.bench_cases_conv_tc"):
+    try:  # conv/attention cases, owned elsewhere; absent is fine, broken is an error
+        importlib.import_module(_module)
+    except ModuleNotFoundError as exc:
+        if exc.name != _module:
+            raise
