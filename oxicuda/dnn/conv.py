@@ -40,6 +40,7 @@ from .conv_epilogue import check_activation
 # imported at load so that their kernel families are registered with the rest of conv's
 from .conv_im2col import run_im2col
 from .conv_implicit_gemm import THREADS, ConvImplicitGemmSpec
+from .conv_implicit_gemm_f32 import run_implicit_gemm_f32
 from .conv_winograd import run_winograd
 
 LAYOUTS = ("NCHW", "NHWC")
@@ -236,6 +237,9 @@ def run_implicit_gemm(mode: str, geo: ConvGeometry, x: DeviceArray, w: DeviceArr
     """Launch one implicit-GEMM kernel over validated, C-contiguous x, w, y (``mode`` decides
     which two are read and which one is written)."""
     p = geo.problem
+    if mode == "fwd" and p.dtype == "f32":
+        run_implicit_gemm_f32(geo, x, w, y, bias, activation)
+        return
     cg, kg = p.c // p.groups, p.k // p.groups
     if mode == "fwd":
         gm, gn, gk = p.n * p.oh * p.ow, kg, cg * p.r * p.s
