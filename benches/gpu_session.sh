@@ -14,15 +14,25 @@ for step in "${steps[@]}"; do
     tests)
       timeout 420 python3 -m pytest -q -p no:cacheprovider -x --durations=15 2>&1 | tail -n 300 > "$OUT/gpu-tests.log"
       tail -n 5 "$OUT/gpu-tests.log" ;;
+    demo)
+      timeout 90 python3 -m oxicuda demo > "$OUT/demo.log" 2>&1; echo "demo rc=$?"; tail -n 3 "$OUT/demo.log" ;;
     tests-all)
       # 16 workers: on a GPU most of the suite's time is the driver's first JIT of each kernel
-      timeout 540 python3 -m pytest -q -p no:cacheprovider -n 16 --timeout 240 --continue-on-collection-errors --durations=25 -rfE > "$OUT/gpu-tests.log" 2>&1
+      OXICUDA_TEST_LOG="$OUT/test-results.log" timeout ${TESTS_LIMIT:-480} python3 -m pytest -q -p no:cacheprovider -n 16 --timeout 240 --continue-on-collection-errors --durations=25 -rfE > "$OUT/gpu-tests.log" 2>&1
       tail -n 5 "$OUT/gpu-tests.log" ;;
     sanitize)
       timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 python3 -m pytest -q -p no:cacheprovider -m gpu \
         tests/test_driver_gpu.py tests/test_blas_gpu.py tests/test_blas_tensorcore_gpu.py tests/test_dnn_gpu.py \
         tests/test_dnn_attention_gpu.py tests/test_dnn_conv_gpu.py 2>&1 | tail -n 120 > "$OUT/memcheck.log"
       echo "memcheck rc=$?"; tail -n 4 "$OUT/memcheck.log" ;;
+    sweeps)
+      # tuning sweeps (tile/split/algorithm candidates); each prints a table and writes JSON
+      for sw in blas:${SWEEP_LIMIT:-60} conv:${SWEEP_LIMIT:-60} wgmma:${SWEEP_LIMIT:-60}; do
+        name=${sw%%:*}; lim=${sw##*:}
+        [ -f "benches/sweep_$name.py" ] || continue
+        timeout "$lim" python3 "benches/sweep_$name.py" --json "$OUT/sweep-$name.json" > "$OUT/sweep-$name.txt" 2>&1
+        echo "sweep $name rc=$?"
+      done ;;
     bench)
       timeout 300 python3 -m oxicuda bench --quick --json "$OUT/bench-quick.json" 2>"$OUT/bench-progress.log" | tee "$OUT/bench-quick.txt" ;;
     bench-full)
