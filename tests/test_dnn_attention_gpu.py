@@ -77,7 +77,10 @@ def test_mma_dispatch_and_lse_with_gqa_match_torch():
     k, v = (torch.randn(2, 2, 333, 64, device="cuda", generator=gen).to(torch.float16) for _ in range(2))
     with oxicuda.trace() as t:
         o, lse = attention(oxicuda.asarray(q), oxicuda.asarray(k), oxicuda.asarray(v), causal=True, return_lse=True)
-    assert [type(r.spec).__name__ for r in t.launches] == ["AttentionMmaSpec"]
+    from oxicuda.ptx.target import device_arch
+
+    expected = "AttentionWgmmaSpec" if device_arch() == "sm_90" else "AttentionMmaSpec"  # Hopper prefers wgmma
+    assert [type(r.spec).__name__ for r in t.launches] == [expected]
     kr, vr = (x.double().repeat_interleave(4, dim=1) for x in (k, v))
     s = q.double() @ kr.transpose(-1, -2) / 8.0
     s = s.masked_fill(torch.ones(300, 333, dtype=torch.bool, device="cuda").triu(1), float("-inf"))

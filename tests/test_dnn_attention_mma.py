@@ -69,10 +69,14 @@ def test_mma_custom_scale_including_negative(rng, scale):
 
 
 def test_dispatch_picks_mma_for_bf16_d64_and_simt_otherwise(rng):
-    assert choose_algo("bf16", 64, "sm_86") == "mma" and choose_algo("f16", 128, "sm_90") == "mma"
+    assert choose_algo("bf16", 64, "sm_86") == "mma" and choose_algo("f16", 128, "sm_80") == "mma"
+    assert choose_algo("f16", 128, "sm_90") == "wgmma"  # Hopper prefers test_dnn_attention_wgmma's family
     assert choose_algo("bf16", 48, "sm_90") == "simt" and choose_algo("f32", 64, "sm_90") == "simt"
     assert choose_algo("bf16", 64, "sm_75") == "simt" and choose_algo("bf16", 64, "sm_90", aligned=False) == "simt"
-    assert isinstance(run_mma(rng, 1, 2, 2, 9, 20, 64, dtype="bfloat16", algo=None), mma.AttentionMmaSpec)
+    from oxicuda.ptx.target import device_arch
+
+    picked = run_mma(rng, 1, 2, 2, 9, 20, 64, dtype="bfloat16", algo=None)
+    assert type(picked).__name__ == ("AttentionWgmmaSpec" if device_arch() == "sm_90" else "AttentionMmaSpec")
     simt = run_mma(rng, 1, 2, 2, 9, 20, 48, dtype="bfloat16", algo=None)
     assert type(simt).__name__ == "AttentionSimtSpec"
     simt = run_mma(rng, 1, 2, 2, 9, 20, 64, dtype="float32", algo=None)

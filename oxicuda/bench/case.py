@@ -77,6 +77,7 @@ def load_all_cases() -> None:
         "oxicuda.bench.cases_memory",
         "oxicuda.blas.bench_cases",
         "oxicuda.dnn.bench_cases",
+        "oxicuda.dnn.bench_cases_attention",
         "oxicuda.fft.bench_cases",
         "oxicuda.sparse.bench_cases",
         "oxicuda.solver.bench_cases",

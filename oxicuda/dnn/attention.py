@@ -18,8 +18,12 @@ from ._common import PTX_ELEMENT, as_float_array, contiguous, dtype_name_of, loa
 from .attention_kernels import MAX_HEAD_DIM, THREADS, AttentionSimtSpec
 from .attention_mma import BLOCK_Q, COPY_BYTES, DTYPES, HEAD_DIMS, AttentionMmaSpec
 from .attention_mma import THREADS as MMA_THREADS
+from .attention_wgmma import DTYPES as WGMMA_DTYPES
+from .attention_wgmma import HEAD_DIMS as WGMMA_HEAD_DIMS
+from .attention_wgmma import AttentionWgmmaSpec
+from .attention_wgmma import launch as launch_wgmma
 
-ALGOS = ("simt", "mma")
+ALGOS = ("simt", "mma", "wgmma")
 _INT31 = (1 << 31) - 1
 _GRID_YZ = 65535
 
@@ -62,8 +66,9 @@ def attention(q: object, k: object, v: object, causal: bool = False, scale: floa
 
     ``scale`` defaults to ``1/sqrt(head_dim)``. dtypes float32, float16, bfloat16 (computed in
     float32). ``return_lse``: also return the float32 logsumexp (B, Hq, Sq). ``algo``: None
-    (dispatch: ``choose_algo``), ``"mma"`` (tensor cores: float16/bfloat16, head_dim 64 or 128,
-    sm_80+; ValueError otherwise) or ``"simt"``. ``out``: a C-contiguous array of q's shape and
+    (dispatch: ``choose_algo``), ``"wgmma"`` (Hopper warpgroup MMA + TMA: float16/bfloat16, head_dim
+    64 or 128, sm_90), ``"mma"`` (mma.sync tensor cores: float16/bfloat16, head_dim 64 or 128,
+    sm_80+) or ``"simt"``; a forced algo that cannot run the problem raises ValueError. ``out``: a C-contiguous array of q's shape and
     dtype to write into. Raises TypeError/ValueError on bad input before any launch.
     """
     op = "attention"
@@ -90,18 +95,24 @@ def attention(q: object, k: object, v: object, causal: bool = False, scale: floa
     if algo == "mma" and not mma_supports(element, d, arch):
         raise ValueError(f"{op}: algo='mma' needs float16/bfloat16 inputs with head_dim in {HEAD_DIMS} on sm_80+; "
                          f"got {dtype_name_of(qa)}, head_dim {d}, {arch}; use algo='simt' or None")
+    if algo == "wgmma" and not wgmma_supports(element, d, arch):
+        raise ValueError(f"{op}: algo='wgmma' needs float16/bfloat16 inputs with head_dim in {WGMMA_HEAD_DIMS} on "
+                         f"sm_90; got {dtype_name_of(qa)}, head_dim {d}, {arch}; use algo='mma', 'simt' or None")
     qa, ka, va = contiguous(qa), contiguous(ka), contiguous(va)
     if algo is None:
         algo = choose_algo(element, d, arch, aligned=all(int(x.ptr) % COPY_BYTES == 0 for x in (qa, ka, va)))
-    elif algo == "mma":
+    elif algo in ("mma", "wgmma"):
         for name, x in (("q", qa), ("k", ka), ("v", va)):
             if int(x.ptr) % COPY_BYTES:
-                raise ValueError(f"{op}: algo='mma' needs {COPY_BYTES}-byte aligned data; {name} starts at "
+                raise ValueError(f"{op}: algo={algo!r} needs {COPY_BYTES}-byte aligned data; {name} starts at "
                                  f"{int(x.ptr):#x}; use algo='simt' or None")
     o = out if out is not None else empty(qa.shape, qa.dtype, stream=qa.stream or None)
     lse = empty((b, hq, sq), "float32", stream=qa.stream or None) if return_lse else None
     args = [qa, ka, va, o, lse if lse is not None else 0, sq, sk, hq, hkv, hq // hkv, scale * LOG2_E]
-    if algo == "mma":
+    if algo == "wgmma":
+        spec = AttentionWgmmaSpec(dtype=element, head_dim=d, causal=bool(causal), lse=bool(return_lse))
+        launch_wgmma(spec, qa, ka, va, o, args[4], b, hq, sq, hkv, sk, scale * LOG2_E, stream_of(o))
+    elif algo == "mma":
         spec = AttentionMmaSpec(arch=_mma_arch(arch), dtype=element, head_dim=d, causal=bool(causal),
                                 lse=bool(return_lse))
         load_kernel(spec)(((sq + BLOCK_Q - 1) // BLOCK_Q, hq, b), MMA_THREADS, args, stream=stream_of(o))
@@ -125,10 +136,18 @@ def mma_supports(element: str, head_dim: int, arch: str) -> bool:
     return element in DTYPES and head_dim in HEAD_DIMS and _sm(arch) >= 80
 
 
+def wgmma_supports(element: str, head_dim: int, arch: str) -> bool:
+    """True when the Hopper family computes this problem: f16/bf16, head_dim 64/128, sm_90."""
+    return element in WGMMA_DTYPES and head_dim in WGMMA_HEAD_DIMS and _sm(arch) == 90
+
+
 def choose_algo(element: str, head_dim: int, arch: str, aligned: bool = True) -> str:
-    """Dispatch (a pure function of the problem and the device): ``"mma"`` for f16/bf16 with
-    head_dim 64 or 128 on sm_80+ with 16-byte aligned q/k/v, else ``"simt"``. Provisional: the
-    mma kernel has been checked on the emulator only, not yet measured on the H200."""
+    """Dispatch (a pure function of the problem and the device), for 16-byte aligned q/k/v with
+    f16/bf16 and head_dim 64 or 128: ``"wgmma"`` on sm_90, ``"mma"`` on other sm_80+ devices;
+    ``"simt"`` for everything else. Provisional: both tensor-core kernels are checked on the
+    emulator; their H200 figures are not yet measured."""
+    if aligned and wgmma_supports(element, head_dim, arch):
+        return "wgmma"
     return "mma" if aligned and mma_supports(element, head_dim, arch) else "simt"
 
 
@@ -138,4 +157,4 @@ def _arch() -> str:
     return device_arch()
 
 
-__all__ = ["attention", "choose_algo", "mma_supports"]
+__all__ = ["attention", "choose_algo", "mma_supports", "wgmma_supports"]

@@ -43,6 +43,7 @@ from . import ir
 from .builder_base import ParamArray, SharedArray, Value
 from .builder_convert import LN_2, LOG2_E, ConvertMixin
 from .builder_flow import FlowMixin
+from .builder_hopper import HopperMixin
 from .builder_memory import MemoryMixin
 from .builder_tensorcore import TensorCoreMixin, matrix_descriptor_bits
 from .emit import emit
@@ -58,7 +59,7 @@ __all__ = [
 ]
 
 
-class KernelBuilder(ConvertMixin, MemoryMixin, FlowMixin, TensorCoreMixin):
+class KernelBuilder(ConvertMixin, MemoryMixin, FlowMixin, TensorCoreMixin, HopperMixin):
     """Builds one PTX ``.entry`` for ``arch`` (``sm_80``, ``sm_86``, ``sm_90``, ``sm_90a``...).
 
     ``math``: ``"precise"`` (IEEE div/sqrt/rcp, ``.rn`` on add/sub/mul so nothing is contracted

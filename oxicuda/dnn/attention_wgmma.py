@@ -1,0 +1,372 @@
+"""Fused attention forward on Hopper (sm_90a): ``wgmma.mma_async`` with f16/bf16 inputs and f32
+accumulation, TMA tile loads and an mbarrier ring, flash-attention-3 style (online softmax on
+the wgmma accumulator fragments; scores never leave registers).
+
+Work split: a CTA of ``CONSUMERS`` warpgroups owns ``64 * CONSUMERS`` query rows of one
+(batch, head); warpgroup ``c`` owns rows ``64c .. 64c + 63`` and within it warp ``w`` rows
+``16w .. 16w + 15`` (the wgmma accumulator layout). Thread 0 also acts as the producer.
+
+Shared memory (dynamic, 1024-byte aligned): the Q tile, then ``STAGES`` stages of one K tile
+and one V tile (``BLOCK_K`` key rows each), then the mbarriers. Every tile is stored as head-dim
+panels of 64 elements (128 bytes per row) with the 128-byte swizzle, exactly what a TMA box of
+64 x rows with ``CU_TENSOR_MAP_SWIZZLE_128B`` writes; rows past the sequence end are zero-filled
+by TMA, so tails need masking only. Descriptors:
+
+- ``S = Q K^T``: A = Q (K-major: head-dim contiguous) and B = K (K-major too: a K row is
+  contiguous along the head dim), 128B swizzle, SBO 1024; a k16 step advances the start by 32
+  bytes inside a panel, then moves to the next panel.
+- ``O += P V``: A = P from registers; B = V, MN-major (a V row is contiguous along the head dim
+  = N), transpose immediate 1, 128B swizzle, SBO 1024 (8 key rows), LBO = one panel
+  (``BLOCK_K * 128`` bytes: the next 64 head-dim columns); a k16 step advances 16 key rows.
+
+P as the A operand: the f32 accumulator element of S at (row, 16kc + c) sits in the same thread
+as element (row, c) of the register-A fragment of k-step kc, so P is rounded and packed in place
+(``P_TO_A``, derived and checked below from ``oxicuda.ptx.fragments``, the tables the emulator
+computes wgmma from). Softmax: each thread holds two rows per warp (``groupID`` and
+``groupID + 8``), reduced over the quad with two butterfly shuffles; scores are scaled by
+``scale * log2(e)`` and exponentiated with ``ex2``; masked keys (``j >= Sk``; ``j > i`` when
+causal, top-left like PyTorch) become -inf only in tiles that cross Sk or the diagonal.
+
+Pipeline: thread 0 fills every stage up front; per key tile each warpgroup waits on the stage's
+mbarrier, runs the S chain, the softmax, the P V chain, and a CTA barrier frees the stage for the
+tile ``STAGES`` ahead. Causal CTAs run the longest query blocks first.
+
+Launch: grid (ceil(Sq / BLOCK_Q), Hq, B), block ``128 * CONSUMERS``, dynamic shared memory
+``spec.shared_bytes``. Parameters: o, lse pointers; u32 sq, sk, hq, hkv, group; f32 scale_log2;
+three 128-byte tensor maps (q, k, v as 3-D (D, S, B*H) tensors, boxes of 64 x rows x 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from oxicuda.ptx import fragments, registry
+from oxicuda.ptx.builder import LN_2, KernelBuilder, Value
+from oxicuda.ptx.spec import KernelSpec
+
+FAMILY = "attention_fwd_wgmma"
+ARCHS = ("sm_90a",)
+DTYPES = ("f16", "bf16")
+HEAD_DIMS = (64, 128)
+CONSUMERS = 2
+BLOCK_Q = 64 * CONSUMERS
+BLOCK_K = 128
+STAGES = 2
+THREADS = 128 * CONSUMERS
+PANEL = 64  # head-dim elements per 128-byte swizzled row
+SWIZZLE_BYTES = 128
+ATOM_BYTES = 1024  # 8 rows of 128 bytes: the 128B swizzle repeat
+#: CUtensorMapDataType per input type; swizzle and L2 promotion enums of cuTensorMapEncodeTiled
+TMA_DATA_TYPE = {"f16": 6, "bf16": 9}
+TMA_SWIZZLE_128B, TMA_L2_PROMOTION_128B = 3, 2
+_NEG_INF = float("-inf")
+
+
+# -- fragment plans, derived from oxicuda.ptx.fragments and checked at import --------------------
+def _accumulator_plan(n: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(row slot, column offset) of each m64nN accumulator register, checked for every thread:
+    row = 16*warp + groupID + 8*slot and col = offset + 2*tig."""
+    table = fragments.wgmma_accumulator_layout(n)
+    slots, cols = [], []
+    for i in range(fragments.wgmma_accumulator_regs(n)):
+        slot, col0 = table[0][i][0] // 8, table[0][i][1]
+        for th in range(fragments.WARPGROUP):
+            w, g, t = th // 32, (th % 32) >> 2, th % 4
+            if table[th][i] != (16 * w + g + 8 * slot, col0 + 2 * t):
+                raise AssertionError(f"attention_wgmma: accumulator register {i} of m64n{n} is not "
+                                     "(16w + groupID + 8*slot, col + 2*tig)")
+        slots.append(slot)
+        cols.append(col0)
+    return tuple(slots), tuple(cols)
+
+
+def _p_as_register_a(n: int) -> tuple[tuple[int, ...], ...]:
+    """For k-step kc of ``P V`` and A element e (of the m16n8k16 A fragment, this warp's 16 rows):
+    the S accumulator register holding the same (row, 16kc + col) in the same thread."""
+    acc = fragments.wgmma_accumulator_layout(n)
+    a = fragments.mma_shape("m16n8k16", "f16", "f32").a  # bf16 has the same fragment tables
+    plan = []
+    for kc in range(n // 16):
+        regs = []
+        for e in range(a.elements):
+            hit = [i for i in range(len(acc[0]))
+                   if all(acc[th][i] == (16 * (th // 32) + a.table[th % 32][e][0], 16 * kc + a.table[th % 32][e][1])
+                          for th in range(fragments.WARPGROUP))]
+            if len(hit) != 1:
+                raise AssertionError(f"attention_wgmma: A element {e} of k-step {kc} is not one accumulator register")
+            regs.append(hit[0])
+        plan.append(tuple(regs))
+    return tuple(plan)
+
+
+ROW_SLOT, COL_OFFSET = _accumulator_plan(BLOCK_K)
+P_TO_A = _p_as_register_a(BLOCK_K)
+OUT_SLOT = {d: _accumulator_plan(d) for d in HEAD_DIMS}
+
+
+# -- the spec -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AttentionWgmmaSpec(KernelSpec):
+    """One Hopper attention forward kernel: input type, head_dim, causal, logsumexp output."""
+
+    family: ClassVar[str] = FAMILY
+    arch: str = "sm_90a"
+    dtype: str = "bf16"
+    head_dim: int = 128
+    causal: bool = False
+    lse: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.arch != "sm_90a":
+            raise ValueError(f"AttentionWgmmaSpec: arch={self.arch!r}; wgmma needs 'sm_90a'")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"AttentionWgmmaSpec: dtype={self.dtype!r}; allowed {DTYPES}")
+        if self.head_dim not in HEAD_DIMS:
+            raise ValueError(f"AttentionWgmmaSpec: head_dim={self.head_dim}; allowed {HEAD_DIMS}")
+
+    @property
+    def q_bytes(self) -> int:
+        return BLOCK_Q * self.head_dim * 2
+
+    @property
+    def tile_bytes(self) -> int:
+        """One K (or V) tile: BLOCK_K rows of head_dim halves."""
+        return BLOCK_K * self.head_dim * 2
+
+    @property
+    def stage_bytes(self) -> int:
+        return 2 * self.tile_bytes
+
+    @property
+    def shared_bytes(self) -> int:
+        """Q + stages + (1 + STAGES) mbarriers + slack for the 1024-byte alignment."""
+        return self.q_bytes + STAGES * self.stage_bytes + 8 * (1 + STAGES) + ATOM_BYTES
+
+
+def _pack_half2(kb: KernelBuilder, lo: Value, hi: Value, dtype: str) -> Value:
+    """Two f32 rounded (rn) to f16/bf16 and packed into one b32 (lo in bits 0-15)."""
+    return kb.bitcast(kb.pack(kb.cvt(lo, dtype), kb.cvt(hi, dtype)), "b32")
+
+
+def generate(spec: AttentionWgmmaSpec) -> str:
+    """PTX of one Hopper attention kernel (see the module docstring)."""
+    kb = KernelBuilder(spec.kernel_name(), arch=spec.arch, math=spec.math)
+    o_p, lse_p = kb.param_ptr("o"), kb.param_ptr("lse")
+    sq, sk, hq, hkv, group = (kb.param(n, "u32") for n in ("sq", "sk", "hq", "hkv", "group"))
+    scale_log2 = kb.param("scale_log2", "f32")
+    tmap_q, tmap_k, tmap_v = (kb.param_array(n) for n in ("tmap_q", "tmap_k", "tmap_v"))
+    kb.reqntid(THREADS)
+    D, dt = spec.head_dim, spec.dtype
+    panels = D // PANEL
+    smem = kb.dynamic_shared("smem", spec.shared_bytes, align=1024)
+    base = kb.and_(kb.add(kb.shared_addr(smem), ATOM_BYTES - 1), 0xFFFFFC00)  # swizzled tiles: 1024-aligned
+    kv_sh = kb.add(base, spec.q_bytes)
+    bars = kb.add(kv_sh, STAGES * spec.stage_bytes)  # q barrier, then one per stage
+
+    tid = kb.tid()
+    wg, lane_wg = kb.shr(tid, 7), kb.and_(tid, 127)
+    warp, lane = kb.shr(lane_wg, 5), kb.and_(tid, 31)
+    g, t = kb.shr(lane, 2), kb.and_(lane, 3)
+    blk, h, b = kb.ctaid("x"), kb.ctaid("y"), kb.ctaid("z")
+    if spec.causal:  # the longest rows first: CTAs launched last then have the least work
+        blk = kb.sub(kb.sub(kb.nctaid("x"), 1), blk)
+    q0 = kb.mul(blk, BLOCK_Q)
+    zq = kb.mad(b, hq, h)
+    zkv = kb.mad(b, hkv, kb.div(h, group))
+    kv_end = kb.min(sk, kb.add(q0, BLOCK_Q)) if spec.causal else sk
+    ntiles = kb.div(kb.add(kv_end, BLOCK_K - 1), BLOCK_K)
+    leader = kb.setp("eq", tid, 0)
+    panel_x = [kb.mov(p * PANEL, "u32") for p in range(panels)]
+
+    with kb.if_(leader):
+        for s in range(1 + STAGES):
+            kb.mbarrier_init(kb.add(bars, 8 * s), 1)
+        kb.fence_proxy_async("shared::cta")
+    kb.bar_sync(0)
+
+    def issue(stage: Value | int, tile: Value | int) -> None:
+        """Thread 0: TMA the K and V tiles ``tile`` into ``stage`` (complete_tx on its barrier)."""
+        st = stage if isinstance(stage, int) else None
+        bar = kb.add(bars, 8 * (1 + st)) if st is not None else kb.mad(stage, 8, kb.add(bars, 8))
+        dst = kb.add(kv_sh, st * spec.stage_bytes) if st is not None else kb.mad(stage, spec.stage_bytes, kv_sh)
+        row = kb.mov(tile * BLOCK_K, "u32") if isinstance(tile, int) else kb.mul(tile, BLOCK_K)
+        kb.mbarrier_arrive_expect_tx(bar, spec.stage_bytes)
+        for p in range(panels):
+            off = p * BLOCK_K * SWIZZLE_BYTES
+            kb.cp_async_bulk_tensor(3, kb.add(dst, off), tmap_k, (panel_x[p], row, zkv), bar)
+            kb.cp_async_bulk_tensor(3, kb.add(dst, spec.tile_bytes + off), tmap_v, (panel_x[p], row, zkv), bar)
+
+    with kb.if_(leader):
+        kb.mbarrier_arrive_expect_tx(bars, spec.q_bytes)
+        for p in range(panels):
+            kb.cp_async_bulk_tensor(3, kb.add(base, p * BLOCK_Q * SWIZZLE_BYTES), tmap_q, (panel_x[p], q0, zq), bars)
+        for s in range(STAGES):
+            with kb.if_(kb.setp("lt", kb.mov(s, "u32"), ntiles)):
+                issue(s, s)
+
+    # Q descriptor of this warpgroup's 64 rows; k-step kk: panel kk // 4, 32 bytes per k16 inside it
+    q_desc = kb.wgmma_descriptor(kb.mad(wg, 64 * SWIZZLE_BYTES, base), 16, ATOM_BYTES, "128B")
+    ksteps = D // 16
+    per_panel = SWIZZLE_BYTES // 32
+
+    def k_major_offset(kk: int, rows: int) -> int:
+        return ((kk // per_panel) * rows * SWIZZLE_BYTES + (kk % per_panel) * 32) >> 4
+
+    q_descs = [kb.add(q_desc, k_major_offset(kk, BLOCK_Q)) if kk else q_desc for kk in range(ksteps)]
+
+    # this thread's two rows (slot 0: groupID, slot 1: groupID + 8) and their last visible key
+    warp_row0 = kb.add(q0, kb.mad(wg, 64, kb.mul(warp, 16)))
+    row_q = [kb.add(warp_row0, g), None]
+    row_q[1] = kb.add(row_q[0], 8)
+    last_key = kb.sub(sk, 1)
+    limit = [kb.min(last_key, r) if spec.causal else last_key for r in row_q]
+    col_lane = kb.mul(t, 2)
+    m = [kb.mov(_NEG_INF, "f32") for _ in range(2)]
+    lsum = [kb.mov(0.0, "f32") for _ in range(2)]
+    n_s = fragments.wgmma_accumulator_regs(BLOCK_K)
+    s = [kb.mov(0.0, "f32") for _ in range(n_s)]
+    acc = [kb.mov(0.0, "f32") for _ in range(fragments.wgmma_accumulator_regs(D))]
+    stage, phase = kb.mov(0, "u32"), kb.mov(0, "u32")
+
+    kb.mbarrier_wait_parity(bars, 0)  # Q has landed
+    with kb.loop(0, ntiles, 1, type_="u32") as j:
+        kb.mbarrier_wait_parity(kb.mad(stage, 8, kb.add(bars, 8)), phase)
+        k_base = kb.mad(stage, spec.stage_bytes, kv_sh)
+        k_desc = kb.wgmma_descriptor(k_base, 16, ATOM_BYTES, "128B")
+        v_desc = kb.wgmma_descriptor(kb.add(k_base, spec.tile_bytes), BLOCK_K * SWIZZLE_BYTES, ATOM_BYTES, "128B")
+
+        # S = Q K^T (fresh accumulators: scale-d 0 on the first k-step)
+        kb.wgmma_fence()
+        for kk in range(ksteps):
+            kd = kb.add(k_desc, k_major_offset(kk, BLOCK_K)) if kk else k_desc
+            kb.wgmma_mma_async(BLOCK_K, dt, s, q_descs[kk], kd, scale_d=0 if kk == 0 else 1)
+        kb.wgmma_commit_group()
+        kb.wgmma_wait_group(0)
+
+        # scale into the log2 domain; mask only where this warp's tile crosses Sk or the diagonal
+        for i in range(n_s):
+            kb.mul(s[i], scale_log2, out=s[i])
+        j0 = kb.mul(j, BLOCK_K)
+        needs_mask = kb.setp("hi", kb.add(j0, BLOCK_K), sk)
+        if spec.causal:
+            needs_mask = kb.or_(needs_mask, kb.setp("hi", kb.add(j0, BLOCK_K - 1), warp_row0))
+        with kb.if_(needs_mask):
+            col0 = kb.add(j0, col_lane)
+            for i in range(n_s):
+                ok = kb.setp("ls", kb.add(col0, COL_OFFSET[i]), limit[ROW_SLOT[i]])
+                kb.selp(s[i], _NEG_INF, ok, type_="f32", out=s[i])
+        # online softmax per row slot
+        m_use = []
+        for slot in (0, 1):
+            mine = [s[i] for i in range(n_s) if ROW_SLOT[i] == slot]
+            mx = mine[0]
+            for x in mine[1:]:
+                mx = kb.max(mx, x)
+            for step in (1, 2):
+                mx = kb.max(mx, kb.shfl_sync("bfly", mx, step))
+            m_new = kb.max(m[slot], mx)
+            # a row whose keys so far are all masked keeps m = -inf; subtract 0 then (ex2(-inf) = 0)
+            mu = kb.selp(0.0, m_new, kb.setp("eq", m_new, _NEG_INF), type_="f32")
+            alpha = kb.ex2(kb.sub(m[slot], mu))
+            kb.mul(lsum[slot], alpha, out=lsum[slot])
+            for i in range(len(acc)):
+                if OUT_SLOT[D][0][i] == slot:
+                    kb.mul(acc[i], alpha, out=acc[i])
+            kb.assign(m[slot], m_new)
+            m_use.append(mu)
+        for i in range(n_s):
+            p = kb.ex2(kb.sub(s[i], m_use[ROW_SLOT[i]]), out=s[i])
+            kb.add(lsum[ROW_SLOT[i]], p, out=lsum[ROW_SLOT[i]])
+
+        # O += P V: P rounded to the input type as the register A operand, V MN-major
+        a_regs = [[_pack_half2(kb, s[plan[2 * r]], s[plan[2 * r + 1]], dt) for r in range(len(plan) // 2)]
+                  for plan in P_TO_A]
+        kb.wgmma_fence()
+        for kc in range(BLOCK_K // 16):
+            vd = kb.add(v_desc, (kc * 16 * SWIZZLE_BYTES) >> 4) if kc else v_desc
+            kb.wgmma_mma_async_rs(D, dt, acc, a_regs[kc], vd, scale_d=1, trans_b=1)
+        kb.wgmma_commit_group()
+        kb.wgmma_wait_group(0)
+
+        kb.bar_sync(0)  # both warpgroups are done with this stage: refill it STAGES tiles ahead
+        nxt = kb.add(j, STAGES)
+        with kb.if_(kb.and_(leader, kb.setp("lt", nxt, ntiles))):
+            issue(stage, nxt)
+        kb.add(stage, 1, out=stage)
+        wrapped = kb.setp("eq", stage, STAGES)
+        kb.selp(0, stage, wrapped, out=stage)
+        kb.xor(phase, kb.selp(1, 0, wrapped, type_="u32"), out=phase)
+
+    # normalize and store: registers i, i+1 (i even) are adjacent columns of one row
+    for slot in (0, 1):
+        for step in (1, 2):
+            kb.add(lsum[slot], kb.shfl_sync("bfly", lsum[slot], step), out=lsum[slot])
+    inv = [kb.rcp(x) for x in lsum]
+    o_head = kb.addr(o_p, kb.mul(zq, kb.mul(sq, D)), 2)
+    out_slot, out_col = OUT_SLOT[D]
+    for slot in (0, 1):
+        with kb.if_(kb.setp("lo", row_q[slot], sq)):
+            row_ptr = kb.addr(o_head, kb.mad(row_q[slot], D, col_lane), 2)
+            for i in range(0, len(acc), 2):
+                if out_slot[i] != slot:
+                    continue
+                packed = _pack_half2(kb, kb.mul(acc[i], inv[slot]), kb.mul(acc[i + 1], inv[slot]), dt)
+                kb.st("global", row_ptr, packed, offset=out_col[i] * 2)
+            if spec.lse:
+                with kb.if_(kb.setp("eq", t, 0)):
+                    val = kb.mul(kb.add(m[slot], kb.lg2(lsum[slot])), LN_2)
+                    kb.st("global", kb.addr(lse_p, kb.mad(zq, sq, row_q[slot]), 4), val)
+    return kb.ptx()
+
+
+def _check_pairs() -> None:
+    for d in HEAD_DIMS:
+        slots, cols = OUT_SLOT[d]
+        for i in range(0, len(slots), 2):
+            if slots[i + 1] != slots[i] or cols[i + 1] != cols[i] + 1:
+                raise AssertionError(f"attention_wgmma: m64n{d} registers {i}, {i + 1} are not adjacent columns")
+
+
+_check_pairs()
+
+
+def configurations(arch: str) -> list[AttentionWgmmaSpec]:
+    """Every kernel of the family (sm_90a only): dtype x head_dim x causal x lse (16 kernels)."""
+    return [AttentionWgmmaSpec(arch=arch, dtype=t, head_dim=d, causal=c, lse=lse)
+            for t in DTYPES for d in HEAD_DIMS for c in (False, True) for lse in (False, True)]
+
+
+registry.register_family(FAMILY, AttentionWgmmaSpec, generate, configurations, archs=ARCHS)
+
+_OPTED_IN: dict[int, int] = {}
+
+
+def tensor_map(dtype: str, ptr: int, seq: int, heads: int, head_dim: int, box_rows: int) -> bytes:
+    """The CUtensorMap of a (heads, seq, head_dim) contiguous tensor (batch folded into heads)
+    as 3-D (head_dim, seq, heads), boxes of 64 x ``box_rows`` x 1 with the 128-byte swizzle;
+    reads past ``seq`` fill zeros."""
+    from oxicuda.driver.backend import api
+
+    return api().tensor_map_encode_tiled(
+        TMA_DATA_TYPE[dtype], 3, ptr, (head_dim, seq, heads), (head_dim * 2, seq * head_dim * 2),
+        (PANEL, box_rows, 1), (1, 1, 1), 0, TMA_SWIZZLE_128B, TMA_L2_PROMOTION_128B, 0)
+
+
+def launch(spec: AttentionWgmmaSpec, q, k, v, o, lse, b: int, hq: int, sq: int, hkv: int, sk: int,
+           scale_log2: float, stream: object) -> None:
+    """Launch ``spec`` on C-contiguous, 16-byte aligned q (b, hq, sq, D), k/v (b, hkv, sk, D) and
+    o; ``lse`` a float32 (b, hq, sq) array or 0. Checks are the caller's (``attention``)."""
+    from oxicuda.ptx import cache
+
+    fn = cache.load(spec)
+    if _OPTED_IN.get(id(fn), 0) < spec.shared_bytes:
+        fn.set_max_dynamic_shared_memory(spec.shared_bytes)
+        _OPTED_IN[id(fn)] = spec.shared_bytes
+    d = spec.head_dim
+    maps = (tensor_map(spec.dtype, int(q.ptr), sq, b * hq, d, BLOCK_Q),
+            tensor_map(spec.dtype, int(k.ptr), sk, b * hkv, d, BLOCK_K),
+            tensor_map(spec.dtype, int(v.ptr), sk, b * hkv, d, BLOCK_K))
+    args = [o, lse, sq, sk, hq, hkv, hq // hkv, scale_log2, *maps]
+    fn(((sq + BLOCK_Q - 1) // BLOCK_Q, hq, b), THREADS, args, shared_mem=spec.shared_bytes, stream=stream)
