@@ -64,9 +64,12 @@ def assert_half_close(got, ref, dtype):
                            f"{np.unravel_index(np.argmax(np.abs(got - ref) - bound), got.shape)}")
 
 
-def _only_tc(specs):
-    assert [type(s).__name__ for s in specs] == ["ConvTensorCoreSpec"], specs
-    return specs[0]
+def _only_tc(specs, via_channels_last=False):
+    """The tensor-core spec, checking it is the only launch (after the two NCHW -> NHWC
+    transposes of x and w when ``via_channels_last``)."""
+    expected = ["ChannelsLastSpec"] * 2 * via_channels_last + ["ConvTensorCoreSpec"]
+    assert [type(s).__name__ for s in specs] == expected, specs
+    return specs[-1]
 
 
 # (n, c, h, w, k, r, s, stride, padding, dilation, groups, what it covers)
@@ -86,9 +89,12 @@ def test_tensor_core_conv_matches_float64_reference(rng, layout, geom):
     n, c, h, w, k, r, s, st, pad, dil, g, _ = geom
     dtype = ("float16", "bfloat16")[int(rng.integers(2))]
     got, ref, specs = run_tc(rng, n, c, h, w, k, r, s, st, pad, dil, g, layout=layout, dtype=dtype)
-    spec = _only_tc(specs)
-    assert spec.dtype == {"float16": "f16", "bfloat16": "bf16"}[dtype] and spec.layout == layout
-    assert spec.a_async == (layout == "NHWC" and (c // g) % 8 == 0)
+    # NCHW with channels per group a multiple of 8 is transposed to NHWC and takes cp.async
+    via_cl = layout == "NCHW" and (c // g) % 8 == 0
+    spec = _only_tc(specs, via_cl)
+    assert spec.dtype == {"float16": "f16", "bfloat16": "bf16"}[dtype]
+    assert spec.layout == ("NHWC" if via_cl else layout)
+    assert spec.a_async == ((c // g) % 8 == 0)
     assert spec.b_async == ((c // g) * r * s % 8 == 0)
     assert_half_close(got, ref, dtype)
 
@@ -98,7 +104,7 @@ def test_tensor_core_conv_matches_float64_reference(rng, layout, geom):
 def test_bias_and_relu_are_fused(rng, dtype, layout):
     got, ref, specs = run_tc(rng, 2, 8, 6, 5, 11, 3, 3, padding=1, layout=layout, dtype=dtype, bias=True,
                              activation="relu")
-    spec = _only_tc(specs)
+    spec = _only_tc(specs, layout == "NCHW")
     assert spec.bias and spec.activation == "relu"
     assert (got == 0).any() and (got > 0).any()
     assert_half_close(got, ref, dtype)
@@ -131,10 +137,29 @@ def test_tensor_core_agrees_with_simt_kernel(rng):
     assert np.all(np.abs(a - b) <= 2.0 ** -10 * np.abs(b) + 1e-6)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_channels_last_transpose_moves_every_element(rng, dtype):
+    from oxicuda.dnn.channels_last import launch_channels_last
+
+    n, c, p = 2, 37, 45  # neither a multiple of the 32 x 32 tile
+    host = to_dtype(rng.standard_normal((n, c, p)).astype(np.float32), dtype)
+    src, dst = oxicuda.asarray(host), _poisoned((n, p, c), dtype)
+    launch_channels_last("sm_86", int(src.ptr), int(dst.ptr), n, c, p)
+    assert np.array_equal(dst.get().view(np.uint16), np.ascontiguousarray(host.transpose(0, 2, 1)).view(np.uint16))
+
+
+def test_nchw_gather_path_still_runs_where_channels_are_odd(rng):
+    got, ref, specs = run_tc(rng, 1, 12, 6, 5, 9, 3, 3, padding=1, groups=3, layout="NCHW", dtype="float16")
+    spec = _only_tc(specs)  # Cg = 4: no transpose, the scalar gather of A
+    assert spec.layout == "NCHW" and not spec.a_async and not spec.b_async
+    assert_half_close(got, ref, "float16")
+
+
 # -- routing ------------------------------------------------------------------------------------------
 def _half_inputs(rng, dtype="float16"):
-    x = oxicuda.asarray(to_dtype(rng.standard_normal((1, 8, 5, 5)).astype(np.float32), dtype))
-    w = oxicuda.asarray(to_dtype(rng.standard_normal((4, 8, 3, 3)).astype(np.float32), dtype))
+    # 4 channels: NCHW without the channels-last transpose, so each route is one launch
+    x = oxicuda.asarray(to_dtype(rng.standard_normal((1, 4, 5, 5)).astype(np.float32), dtype))
+    w = oxicuda.asarray(to_dtype(rng.standard_normal((4, 4, 3, 3)).astype(np.float32), dtype))
     return x, w
 
 

@@ -77,8 +77,9 @@ def _run(rng, n, c, h, w, k, r, s, layout, dtype, bias=False, activation=None, *
         theirs = torch.relu(theirs)
     theirs = theirs.double().cpu().numpy()
     specs = [rec.spec for rec in t.launches]
-    assert [type(sp).__name__ for sp in specs] == ["ConvTensorCoreSpec"], specs
-    return got, ref, theirs, specs[0]
+    names = [type(sp).__name__ for sp in specs]
+    assert names in (["ConvTensorCoreSpec"], ["ChannelsLastSpec"] * 2 + ["ConvTensorCoreSpec"]), names
+    return got, ref, theirs, specs[-1]
 
 
 def _check(got, ref, theirs, dtype):
@@ -97,7 +98,7 @@ def _check(got, ref, theirs, dtype):
 @pytest.mark.parametrize("n, c, hw, k", [(4, 64, 28, 64), (2, 130, 15, 70), (8, 128, 14, 128), (2, 3, 33, 16)])
 def test_conv3x3_half_matches_float64_and_cudnn(rng, dtype, layout, n, c, hw, k):
     got, ref, theirs, spec = _run(rng, n, c, hw, hw, k, 3, 3, layout, dtype, padding=1)
-    assert spec.a_async == (layout == "NHWC" and c % 8 == 0)
+    assert spec.a_async == (c % 8 == 0)  # NCHW with c % 8 == 0 is transposed to NHWC first
     _check(got, ref, theirs, dtype)
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from oxicuda.memory.array import DeviceArray, empty
+from oxicuda.memory.workspace import workspace
 
 from . import conv_implicit_gemm_tc as tc
 from ._common import (
@@ -34,6 +35,7 @@ from ._common import (
     load_kernel,
     stream_of,
 )
+from .channels_last import launch_channels_last
 from .conv_dispatch import ALGOS, ConvProblem, choose_algo
 from .conv_epilogue import check_activation
 
@@ -225,11 +227,24 @@ def _implicit_gemm_kernel(algo: str, problem: ConvProblem) -> str:
 
 def run_tensor_core(geo: ConvGeometry, x: DeviceArray, w: DeviceArray, y: DeviceArray, bias: DeviceArray | None,
                     activation: str) -> None:
-    """Launch the tensor-core forward kernel over validated, C-contiguous half-type x, w, y."""
-    spec = tc.choose_spec(geo.problem, geo.layout, current_arch(), x_aligned=int(x.ptr) % tc.COPY_BYTES == 0,
-                          w_aligned=int(w.ptr) % tc.COPY_BYTES == 0, activation=activation, bias=bias is not None)
-    tc.launch(spec, geo.problem, x, w, y, bias, element_strides_nchw(x, geo.layout),
-              element_strides_nchw(y, geo.layout), stream=stream_of(y))
+    """Launch the tensor-core forward kernel over validated, C-contiguous half-type x, w, y. An
+    NCHW problem that ``tc.nchw_via_channels_last`` accepts first has x and w transposed to NHWC
+    in a workspace (two ``channels_last`` launches), then runs the NHWC kernel writing y in NCHW."""
+    p, arch, stream = geo.problem, current_arch(), stream_of(y)
+    x_aligned, w_aligned = int(x.ptr) % tc.COPY_BYTES == 0, int(w.ptr) % tc.COPY_BYTES == 0
+    layout, x_strides = geo.layout, element_strides_nchw(x, geo.layout)
+    x_arg, w_arg = x, w
+    if layout == "NCHW" and tc.nchw_via_channels_last(p, x_aligned, w_aligned):
+        cg = p.c // p.groups
+        x_bytes = -(-p.n * p.c * p.h * p.w * 2 // tc.COPY_BYTES) * tc.COPY_BYTES
+        ws = workspace(x_bytes + p.k * cg * p.r * p.s * 2, stream)
+        x_arg, w_arg = int(ws.ptr), int(ws.ptr) + x_bytes
+        launch_channels_last(tc.spec_arch(arch), int(x.ptr), x_arg, p.n, p.c, p.h * p.w, stream)
+        launch_channels_last(tc.spec_arch(arch), int(w.ptr), w_arg, p.k, cg, p.r * p.s, stream)
+        layout, x_strides = "NHWC", (p.h * p.w * p.c, 1, p.w * p.c, p.c)
+    spec = tc.choose_spec(p, layout, arch, x_aligned=x_aligned, w_aligned=w_aligned, activation=activation,
+                          bias=bias is not None)
+    tc.launch(spec, p, x_arg, w_arg, y, bias, x_strides, element_strides_nchw(y, geo.layout), stream=stream)
 
 
 def run_implicit_gemm(mode: str, geo: ConvGeometry, x: DeviceArray, w: DeviceArray, y: DeviceArray,

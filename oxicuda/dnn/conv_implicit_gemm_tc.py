@@ -447,6 +447,14 @@ def supported(dtype: str, arch: str) -> bool:
     return dtype in DTYPES and int(arch[3:].rstrip("a")) >= 80
 
 
+def nchw_via_channels_last(problem, x_aligned: bool, w_aligned: bool) -> bool:
+    """True when an NCHW problem should be transposed to NHWC first (``channels_last``) to take
+    the cp.async path: channels per group a multiple of 8 and 16-byte aligned inputs. Provisional
+    (not yet measured against the scalar gather on the H200): the transpose costs one read and
+    one write of x and w; the gather costs ~20 instructions per element of A."""
+    return (problem.c // problem.groups) % 8 == 0 and x_aligned and w_aligned
+
+
 def choose_spec(problem, layout: str, arch: str, x_aligned: bool, w_aligned: bool, activation: str = "none",
                 bias: bool = False) -> ConvTensorCoreSpec:
     """The kernel for a conv problem (``conv_dispatch.ConvProblem``), a pure function of it: the
