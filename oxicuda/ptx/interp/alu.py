@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import approx
 from . import floatmath as fm
 from .registry import Op, register_handler
 from .types import DTYPES, SIGNED, UNSIGNED
@@ -91,6 +92,9 @@ def _float_wrap(instr, t, f32op, f64op=None, n=2):
     if sat:
         core = base
         base = lambda *v: np.where(np.isnan(r := core(*v)), 0, np.clip(r, 0, 1)).astype(r.dtype)  # noqa: E731
+    elif t == "f32":
+        core = base
+        base = lambda *v: fm.canon(core(*v))  # noqa: E731
     return base
 
 
@@ -185,14 +189,38 @@ def _rem_int(instr, t):
     return lambda a, b: (a % np.where(np.asarray(b) == 0, 1, b)).astype(dt)
 
 
+def _float_minmax(is_max: bool, nan_wins: bool, xorsign_abs: bool):
+    """min/max of two float arrays: a NaN operand loses (``.NaN``: wins); -0 < +0; with
+    ``.xorsign.abs`` the magnitude is min/max(|a|, |b|) and the sign is sign(a) xor sign(b).
+    NaN results are made canonical by the caller (f32) or by packing (half types)."""
+    pick = np.maximum if is_max else np.minimum
+
+    def f(a, b):
+        if xorsign_abs:
+            sign = np.signbit(a) ^ np.signbit(b)
+            a, b = np.abs(a), np.abs(b)
+        r = pick(a, b) if nan_wins else (np.fmax(a, b) if is_max else np.fmin(a, b))
+        zeros = (a == 0) & (b == 0)
+        if np.any(zeros):  # -0 < +0, whichever operand came first
+            neg = (np.signbit(a) & np.signbit(b)) if is_max else (np.signbit(a) | np.signbit(b))
+            r = np.where(zeros, np.where(neg, -np.abs(r), np.abs(r)), r)
+        if xorsign_abs:
+            r = np.where(np.isnan(r), r, np.where(sign, -np.abs(r), np.abs(r)))
+        return r
+    return f
+
+
 def _minmax(is_max):
     def make(instr, t):
         if t in ("f32", "f64") or t in fm.HALF_TYPES:
-            f = np.fmax if is_max else np.fmin
-            if "NaN" in instr.mods:
-                f = np.maximum if is_max else np.minimum
-            return _float_wrap(instr, t, f, None)
-        return np.maximum if is_max else np.minimum
+            xs = "xorsign" in instr.mods
+            if xs != ("abs" in instr.mods):
+                raise Unsupported_(instr, ".xorsign needs .abs (and .abs needs three operands)")
+            return _float_wrap(instr, t, _float_minmax(is_max, "NaN" in instr.mods, xs), None)
+        f = np.maximum if is_max else np.minimum
+        if "relu" in instr.mods:
+            return lambda a, b: np.maximum(f(a, b), 0).astype(np.asarray(a).dtype)
+        return f
     return make
 
 
@@ -291,15 +319,49 @@ def _brev(instr, t):
     return brev
 
 
+_SIGN = {"f32": np.uint32(0x80000000), "f64": np.uint64(1 << 63), "f16": np.uint16(0x8000),
+         "bf16": np.uint16(0x8000), "f16x2": np.uint32(0x80008000), "bf16x2": np.uint32(0x80008000)}
+
+
+def _flush_half_bits(t, u):
+    """.ftz of f16/f16x2 held as raw bits: subnormal halves become signed zeros."""
+    halves = 2 if t == "f16x2" else 1
+    for k in range(halves):
+        sh = 16 * k
+        h = (u >> u.dtype.type(sh)) & u.dtype.type(0xFFFF)
+        sub = ((h & u.dtype.type(0x7C00)) == 0) & ((h & u.dtype.type(0x03FF)) != 0)
+        u = np.where(sub, u & ~(u.dtype.type(0x03FF) << u.dtype.type(sh)), u).astype(u.dtype)
+    return u
+
+
+def _sign_op(instr, t, op):
+    """abs/neg of a float as a sign-bit operation: a NaN keeps its payload (the PTX ISA leaves
+    the NaN of abs/neg unspecified; this is the IEEE 754 choice), .ftz flushes subnormals."""
+    sign = _SIGN[t]
+    bits = UNSIGNED[DTYPES[t].itemsize]
+    ftz = "ftz" in instr.mods
+
+    def f(a):
+        a = np.asarray(a)
+        if ftz and t == "f32":
+            a = fm.ftz(a)
+        u = a.view(bits) if a.dtype == DTYPES[t] else a.astype(DTYPES[t]).view(bits)
+        if ftz and t in ("f16", "f16x2"):
+            u = _flush_half_bits(t, u)
+        u = (u & ~sign) if op == "abs" else (u ^ sign)
+        return u.astype(bits).view(DTYPES[t])
+    return f
+
+
 def _abs(instr, t):
-    if t in ("f32", "f64") or t in fm.HALF_TYPES:
-        return _float_wrap(instr, t, np.abs, None)
+    if t in _SIGN:
+        return _sign_op(instr, t, "abs")
     return np.abs
 
 
 def _neg(instr, t):
-    if t in ("f32", "f64") or t in fm.HALF_TYPES:
-        return _float_wrap(instr, t, np.negative, None)
+    if t in _SIGN:
+        return _sign_op(instr, t, "neg")
     return lambda a: (-np.asarray(a)).astype(DTYPES[t])
 
 
@@ -310,7 +372,7 @@ def _fma(instr, t):
             f = fm.fma_f32
         else:
             f = lambda a, b, c: fm.round_f64(fm.fma_f64(a, b, c), "f32", mode)  # noqa: E731
-        return _float_wrap(instr, t, f, None) if ("ftz" in instr.mods or "sat" in instr.mods) else f
+        return _float_wrap(instr, t, f, None)
     if t == "f64":
         return fm.fma_f64
     if t in fm.HALF_TYPES:
@@ -332,6 +394,8 @@ def _mad(instr, t):
 
 
 def _div(instr, t):
+    if t == "f32" and ({"approx", "full"} & set(instr.mods)):
+        return approx.make("div", instr, t)
     if t == "f32":
         return _float_wrap(instr, t, np.divide, np.divide)
     if t == "f64":
@@ -339,29 +403,25 @@ def _div(instr, t):
     return _div_int(instr, t)
 
 
-def _unary_float(f32op, f64op=None):
+def _approx_only(op):
+    """ex2/lg2/sin/cos/tanh/rsqrt: PTX has only the approximate forms (see approx.py)."""
     def make(instr, t):
-        return _float_wrap(instr, t, f32op, f64op)
+        return approx.make(op, instr, t)
     return make
 
 
 def _sqrt(instr, t):
+    if "approx" in instr.mods:
+        return approx.make("sqrt", instr, t)
     return _float_wrap(instr, t, np.sqrt, np.sqrt)
 
 
-def _rsqrt(instr, t):
-    return _float_wrap(instr, t, lambda a: (np.float32(1) / np.sqrt(a)).astype(np.float32)
-                       if np.asarray(a).dtype == np.float32 else 1.0 / np.sqrt(a))
-
-
 def _rcp(instr, t):
+    if "approx" in instr.mods:
+        return approx.make("rcp", instr, t)
     if t == "f64":
         return lambda a: 1.0 / a
     return _float_wrap(instr, t, lambda a: np.float32(1) / a, lambda a: 1.0 / a)
-
-
-def _via64(fn):
-    return lambda a: fn(np.asarray(a, np.float64)).astype(np.asarray(a).dtype)
 
 
 _BIN = {
@@ -379,10 +439,9 @@ _BIN = {
 }
 _UN = {
     "abs": _abs, "neg": _neg, "not": _not, "popc": _popc, "clz": _clz, "brev": _brev,
-    "sqrt": _sqrt, "rsqrt": _rsqrt, "rcp": _rcp,
-    "ex2": _unary_float(_via64(np.exp2)), "lg2": _unary_float(_via64(np.log2)),
-    "sin": _unary_float(_via64(np.sin)), "cos": _unary_float(_via64(np.cos)),
-    "tanh": _unary_float(_via64(np.tanh)),
+    "sqrt": _sqrt, "rsqrt": _approx_only("rsqrt"), "rcp": _rcp,
+    "ex2": _approx_only("ex2"), "lg2": _approx_only("lg2"), "sin": _approx_only("sin"),
+    "cos": _approx_only("cos"), "tanh": _approx_only("tanh"),
     "cnot": lambda i, t: (lambda a: (a == 0).astype(DTYPES[t])),
 }
 for _name, _make in _BIN.items():

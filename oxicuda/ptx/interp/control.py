@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..ir import Imm, Sym
+from .barrier_ops import decode_bar_red, decode_warp_sync
 from .faults import LAUNCH_FAILED, Fault, Unsupported
 from .registry import BARRIER, BRANCH, EXIT, Op, register_handler
 
@@ -20,9 +21,9 @@ def _exit(instr, kc):
 def _bar(instr, kc):
     mods = set(instr.mods)
     if "red" in mods:
-        raise Unsupported(f"{instr.full_opcode}: bar.red / barrier.red are not supported")
+        return decode_bar_red(instr, kc)
     if "warp" in mods:
-        raise Unsupported(f"{instr.full_opcode}: bar.warp.sync is not supported")
+        return decode_warp_sync(instr, kc)
     ops = instr.operands
     if not ops or len(ops) > 2:
         raise Unsupported(f"{instr.full_opcode}: expected 'bar.sync id[, count]'")

@@ -12,7 +12,45 @@ from .registry import Op, register_handler
 from .types import DTYPES, UNSIGNED, f32_to_bf16_bits, width
 
 
+def _decode_mov_b128(instr):
+    """mov.b128 d, {lo, hi} / mov.b128 {lo, hi}, a (two .b64 halves) / mov.b128 d, a."""
+    dst, src = instr.operands
+    if isinstance(src, Vec) and len(src.items) == 2:
+        def bind(cta):
+            lo, hi = (cta.reader(x, "b64") for x in src.items)
+            put = cta.writer(dst, "b128")
+            n = cta.nthreads
+
+            def step(m):
+                v = np.empty((n, 2), np.uint64)
+                v[:, 0], v[:, 1] = lo(), hi()
+                put(v, m)
+            return step
+        return Op(bind)
+    if isinstance(dst, Vec) and len(dst.items) == 2:
+        def bind(cta):
+            r = cta.reader(src, "b128")
+            puts = [cta.writer(x, "b64") for x in dst.items]
+
+            def step(m):
+                v = r()
+                puts[0](v[:, 0], m)
+                puts[1](v[:, 1], m)
+            return step
+        return Op(bind)
+    if isinstance(src, Vec) or isinstance(dst, Vec):
+        raise Unsupported_(instr, "mov.b128 packs or unpacks exactly two .b64 halves")
+
+    def bind(cta):
+        r = cta.reader(src, "b128")
+        put = cta.writer(dst, "b128")
+        return lambda m: put(r(), m)
+    return Op(bind)
+
+
 def _decode_mov(instr, kc):
+    if "b128" in instr.mods:
+        return _decode_mov_b128(instr)
     t = ptype_of(instr)
     dst, src = instr.operands
     if isinstance(src, Vec) or isinstance(dst, Vec):
@@ -118,7 +156,53 @@ def _to_float(values, src_t, dst_t, mode):
     return fm.round_f64(v, dst_t, mode) if dst_t != "f64" else v
 
 
+def _decode_cvt_packed(instr, elem: str):
+    """cvt.{rn,rz}{.relu}{.satfinite}.{f16x2,bf16x2}.f32 d, a, b: a goes to the upper half."""
+    mods = set(instr.mods)
+    if len(instr.operands) != 3:
+        raise Unsupported_(instr, "expected d, a, b")
+    mode = next((m for m in ("rn", "rz") if m in mods), None)
+    if mode is None:
+        raise Unsupported_(instr, "needs .rn or .rz")
+    unknown = mods - {"rn", "rz", "relu", "satfinite", "f16x2", "bf16x2", "f32"}
+    if unknown:
+        raise Unsupported_(instr, f"modifiers {sorted(unknown)}")
+    relu, satfinite = "relu" in mods, "satfinite" in mods
+    half = elem[:-2]
+    big = 65504.0 if half == "f16" else float(np.float32(3.3895313892515355e38))
+    dst, a, b = instr.operands
+
+    def one(x):
+        x = np.asarray(x, np.float32)
+        if relu:
+            x = np.where(x < 0, np.float32(0), x)
+        if satfinite:
+            x = np.where(np.isinf(x), np.copysign(np.float32(big), x), x)
+        if half == "f16":
+            v = fm.round_f64(x.astype(np.float64), "f16", mode)
+            if satfinite:
+                v = np.where(np.isinf(v) & ~np.isinf(x), np.copysign(np.float16(65504), v), v)
+            return fm.canon(v.astype(np.float16)).view(np.uint16)
+        v = _to_float(x, "f32", "bf16", mode)
+        if satfinite:
+            inf = (v & np.uint16(0x7FFF)) == np.uint16(0x7F80)
+            v = np.where(inf, (v & np.uint16(0x8000)) | np.uint16(0x7F7F), v).astype(np.uint16)
+        return v
+
+    def f(x, y):
+        return (one(x).astype(np.uint32) << np.uint32(16)) | one(y).astype(np.uint32)
+
+    def bind(cta):
+        ra, rb = cta.reader(a, "f32"), cta.reader(b, "f32")
+        put = cta.writer(dst, "b32")
+        return lambda m: put(f(ra(), rb()), m)
+    return Op(bind)
+
+
 def _decode_cvt(instr, kc):
+    packed = next((m for m in instr.mods if m in ("f16x2", "bf16x2")), None)
+    if packed is not None and "f32" in instr.mods:
+        return _decode_cvt_packed(instr, packed)
     dst_t, src_t = _types2(instr)
     mods = instr.mods
     mode = next((m for m in mods if m in ("rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi")), None)
@@ -137,7 +221,7 @@ def _decode_cvt(instr, kc):
         def f(v):
             x = fm.unpack(src_t, v)[0] if src_t in ("f16", "bf16") else v
             r = rnd(x)
-            return fm.pack(dst_t, [r]) if dst_t in ("f16", "bf16") else r.astype(ddt)
+            return fm.pack(dst_t, [r]) if dst_t in ("f16", "bf16") else fm.canon(r.astype(ddt))
     elif dst_float:
         fmode = (mode or "rn").rstrip("i")
 
@@ -149,7 +233,7 @@ def _decode_cvt(instr, kc):
                 r = fm.ftz(r)
             if sat and dst_t in ("f32", "f64", "f16"):
                 r = np.where(np.isnan(r), 0, np.clip(r, 0, 1)).astype(r.dtype)
-            return r
+            return fm.canon(r)
     elif src_float:
         imode = mode or "rzi"
 

@@ -9,6 +9,29 @@ from .types import bf16_bits_to_f32, f32_to_bf16_bits
 F32_MIN_NORMAL = np.float32(1.1754943508222875e-38)
 F64_MIN_NORMAL = np.float64(2.2250738585072014e-308)
 
+#: the NaN that NVIDIA hardware writes for any f32 arithmetic result that is NaN (CUDA C++
+#: Programming Guide, floating-point standard: "the result ... is a quiet NaN of bit pattern
+#: 0x7fffffff"); f16/bf16 results use 0x7FFF. f64 arithmetic is not canonicalised here: the
+#: hardware's f64 NaN rule is checked by tests/test_emulator_nan_gpu.py.
+CANONICAL_F32 = np.uint32(0x7FFFFFFF).view(np.float32)
+CANONICAL_F16 = np.uint16(0x7FFF).view(np.float16)
+CANONICAL_HALF_BITS = np.uint16(0x7FFF)
+
+
+def canon(r):
+    """``r`` with every NaN replaced by the canonical NaN of its float type (f32/f16; f64 and
+    other dtypes unchanged). Cheap when there is no NaN: one isnan pass."""
+    dt = getattr(r, "dtype", None)
+    if dt == np.float32:
+        nan = np.isnan(r)
+        if nan.any():
+            return np.where(nan, CANONICAL_F32, r)
+    elif dt == np.float16:
+        nan = np.isnan(r)
+        if nan.any():
+            return np.where(nan, CANONICAL_F16, r)
+    return r
+
 
 def two_sum(a, b):
     """s = RN(a+b) and the exact error e (a + b = s + e)."""
@@ -134,7 +157,7 @@ def half_bits(elem: str, v):
     """float32 or float64 values -> uint16 bits of f16/bf16 (nearest even, single rounding)."""
     v = np.asarray(v)
     if elem == "f16":
-        return v.astype(np.float16).view(np.uint16)
+        return canon(v.astype(np.float16)).view(np.uint16)
     if v.dtype == np.float64:
         v = to_f32_odd(v)
     return f32_to_bf16_bits(v)
@@ -143,7 +166,7 @@ def half_bits(elem: str, v):
 def pack(ptype: str, parts):
     """Inverse of ``unpack``: float32/float64 lanes rounded (RN) into the raw representation."""
     if ptype == "f16":
-        return np.asarray(parts[0]).astype(np.float16)
+        return canon(np.asarray(parts[0]).astype(np.float16))
     if ptype == "bf16":
         return half_bits("bf16", parts[0])
     elem = "f16" if ptype == "f16x2" else "bf16"

@@ -33,7 +33,7 @@ def _lanes(cta, m):
 
 
 def _decode_ld(instr, kc):
-    t = ptype_of(instr)
+    t = "b128" if "b128" in instr.mods else ptype_of(instr)
     space = _space(instr)
     count = _vec(instr)
     dst, src = instr.operands[0], instr.operands[1]
@@ -100,11 +100,35 @@ def _decode_ld(instr, kc):
 
 
 def _bind_b128_ld(cta, addr, dsts, space, count):
-    raise cta.fault("b128 loads are not supported")
+    """ld{.v2,.v4}.b128 into .b128 registers (16 bytes each, the low half at the lower address)."""
+    puts = [cta.writer(d, "b128") for d in dsts]
+    mem, n = cta.mem, cta.nthreads
+
+    def ld128(m):
+        lanes = cta.lanes_all if m is None else np.flatnonzero(m)
+        a = np.broadcast_to(addr(), (n,))[lanes]
+        vals = mem.load(space, a, lanes, np.dtype(np.uint64), count)
+        for k, put in enumerate(puts):
+            full = np.zeros((n, 2), np.uint64)
+            full[lanes] = vals[:, 2 * k:2 * k + 2]
+            put(full, m)
+    return ld128
+
+
+def _bind_b128_st(cta, addr, srcs, space, count):
+    rs = [cta.reader(s, "b128") for s in srcs]
+    mem, n = cta.mem, cta.nthreads
+
+    def st128(m):
+        lanes = cta.lanes_all if m is None else np.flatnonzero(m)
+        a = np.broadcast_to(addr(), (n,))[lanes]
+        vals = np.concatenate([np.asarray(r())[lanes] for r in rs], axis=1)
+        mem.store(space, a, lanes, vals, np.dtype(np.uint64), count)
+    return st128
 
 
 def _decode_st(instr, kc):
-    t = ptype_of(instr)
+    t = "b128" if "b128" in instr.mods else ptype_of(instr)
     space = _space(instr)
     count = _vec(instr)
     dst, src = instr.operands[0], instr.operands[1]
@@ -117,6 +141,8 @@ def _decode_st(instr, kc):
         addr = cta.address(dst)
         mem = cta.mem
         n = cta.nthreads
+        if t == "b128":
+            return _bind_b128_st(cta, addr, srcs, space, 2 * count)
         rs = [cta.reader(s, t) for s in srcs]
 
         if count == 1:

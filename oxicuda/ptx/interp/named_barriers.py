@@ -51,7 +51,7 @@ def arrive(cta, named, arriving: np.ndarray, live: np.ndarray) -> np.ndarray | N
     None, is_arrive); the id (and count) must be the same within a warp, warps may name
     different barriers. Returns the bool mask of the threads released (the waiters, and the
     arriving threads of a ``bar.sync``) by the barriers this arrival completes, else None."""
-    rid, rcount, is_arrive = named
+    rid, rcount, is_arrive = named[:3]
     if not arriving.any():
         return None
     n = cta.nthreads

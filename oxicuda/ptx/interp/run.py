@@ -14,6 +14,7 @@ import os
 import numpy as np
 
 from ...driver.errors import raise_for
+from .barrier_ops import WARP_SYNC, warp_sync_arrive
 from .faults import LAUNCH_FAILED, TIMEOUT, Fault, Unsupported
 from .named_barriers import arrive
 from .registry import BRANCH, EXIT, PLAIN
@@ -57,9 +58,10 @@ def _bind(kernel, grid, block, dynamic_smem, heap, strict=False):
                     g = g + (cta.written[ins.pred.reg.name], ins.pred.reg.name)
             nb = None
             if op.barrier is not None:
-                bid, bcount, is_arrive = op.barrier
+                bid, bcount, is_arrive = op.barrier[:3]
+                # (id or member-mask reader, count reader or None, is_arrive, arrive function)
                 nb = (cta.reader(bid, "u32"), None if bcount is None else cta.reader(bcount, "u32"),
-                      is_arrive)
+                      is_arrive, warp_sync_arrive if op.barrier[3:] == (WARP_SYNC,) else arrive)
         except (Fault, Unsupported, KeyError) as exc:
             raise_for(LAUNCH_FAILED, "cuLaunchKernel",
                       f"kernel {kernel.name}: {kernel.line_text(pc)}: cannot bind: {exc}")
@@ -116,9 +118,11 @@ def _deadlock(cta, pcs) -> None:
     waiting = (pcs >= NAMED) & (pcs < DEAD)
     lane = int(np.flatnonzero(waiting)[0])
     cta.pc = int(pcs[lane]) - NAMED
-    held = ", ".join(f"barrier {b}: {int(st.arrived.sum())} thread(s) arrived, "
-                     f"{st.count if st.count is not None else 'all live'} expected"
-                     for b, st in sorted(cta.barriers.items()))
+    held = ", ".join([f"barrier {b}: {int(st.arrived.sum())} thread(s) arrived, "
+                      f"{st.count if st.count is not None else 'all live'} expected"
+                      for b, st in sorted(cta.barriers.items())]
+                     + [f"bar.warp.sync of warp {w}: mask 0x{st[0]:08x}, {int(st[1].sum())} lane(s) "
+                        "arrived" for w, st in sorted(cta.warp_sync.items())])
     raise Fault(LAUNCH_FAILED, f"deadlock: every live thread waits at a named barrier ({held})", lane)
 
 
@@ -141,6 +145,7 @@ def _check_guard(g, lanes) -> None:
 def _run_cta(cta: Cta, steps, kinds, targets, guards, named, max_steps: int) -> None:
     n = cta.nthreads
     cta.barriers = {}
+    cta.warp_sync = {}
     strict = cta.strict
     ninstr = len(steps)
     count_nonzero = np.count_nonzero
@@ -208,7 +213,7 @@ def _run_cta(cta: Cta, steps, kinds, targets, guards, named, max_steps: int) -> 
                 livemask = np.ones(n, bool) if live is None else live
                 arriving = livemask if m is None else m
                 cta.cur_mask = arriving
-                released = arrive(cta, named[pc], arriving, livemask)
+                released = named[pc][3](cta, named[pc], arriving, livemask)
                 if not named[pc][2]:  # bar.sync: threads whose barrier did not complete wait
                     blocked = arriving if released is None else (arriving & ~released)
                     if blocked.any():
@@ -286,7 +291,7 @@ def _run_cta(cta: Cta, steps, kinds, targets, guards, named, max_steps: int) -> 
                 nlive = int(count_nonzero(live))
             elif named[pc] is not None:
                 cta.cur_mask = m
-                released = arrive(cta, named[pc], m, pcs < DEAD)
+                released = named[pc][3](cta, named[pc], m, pcs < DEAD)
                 pcs[sel] = pc + 1
                 if not named[pc][2]:
                     pcs[m] = NAMED + pc

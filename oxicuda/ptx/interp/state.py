@@ -44,6 +44,9 @@ class Cta:
         self.mem = memory_class(heap, kernel.static_smem + self.dynamic_smem, kernel.local_bytes, n)
         self.regs: dict[str, np.ndarray] = {}
         for name, ptype in kernel.reg_types.items():
+            if ptype == "b128":  # two 64-bit halves per thread, low half first
+                self.regs[name] = np.zeros((n, 2), dtype=np.uint64)
+                continue
             dt = DTYPES[ptype] if ptype == "pred" else UNSIGNED[DTYPES[ptype].itemsize]
             self.regs[name] = np.zeros(n, dtype=dt)
         #: strict mode only: per register, which lanes this CTA wrote; the mask of the running step
@@ -139,6 +142,11 @@ class Cta:
             arr = self.regs.get(name)
             if arr is None:
                 raise self.fault(f"register {name} is not declared")
+            if (arr.ndim == 2) != (ptype == "b128"):
+                raise self.fault(f"register {name} used as .{ptype}; .b128 registers and "
+                                 ".b128 operands go together (mov/ld/st .b128)")
+            if arr.ndim == 2:
+                return lambda: arr
             if ptype == "pred" or arr.dtype == np.bool_:
                 if arr.dtype != np.bool_ or ptype != "pred":
                     raise self.fault(f"register {name} used as .{ptype}")
@@ -199,6 +207,16 @@ class Cta:
         arr = self.regs.get(op.name)
         if arr is None:
             raise self.fault(f"register {op.name} is not declared")
+        if (arr.ndim == 2) != (ptype == "b128"):
+            raise self.fault(f"register {op.name} written as .{ptype}; .b128 registers and "
+                             ".b128 operands go together (mov/ld/st .b128)")
+        if arr.ndim == 2:
+            def put128(val, mask):
+                if mask is None:
+                    np.copyto(arr, val, casting="unsafe")
+                else:
+                    np.copyto(arr, val, casting="unsafe", where=np.asarray(mask)[:, None])
+            return put128
         dt = DTYPES[ptype]
         if arr.dtype == np.bool_:
             target = arr

@@ -79,12 +79,13 @@ def immediate(text: str, ptype: str):
 
 
 def f32_to_bf16_bits(x) -> np.ndarray:
-    """Round float32 values to bfloat16 (nearest even), as uint16 bits; NaN stays a quiet NaN."""
+    """Round float32 values to bfloat16 (nearest even), as uint16 bits; NaN becomes the
+    canonical 0x7FFF, as the hardware's conversions write it."""
     b = np.asarray(x, dtype=np.float32).view(np.uint32)
     r = ((b + np.uint32(0x7FFF) + ((b >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)).astype(np.uint16)
     nan = np.isnan(np.asarray(x, dtype=np.float32))
     if np.any(nan):
-        r = np.where(nan, ((b >> np.uint32(16)) | np.uint32(0x40)).astype(np.uint16), r)
+        r = np.where(nan, np.uint16(0x7FFF), r)
     return r
 
 
