@@ -68,13 +68,16 @@ def _problem(n, c, h, k, r=3, stride=1, dilation=1, groups=1, dtype="f32"):
 
 
 def test_dispatch_table_on_the_benchmark_shapes():
-    assert choose_algo(_problem(32, 64, 56, 64)) == "winograd_4x4"
-    assert choose_algo(_problem(32, 256, 14, 256)) == "winograd_4x4"
-    assert choose_algo(_problem(8, 512, 7, 512)) == "winograd_2x2"
-    assert choose_algo(_problem(32, 64, 56, 64, stride=2)) == "implicit_gemm"
-    assert choose_algo(_problem(32, 64, 56, 64, dtype="bf16")) == "implicit_gemm"
-    assert choose_algo(_problem(4, 1024, 7, 64, stride=2)) == "im2col"
-    assert choose_algo(_problem(1, 8, 9, 4)) == "implicit_gemm"
+    rules = dict(conv_dispatch.THRESHOLDS)
+    assert choose_algo(_problem(32, 64, 56, 64), rules) == "implicit_gemm"  # Winograd off until measured
+    wino = {**rules, "winograd_min_channels": 64}
+    assert choose_algo(_problem(32, 64, 56, 64), wino) == "winograd_4x4"
+    assert choose_algo(_problem(32, 256, 14, 256), wino) == "winograd_4x4"
+    assert choose_algo(_problem(8, 512, 7, 512), wino) == "winograd_2x2"
+    assert choose_algo(_problem(32, 64, 56, 64, stride=2), wino) == "implicit_gemm"
+    assert choose_algo(_problem(32, 64, 56, 64, dtype="bf16"), wino) == "implicit_gemm"
+    assert choose_algo(_problem(4, 1024, 7, 64, stride=2), rules) == "im2col"
+    assert choose_algo(_problem(1, 8, 9, 4), rules) == "implicit_gemm"
 
 
 @pytest.mark.parametrize("thresholds, expected", [

@@ -10,6 +10,7 @@ from test_dnn_conv import assert_close, run_conv
 
 import oxicuda
 from oxicuda.dnn import conv_dispatch
+from oxicuda.dnn.conv import conv2d
 from oxicuda.dnn.conv_dispatch import ConvProblem, choose_igemm_tile, shape_key
 from oxicuda.dnn.conv_implicit_gemm_f32 import INVALID_TAP, TILES, gather_table
 
@@ -117,3 +118,23 @@ def test_measured_table_overrides_the_rules(monkeypatch):
     monkeypatch.setitem(conv_dispatch.MEASURED, shape_key(problem), ("implicit_gemm", "64x128", 2))
     assert choose_igemm_tile(problem, 132) == ("64x128", 2)
     assert conv_dispatch.choose_algo(problem) == "implicit_gemm"
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_unaligned_pointers_fall_back_to_scalar_access(rng, layout):
+    # x and w start one float past a 16-byte boundary: still contiguous, no vector access legal
+    # (the emulator faults on a misaligned vector load)
+    from test_dnn_conv_reference import conv2d_ref
+
+    hx = rng.standard_normal((1, 8, 5, 6)).astype(np.float32)
+    hw = rng.standard_normal((8, 8, 3, 3)).astype(np.float32)
+    to_l = (lambda a: np.ascontiguousarray(a.transpose(0, 2, 3, 1))) if layout == "NHWC" else (lambda a: a)
+    xl, wl = to_l(hx), to_l(hw)
+    xbuf = oxicuda.asarray(np.concatenate([np.zeros(1, np.float32), xl.ravel()]))
+    wbuf = oxicuda.asarray(np.concatenate([np.zeros(1, np.float32), wl.ravel()]))
+    x, w = xbuf[1:].reshape(xl.shape), wbuf[1:].reshape(wl.shape)
+    with oxicuda.trace() as t:
+        y = conv2d(x, w, padding=1, layout=layout, algo="implicit_gemm")
+    assert [(r.spec.vec_a, r.spec.vec_b) for r in t.launches] == [(1, 1)]
+    got = y.get() if layout == "NCHW" else y.get().transpose(0, 3, 1, 2)
+    assert_close(got.astype(np.float64), conv2d_ref(hx, hw, (1, 1), (1, 1)))

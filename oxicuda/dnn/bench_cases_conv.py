@@ -12,7 +12,9 @@ from oxicuda.bench.case import Case, Prepared, register_case
 #: (name, N, C, H=W, K) of the issue's conv shapes (3x3, stride 1, padding 1)
 CONV_SHAPES = (("N32_C64_56x56_K64", 32, 64, 56, 64), ("N32_C128_28x28_K128", 32, 128, 28, 128),
                ("N32_C256_14x14_K256", 32, 256, 14, 256), ("N8_C512_7x7_K512", 8, 512, 7, 512))
-CONV_ALGOS = (None, "implicit_gemm", "winograd")
+#: dispatch's choice, then each algorithm forced (the Winograd / implicit-GEMM ratio reads off the
+#: table: winograd_*'s TFLOP/s over implicit_gemm's, both counted as direct-convolution flops)
+CONV_ALGOS = (None, "implicit_gemm", "winograd_2x2", "winograd_4x4", "im2col")
 #: (name, B, H, S, D, causal)
 ATTENTION_SHAPES = (("bf16_B4_H16_S4096_D128", 4, 16, 4096, 128, False),
                     ("bf16_B4_H16_S4096_D128_causal", 4, 16, 4096, 128, True),
@@ -134,7 +136,7 @@ for _name, _n, _c, _hw, _k in CONV_SHAPES:
     for _algo in CONV_ALGOS:
         register_case(Case("conv", f"conv3x3_fp32_{_name}" + (f"_{_algo}" if _algo else ""),
                            _prep_conv(_n, _c, _hw, _k, _algo), flops=_conv_flops(_n, _c, _hw, _k),
-                           unit="TFLOP/s", quick=_algo is None,
+                           unit="TFLOP/s",
                            note="algo=" + (_algo or "dispatch")))
 for _name, _b, _h, _s, _d, _causal in ATTENTION_SHAPES:
     register_case(Case("attention", f"attention_{_name}", _prep_attention(_b, _h, _s, _d, _causal),

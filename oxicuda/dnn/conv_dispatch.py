@@ -20,8 +20,10 @@ ALGOS = ("implicit_gemm", "winograd", "winograd_2x2", "winograd_4x4", "im2col")
 
 #: dispatch thresholds (see the module docstring); PROVISIONAL
 THRESHOLDS = {
-    # Winograd for 3x3/stride-1/dilation-1 float32 when both channel counts per group reach this
-    "winograd_min_channels": 64,
+    # Winograd for 3x3/stride-1/dilation-1 float32 when both channel counts per group reach this;
+    # off in the rules (2^30) until the Winograd kernels beat the implicit GEMM on the H200
+    # (benches/sweep_conv.py); a MEASURED entry can still pick them per shape
+    "winograd_min_channels": 1 << 30,
     # F(4x4,3x3) instead of F(2x2,3x3) when the output is at least this many pixels high and wide
     "winograd_4x4_min_output": 8,
     # im2col + GEMM when the reduction (C/groups * R * S) is at least this long ...
@@ -103,7 +105,8 @@ def choose_algo(problem: ConvProblem, thresholds: dict[str, int] | None = None) 
     return "implicit_gemm"
 
 
-def _ctas(problem: ConvProblem, tile: str) -> int:
+def igemm_ctas(problem: ConvProblem, tile: str) -> int:
+    """CTAs of the float32 implicit-GEMM grid for ``tile`` (without split-K)."""
     cfg = TILES[tile]
     gm, kg = problem.n * problem.oh * problem.ow, problem.k // problem.groups
     return math.ceil(gm / cfg.bm) * math.ceil(kg / cfg.bn) * problem.groups
@@ -121,10 +124,10 @@ def choose_igemm_tile(problem: ConvProblem, sm_count: int, thresholds: dict | No
     # a tile wider than the group's output channels (past the narrowest, 64) wastes columns
     tiles = [name for name in IGEMM_TILES if TILES[name].bn <= max(64, kg)] or [IGEMM_TILES[-1]]
     for name in tiles:
-        if _ctas(problem, name) >= t["igemm_min_ctas_per_sm"] * sm_count:
+        if igemm_ctas(problem, name) >= t["igemm_min_ctas_per_sm"] * sm_count:
             return name, 1
     name = tiles[-1]
-    ctas = _ctas(problem, name)
+    ctas = igemm_ctas(problem, name)
     want = math.ceil(t["split_k_target_ctas_per_sm"] * sm_count / ctas)
     most = max(1, problem.reduction // t["split_k_min_reduction"])
     return name, max(1, min(want, most, t["split_k_max"]))
