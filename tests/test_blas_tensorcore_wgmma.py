@@ -2,7 +2,11 @@
 
 It needs an sm_90 device: the H200, or the emulator started with OXICUDA_EMULATOR_ARCH=sm_90.
 The emulator picks its arch when the backend is created, so on a default (sm_86) emulator one
-test re-runs this file in a subprocess with that variable set and requires it to pass."""
+test re-runs this file in a subprocess with that variable set and requires it to pass.
+
+Most kernel tests use a small tile (``SMALL``: 64x64, one consumer, 2 stages, raster 2) so the
+emulator stays fast while K tiles still wrap the stage ring several times; the production tiles
+run too (128x256 with two consumers for every layout, 128x128 once)."""
 
 from __future__ import annotations
 
@@ -19,6 +23,9 @@ from oxicuda.blas import gemm_tensorcore as tc
 from oxicuda.blas import gemm_wgmma as wg
 from oxicuda.ptx import registry
 
+LAYOUTS = [(True, False), (False, False), (True, True), (False, True)]  # (transa, transb)
+SMALL = (64, 64, 1, 2, 2)
+
 
 def _skip_unless_sm90():
     arch = _live_arch()
@@ -27,74 +34,162 @@ def _skip_unless_sm90():
                     "test_wgmma_tests_pass_on_an_emulated_sm90)")
 
 
-def _problem(ops: Operands) -> tc.GemmProblem:
+def _problem(ops: Operands, transa: bool, transb: bool) -> tc.GemmProblem:
     compute = "tf32" if ops.dtype == "float32" else "f32"
-    return tc.GemmProblem(ops.m, ops.n, ops.k, ops.dtype, compute, True, False, ops.lda, ops.ldb, ops.ldc, 16,
+    return tc.GemmProblem(ops.m, ops.n, ops.k, ops.dtype, compute, transa, transb, ops.lda, ops.ldb, ops.ldc, 16,
                           _live_arch())
 
 
-def _run(ops: Operands, alpha, beta, **kw):
-    _launch_or_skip(lambda: wg.launch(_problem(ops), alpha, ops.a.ptr, ops.lda, ops.b.ptr, ops.ldb, beta, ops.c.ptr,
-                                      ops.ldc, **kw))
+def _spec(ops: Operands, transa: bool, transb: bool, tile) -> wg.GemmWgmmaSpec:
+    natural = wg.choose_spec(_problem(ops, transa, transb))
+    return wg._spec(natural.dtype, natural.a_kmajor, natural.b_kmajor, tile)
 
 
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
-def test_wgmma_gemm_matches_float64_reference(rng, dtype):
+def _run(ops: Operands, transa: bool, transb: bool, alpha, beta, tile=None, **kw):
+    spec = None if tile is None else _spec(ops, transa, transb, tile)
+    _launch_or_skip(lambda: wg.launch(_problem(ops, transa, transb), alpha, ops.a.ptr, ops.lda, ops.b.ptr, ops.ldb,
+                                      beta, ops.c.ptr, ops.ldc, spec=spec, **kw))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("transa,transb", LAYOUTS)
+def test_wgmma_gemm_matches_float64_reference_for_all_transposes(rng, dtype, transa, transb):
     _skip_unless_sm90()
-    ops = Operands(rng, 17, 33, 40, dtype, True, False, poison=True)
-    old = ops.c_host.copy()
-    _run(ops, 1.5, 0.0)
-    _check(ops, 1.5, 0.0, old)
-
-
-def test_wgmma_gemm_two_consumers_pipeline_wraps_and_accumulates_beta(rng, monkeypatch):
-    _skip_unless_sm90()
-    monkeypatch.setattr(wg, "SMALL_PROBLEM_MN", 0)  # force the 128x256 two-warpgroup tile
-    ops = Operands(rng, 70, 260, 300, "bfloat16", True, False, poison=False)  # 5 k-tiles over 4 stages
+    ops = Operands(rng, 75, 130, 201, dtype, transa, transb, poison=True)  # 4 K tiles over 2 stages
     old = ops.c_host.copy()
     with oxicuda.trace() as tr:
-        _run(ops, -0.75, 1.25)
+        _run(ops, transa, transb, 1.5, 0.0, SMALL)
+    _check(ops, 1.5, 0.0, old)
+    spec = tr.launches[0].spec
+    assert (spec.a_kmajor, spec.b_kmajor) == (transa, not transb)
+    assert tr.launches[0].grid == (2 * 3, 1, 1)  # 2 x 3 tiles in raster groups of 2
+
+
+def test_wgmma_tf32_matches_float64_reference_with_k_tail(rng):
+    _skip_unless_sm90()
+    ops = Operands(rng, 33, 70, 77, "float32", True, False, poison=True)  # K tail inside the 3rd tile of 32
+    old = ops.c_host.copy()
+    _run(ops, True, False, -0.5, 0.0, SMALL)
+    _check(ops, -0.5, 0.0, old)
+
+
+@pytest.mark.parametrize("transa,transb", [(False, False), (True, True)])  # A MN + B K, A K + B MN
+def test_wgmma_production_tile_two_consumers_wraps_stages_and_accumulates_beta(rng, monkeypatch, transa, transb):
+    _skip_unless_sm90()
+    monkeypatch.setattr(wg, "SMALL_PROBLEM_MN", 0)  # the 128x256 two-consumer tile, raster 8
+    ops = Operands(rng, 140, 260, 330, "bfloat16", transa, transb, poison=False)  # 6 K tiles over 4 stages
+    old = ops.c_host.copy()
+    with oxicuda.trace() as tr:
+        _run(ops, transa, transb, -0.75, 1.25)
     _check(ops, -0.75, 1.25, old)
     spec = tr.launches[0].spec
-    assert isinstance(spec, wg.GemmWgmmaSpec) and spec.consumers == 2 and spec.block_n == 256
+    assert (spec.block_m, spec.block_n, spec.consumers, spec.raster) == wg.TILES[0][:3] + (wg.TILES[0][4],)
+    assert tr.launches[0].block[0] == 256
 
 
-def test_wgmma_gemm_batched_strided_and_per_batch_launches(rng):
+def test_wgmma_small_problem_tile_tf32_and_fp16(rng):
     _skip_unless_sm90()
-    ops = Operands(rng, 24, 40, 72, "float16", True, False, batch=2, poison=False)
+    for dtype, (ta, tb) in (("float32", (True, False)), ("float16", (False, True))):
+        ops = Operands(rng, 100, 129, 96, dtype, ta, tb, poison=True)
+        old = ops.c_host.copy()
+        with oxicuda.trace() as tr:
+            _run(ops, ta, tb, 2.0, 0.0)
+        _check(ops, 2.0, 0.0, old)
+        spec = tr.launches[0].spec
+        assert (spec.block_m, spec.block_n, spec.consumers) == wg.TILES[1][:3]
+
+
+@pytest.mark.parametrize("transa,transb", [(False, False), (True, True)])
+def test_wgmma_gemm_batched_strided_and_device_scalars(rng, transa, transb):
+    _skip_unless_sm90()
+    ops = Operands(rng, 24, 70, 72, "float16", transa, transb, batch=2, poison=False)
     old = ops.c_host.copy()
     scalars = oxicuda.asarray(np.array([0.5, 2.0], np.float32))
     with oxicuda.trace() as tr:
-        _run(ops, 9.0, 9.0, batch=2, stride_a=ops.stride_a, stride_b=ops.stride_b, stride_c=ops.stride_c,
-             alpha_ptr=scalars.ptr, beta_ptr=scalars.ptr + 4)
+        _run(ops, transa, transb, 9.0, 9.0, SMALL, batch=2, stride_a=ops.stride_a, stride_b=ops.stride_b,
+             stride_c=ops.stride_c, alpha_ptr=scalars.ptr, beta_ptr=scalars.ptr + 4)
     _check(ops, 0.5, 2.0, old)
     assert [rec.grid[2] for rec in tr.launches] == [2]
 
 
-def test_wgmma_supports_only_k_major_operands_on_sm90():
-    base = {"m": 64, "n": 64, "k": 64, "dtype": "float16", "compute": "f32", "transa": True, "transb": False, "lda": 64, "ldb": 64,
-                "ldc": 64, "alignment": 16, "arch": "sm_90"}
-    assert wg.supports(base)
-    assert wg.supports({**base, "dtype": "float32", "compute": "tf32"})
-    assert not wg.supports({**base, "transa": False})
-    assert not wg.supports({**base, "transb": True})
+def test_matmul_on_row_major_bf16_dispatches_to_wgmma(rng):
+    """The public row-major ``matmul`` (column-major NN underneath: A MN-major, B K-major)."""
+    _skip_unless_sm90()
+    from oxicuda.memory.dtypes import BFLOAT16, host_astype
+
+    a = host_astype(rng.standard_normal((40, 72)).astype(np.float32), BFLOAT16)
+    b = host_astype(rng.standard_normal((72, 136)).astype(np.float32), BFLOAT16)
+    with oxicuda.trace() as tr:
+        c = oxicuda.blas.matmul(oxicuda.asarray(a), oxicuda.asarray(b))
+    ref = host_astype(a, np.float64) @ host_astype(b, np.float64)
+    got = host_astype(c.get(), np.float64)
+    assert np.abs(got - ref).max() <= 1.6e-2 * np.abs(ref).max()
+    specs = [rec.spec for rec in tr.launches]
+    assert len(specs) == 1 and isinstance(specs[0], wg.GemmWgmmaSpec)
+    # C^T = B^T A^T column-major: op1 is b's storage (N contiguous: MN-major), op2 a's (K-major)
+    assert (specs[0].a_kmajor, specs[0].b_kmajor) == (False, True)
+
+
+def test_wgmma_supports_every_f16_layout_and_only_tn_for_tf32_on_sm90():
+    base = {"m": 64, "n": 64, "k": 64, "dtype": "float16", "compute": "f32", "transa": True, "transb": False,
+            "lda": 64, "ldb": 64, "ldc": 64, "alignment": 16, "arch": "sm_90"}
+    for dtype in ("float16", "bfloat16"):
+        for ta, tb in LAYOUTS:
+            assert wg.supports({**base, "dtype": dtype, "transa": ta, "transb": tb})
+    tf32 = {**base, "dtype": "float32", "compute": "tf32"}
+    assert wg.supports(tf32)
+    for ta, tb in LAYOUTS[1:]:
+        assert not wg.supports({**tf32, "transa": ta, "transb": tb})
+    assert not wg.supports({**base, "dtype": "float32", "compute": "f32"})
     assert not wg.supports({**base, "arch": "sm_86"})
     assert not wg.supports({**base, "alignment": 8})
+    assert not wg.supports({**base, "transa": False, "lda": 63})
     with pytest.raises(ValueError, match="sm_90a"):
         wg.GemmWgmmaSpec(arch="sm_90")
+    with pytest.raises(ValueError, match="K-major"):
+        wg.GemmWgmmaSpec(dtype="tf32", a_kmajor=False)
+    with pytest.raises(ValueError, match="multiple of 64"):
+        wg.GemmWgmmaSpec(b_kmajor=False, block_n=96)
 
 
-def test_every_wgmma_configuration_assembles_for_sm90a():
-    from oxicuda.ptx.validate import PtxasNotFound, assemble_many
+def test_dispatch_routes_tf32_with_mn_major_operands_to_mma_sync():
+    from oxicuda.blas.gemm_dispatch import DeviceInfo, GemmProblem, choose_algo
+
+    dev = DeviceInfo(arch="sm_90", sm_count=132, max_threads_per_sm=2048)
+    for ta, tb in (("N", "N"), ("T", "T"), ("N", "T")):
+        p = GemmProblem(4096, 4096, 4096, "float32", "tf32", ta, tb, 4096, 4096, 4096, arch="sm_90")
+        assert choose_algo(p, dev).algo == "tensor_core"
+    p = GemmProblem(4096, 4096, 4096, "float32", "tf32", "T", "N", 4096, 4096, 4096, arch="sm_90")
+    assert choose_algo(p, dev).algo == "wgmma"
+    for ta, tb in (("N", "N"), ("T", "T"), ("N", "T"), ("T", "N")):
+        p = GemmProblem(4096, 4096, 4096, "bfloat16", "f32", ta, tb, 4096, 4096, 4096, arch="sm_90")
+        assert choose_algo(p, dev).algo == "wgmma"
+
+
+def test_every_wgmma_configuration_assembles_for_sm90a_without_spills_or_serialized_wgmma():
+    from oxicuda.ptx.validate import PtxasNotFound, assemble_many, find_ptxas
 
     specs = registry.configurations("sm_90a", family=wg.FAMILY)
-    assert len(specs) == len(wg.configurations("sm_90a")) >= 6
+    assert len(specs) == len(wg.configurations("sm_90a")) >= 18
     try:
         reports = assemble_many([(registry.generate_ptx(s), s.arch) for s in specs])
+        ptxas = find_ptxas()
     except PtxasNotFound as exc:
         pytest.skip(str(exc))
     assert all(r.ok for r in reports), [r.message[:300] for r in reports if not r.ok]
     assert max(r.spills for r in reports) == 0
+    # ptxas warns when it has to serialize wgmma (the pipeline would stall on every instruction)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for spec in (wg._spec("bf16", False, True, wg.TILES[0]), wg._spec("tf32", True, True, wg.TILES[0])):
+            path = os.path.join(tmp, "k.ptx")
+            with open(path, "w") as f:
+                f.write(registry.generate_ptx(spec))
+            out = subprocess.run([ptxas, "-arch=sm_90a", "-v", path, "-o", os.path.join(tmp, "k.cubin")],
+                                 capture_output=True, text=True, check=True)
+            text = out.stdout + out.stderr
+            assert "serializ" not in text.lower() and "warning" not in text.lower(), text[-2000:]
 
 
 def test_wgmma_tests_pass_on_an_emulated_sm90():

@@ -1,17 +1,41 @@
 """Hopper (sm_90a) GEMM: ``wgmma.mma_async`` from shared-memory descriptors, TMA tile loads
-(``cp.async.bulk.tensor`` with tensor maps from ``tensor_map_encode_tiled``) and an mbarrier
-pipeline of ``stages`` buffers.
+(``cp.async.bulk.tensor`` with tensor maps from ``tensor_map_encode_tiled``) and a full/empty
+mbarrier pipeline of ``stages`` buffers.
 
 Column-major, cuBLAS semantics, like ``gemm_tensorcore``: f16/bf16 data with f32 accumulation or
 f32 data as tf32; C has the data's dtype; ``beta == 0`` never reads C.
 
-Layout: both operands K-major (op(A) = A^T, op(B) = B: ``transa=True, transb=False``), loaded by
-TMA as boxes of 128 bytes of K times the tile rows with the 128-byte swizzle, which is the layout
-a K-major wgmma descriptor with 128B swizzle (SBO 1024) reads; the descriptor start advances
-32 bytes per k16 (k8 for tf32) step. Other transposes: ``supports`` is False (dispatch falls back
-to the mma.sync family). Out-of-bounds parts of a box are zero-filled by TMA, so K, M and N tails
-need no code; the epilogue predicates stores. Thread 0 issues the loads; every warpgroup waits on
-the stage's mbarrier, runs its wgmma chain, and a CTA barrier frees the stage for the next load.
+Operand layouts (PTX ISA, "Asynchronous Warpgroup Level Canonical Layouts"), both with the
+128-byte swizzle, one K tile (``block_k``) = 128 bytes of K per stage:
+
+- K-major (op(A) = A^T, i.e. ``transa``; op(B) = B, i.e. not ``transb``): one TMA box of
+  128 bytes of K times the tile rows; rows are 128 bytes apart, 8-row groups 1024 (SBO); the
+  descriptor start advances 32 bytes per k16 (k8 for tf32) step.
+- MN-major (f16/bf16 only; A not transposed, B transposed): boxes of 64 elements (128 bytes) of
+  M/N times ``block_k`` rows of K, one per 64 rows of the tile, ``block_k * 128`` bytes apart
+  (LBO: the next 64 M/N elements); K rows are 128 bytes apart, 8-row groups 1024 (SBO); the
+  descriptor start advances 16 rows (2048 bytes) per k16 step; wgmma reads it with imm-trans 1.
+  tf32 has no transpose immediates (ISA restriction), so ``supports`` is False for tf32 unless
+  both operands are K-major and dispatch keeps the mma.sync family for those problems.
+
+Pipeline: ``consumers`` warpgroups, each owning block_m / consumers rows of the tile (in m64 wgmma
+tiles) times the whole block_n. Per stage a "full" mbarrier (expect_tx: the TMA bytes) and an
+"empty" one (4 arrivals per consumer warpgroup). Thread 0 fills every stage first; then each
+K tile is: wait "full", issue the stage's wgmma chain, commit, ``wgmma.wait_group 1`` (the chain
+of the previous K tile is done reading its stage, while this one keeps the tensor cores busy),
+lane 0 of every warp arrives on the previous stage's "empty" barrier, and thread 0 waits for it
+to complete and refills that stage with K tile + stages - 1. No CTA-wide barrier runs in the main
+loop and every role decision is a guard predicate, not a branch: ptxas serializes wgmma that runs
+under a branch it cannot prove warp-uniform (C7518 "WG.DP in divergent path") or whose
+accumulators cross one (C7517), and the test of this family asserts neither appears. (A
+warp-specialized producer warp needs such a role branch around the consumer code, and the
+emulator, which runs the lowest program counter first, cannot run two roles that spin on each
+other's barriers in separate loops; the producer is therefore an elected consumer thread, as in
+CUTLASS's non-warp-specialized sm90 TMA mainloop.)
+
+Out-of-bounds parts of a box are zero-filled by TMA, so K, M and N tails need no code; the
+epilogue predicates stores. ``raster`` > 0 maps a 1-D grid onto output tiles in groups of
+``raster`` tile rows (M) so that concurrently running CTAs share A and B panels in L2.
 """
 
 from __future__ import annotations
@@ -35,30 +59,40 @@ from .gemm_tensorcore import (
     launch_args,
     load_function,
     load_scalars,
-    write_c,
+    offset_ptr,
+)
+from .gemm_tensorcore import (
+    _load_as_f32 as load_as_f32,
 )
 
 ALGO = "wgmma"
 FAMILY = "gemm_wgmma"
 ARCHS = ("sm_90a",)
 SWIZZLE_BYTES = 128
+MN_BOX = 64  # elements of M/N per MN-major box: 128 bytes of 16-bit data
 #: CUtensorMapDataType per input type (tf32 loads f32 words; wgmma reads their tf32 bits)
 TMA_DATA_TYPE = {"f16": 6, "bf16": 9, "tf32": 7}
 TMA_SWIZZLE_128B, TMA_L2_PROMOTION_128B = 3, 2
+MAX_SHARED = 232448
 
 
 @dataclass(frozen=True)
 class GemmWgmmaSpec(KernelSpec):
-    """One wgmma GEMM kernel: input type, CTA tile (block_m x block_n, K step of 128 bytes),
-    consumer warpgroups (each owns block_m / consumers rows, in m64 wgmma tiles) and stages."""
+    """One wgmma GEMM kernel: input type, operand majorness (``a_kmajor``: op(A) contiguous along
+    K, i.e. transa; ``b_kmajor``: op(B) contiguous along K, i.e. not transb), CTA tile (block_m x
+    block_n, K step of 128 bytes), consumer warpgroups (each owns block_m / consumers rows, in
+    m64 wgmma tiles), pipeline stages and the tile raster group (0: a 2-D grid)."""
 
     family: ClassVar[str] = FAMILY
     arch: str = "sm_90a"
     dtype: str = "f16"
+    a_kmajor: bool = True
+    b_kmajor: bool = True
     block_m: int = 128
     block_n: int = 128
     consumers: int = 1
     stages: int = 4
+    raster: int = 0
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -71,8 +105,15 @@ class GemmWgmmaSpec(KernelSpec):
             raise ValueError(f"GemmWgmmaSpec: block {self.block_m}x{self.block_n}, {self.consumers} consumers, "
                              f"{self.stages} stages: block_m a multiple of 64 per consumer (<= 256), block_n a "
                              "multiple of 8 in 8..256, 1 or 2 consumers, stages >= 2")
-        if self.shared_bytes > 232448:
-            raise ValueError(f"GemmWgmmaSpec: {self.shared_bytes} bytes of shared memory; sm_90 allows 232448")
+        if self.dtype == "tf32" and not (self.a_kmajor and self.b_kmajor):
+            raise ValueError("GemmWgmmaSpec: tf32 wgmma reads K-major operands only (no transpose immediates); "
+                             f"got a_kmajor={self.a_kmajor}, b_kmajor={self.b_kmajor}")
+        if not self.b_kmajor and self.block_n % MN_BOX:
+            raise ValueError(f"GemmWgmmaSpec: an MN-major B needs block_n a multiple of {MN_BOX}; got {self.block_n}")
+        if not isinstance(self.raster, int) or self.raster < 0:
+            raise ValueError(f"GemmWgmmaSpec: raster={self.raster!r}; a group size >= 1, or 0 for a 2-D grid")
+        if self.shared_bytes > MAX_SHARED:
+            raise ValueError(f"GemmWgmmaSpec: {self.shared_bytes} bytes of shared memory; sm_90 allows {MAX_SHARED}")
 
     @property
     def elem_bytes(self) -> int:
@@ -91,12 +132,28 @@ class GemmWgmmaSpec(KernelSpec):
         return 128 * self.consumers
 
     @property
+    def max_registers(self) -> int:
+        """The per-thread register cap: 65536 over the block rounded up to whole warpgroups, in
+        units of 8 (what ptxas derives from ``.reqntid`` on its own: 168 for 288 threads; stated
+        so that the emulator, which estimates registers from the PTX, admits the block too)."""
+        return min(255, 65536 // (-(-self.threads // 128) * 128)) // 8 * 8
+
+    @property
+    def a_bytes(self) -> int:
+        return self.block_m * SWIZZLE_BYTES
+
+    @property
     def stage_bytes(self) -> int:
         return (self.block_m + self.block_n) * SWIZZLE_BYTES
 
     @property
     def shared_bytes(self) -> int:
-        return self.stages * self.stage_bytes + 8 * self.stages + 1024  # + barriers + 1024-byte alignment slack
+        return self.stages * self.stage_bytes + 16 * self.stages + 1024  # + 2 barriers/stage + alignment slack
+
+    def grid(self, m: int, n: int, batch: int) -> tuple[int, int, int]:
+        """The launch grid of an m x n output with ``batch`` entries."""
+        tm, tn = -(-m // self.block_m), -(-n // self.block_n)
+        return (tm * tn, 1, batch) if self.raster else (tm, tn, batch)
 
 
 def _accumulator_affine(n: int) -> tuple[tuple[tuple[int, int], ...], tuple[int, int, int], tuple[int, int, int]]:
@@ -115,72 +172,151 @@ def _accumulator_affine(n: int) -> tuple[tuple[tuple[int, int], ...], tuple[int,
     return table[0], deltas[0], deltas[1]
 
 
+def operand_geometry(spec: GemmWgmmaSpec, operand: str) -> tuple[int, int, int, int]:
+    """(LBO, SBO, bytes per 64-row tile, bytes per k step) of operand "a" or "b" in one stage:
+    the descriptor fields and the offsets of m64 tile j / k step kk from the operand's base."""
+    kmajor = spec.a_kmajor if operand == "a" else spec.b_kmajor
+    if kmajor:
+        return 16, 1024, 64 * SWIZZLE_BYTES, spec.k_step * spec.elem_bytes
+    return spec.block_k * SWIZZLE_BYTES, 1024, spec.block_k * SWIZZLE_BYTES, spec.k_step * SWIZZLE_BYTES
+
+
+def _tile_origin(kb: KernelBuilder, spec: GemmWgmmaSpec, p) -> tuple[object, object]:
+    """(m0, n0) of this CTA's output tile: ctaid.x/y, or the grouped raster of a 1-D grid."""
+    BM, BN, G = spec.block_m, spec.block_n, spec.raster
+    if not G:
+        return kb.mul(kb.ctaid("x"), BM), kb.mul(kb.ctaid("y"), BN)
+    tm = kb.div(kb.add(p["m"], BM - 1), BM)
+    tn = kb.div(kb.add(p["n"], BN - 1), BN)
+    pid = kb.ctaid("x")
+    per_group = kb.mul(tn, G)
+    group = kb.div(pid, per_group)
+    first_m = kb.mul(group, G)
+    size = kb.min(kb.sub(tm, first_m), G)
+    r = kb.sub(pid, kb.mul(group, per_group))
+    q = kb.div(r, size)
+    pid_m = kb.add(first_m, kb.sub(r, kb.mul(q, size)))
+    return kb.mul(pid_m, BM), kb.mul(q, BN)
+
+
+def store_c(kb: KernelBuilder, dtype: str, c, ldc, m, n, alpha, beta, row_base, col_base,
+            cells: list[tuple[int, int, object]]) -> None:
+    """The epilogue: C[row_base + dr, col_base + dc] = alpha * v (+ beta * C when beta != 0) for
+    each (dr, dc, v) in ``cells``; cells outside m x n are skipped and beta == 0 never reads C.
+    Column addresses are formed where each column is written, not held across the epilogue
+    (64 live column registers beside a 128-register accumulator would spill)."""
+    es = 4 if dtype == "f32" else 2
+    rows = sorted({dr for dr, _, _ in cells})
+    row_ok = {dr: kb.setp("lt", kb.add(row_base, dr), m) for dr in rows}
+    row_off = {dr: kb.mul(kb.add(row_base, dr), es, mode="wide", type_="u32") for dr in rows}
+    beta_zero = kb.setp("eq", beta, 0.0)
+    by_col: dict[int, list[tuple[int, object]]] = {}
+    for dr, dc, v in cells:
+        by_col.setdefault(dc, []).append((dr, v))
+    for read_c in (False, True):
+        with kb.if_(beta_zero, negate=read_c):
+            for dc, col_cells in sorted(by_col.items()):
+                col = kb.add(col_base, dc)
+                with kb.if_(kb.setp("lt", col, n)):
+                    col_ptr = offset_ptr(kb, c, kb.mul(col, ldc, mode="wide", type_="u32"), es)
+                    for dr, v in col_cells:
+                        with kb.if_(row_ok[dr]):
+                            addr = kb.add(col_ptr, row_off[dr])
+                            out = kb.mul(alpha, v)
+                            if read_c:
+                                out = kb.fma(beta, load_as_f32(kb, dtype, addr), out)
+                            kb.st("global", addr, out if dtype == "f32" else kb.cvt(out, dtype))
+
+
 def generate(spec: GemmWgmmaSpec) -> str:
     """PTX of one wgmma + TMA GEMM kernel (see the module docstring)."""
     kb = KernelBuilder(spec.kernel_name(), arch=spec.arch, math=spec.math)
     kb.reqntid(spec.threads)
-    es, S, BM, BN, BK = spec.elem_bytes, spec.stages, spec.block_m, spec.block_n, spec.block_k
+    kb.maxnreg(spec.max_registers)
+    S, BM, BN, BK, C = spec.stages, spec.block_m, spec.block_n, spec.block_k, spec.consumers
     p = kernel_params(kb)
     tmap_a, tmap_b = kb.param_array("tmap_a"), kb.param_array("tmap_b")
     smem = kb.dynamic_shared("smem", spec.shared_bytes, align=1024)
     alpha, beta = load_scalars(kb, p)
-    _, _, c_g = batch_pointers(kb, p, es)
+    _, _, c_g = batch_pointers(kb, p, 4 if spec.dtype == "tf32" else 2)
     tid = kb.tid()
     wg, lane_wg = kb.shr(tid, 7), kb.and_(tid, 127)
-    m0, n0 = kb.mul(kb.ctaid("x"), BM), kb.mul(kb.ctaid("y"), BN)
+    leader = kb.setp("eq", tid, 0)
+    warp_lead = kb.setp("eq", kb.and_(tid, 31), 0)
+    m0, n0 = _tile_origin(kb, spec, p)
     z = kb.ctaid("z")
     raw = kb.shared_addr(smem)
     tiles = kb.and_(kb.add(raw, 1023), 0xFFFFFC00)  # swizzled tiles need 1024-byte alignment
-    bars = kb.add(tiles, S * spec.stage_bytes)
-    a_bytes = BM * SWIZZLE_BYTES
-    leader = kb.setp("eq", tid, 0)
+    bars = kb.add(tiles, S * spec.stage_bytes)  # full[0..S), then empty[0..S)
     with kb.if_(leader):
         for s in range(S):
             kb.mbarrier_init(kb.add(bars, 8 * s), 1)
+            kb.mbarrier_init(kb.add(bars, 8 * (S + s)), 4 * C)
         kb.fence_proxy_async("shared::cta")
     kb.bar_sync()
     ktiles = kb.div(kb.add(p["k"], BK - 1), BK)
+    a_lbo, a_sbo, a_tile, a_kstep = operand_geometry(spec, "a")
+    b_lbo, b_sbo, _, b_kstep = operand_geometry(spec, "b")
 
-    def issue(stage: int | object, k_tile) -> None:
-        stage_off = kb.mul(stage, spec.stage_bytes) if not isinstance(stage, int) else stage * spec.stage_bytes
-        dst = kb.add(tiles, stage_off)
-        bar = kb.add(bars, kb.mul(stage, 8) if not isinstance(stage, int) else 8 * stage)
-        kb.mbarrier_arrive_expect_tx(bar, spec.stage_bytes)
-        k0 = kb.mul(k_tile, BK) if not isinstance(k_tile, int) else kb.mov(k_tile * BK, "u32")
-        kb.cp_async_bulk_tensor(3, dst, tmap_a, (k0, m0, z), bar)
-        kb.cp_async_bulk_tensor(3, kb.add(dst, a_bytes), tmap_b, (k0, n0, z), bar)
+    def issue(stage, k_tile, pred) -> None:
+        """Thread 0 (where ``pred``) loads K tile ``k_tile`` into ``stage``: expect_tx, then the
+        A and B boxes, all completing on the stage's full barrier. Guards, not branches."""
+        base = kb.add(tiles, kb.mul(stage, spec.stage_bytes))
+        full = kb.add(bars, kb.shl(stage, 3))
+        kb.mbarrier_arrive_expect_tx(full, spec.stage_bytes, pred=pred)
+        k0 = kb.mul(k_tile, BK)
+        if spec.a_kmajor:
+            kb.cp_async_bulk_tensor(3, base, tmap_a, (k0, m0, z), full, pred=pred)
+        else:
+            for j in range(BM // MN_BOX):
+                kb.cp_async_bulk_tensor(3, kb.add(base, j * a_tile), tmap_a, (kb.add(m0, MN_BOX * j), k0, z), full,
+                                        pred=pred)
+        b_base = kb.add(base, spec.a_bytes)
+        if spec.b_kmajor:
+            kb.cp_async_bulk_tensor(3, b_base, tmap_b, (k0, n0, z), full, pred=pred)
+        else:
+            for j in range(BN // MN_BOX):
+                kb.cp_async_bulk_tensor(3, kb.add(b_base, j * BK * SWIZZLE_BYTES), tmap_b,
+                                        (kb.add(n0, MN_BOX * j), k0, z), full, pred=pred)
 
-    with kb.if_(leader):
-        for s in range(S):
-            with kb.if_(kb.setp("lt", kb.mov(s, "u32"), ktiles)):
-                issue(s, s)
+    for s in range(S):  # the prologue fills every stage
+        issue(kb.mov(s, "u32"), kb.mov(s, "u32"), kb.and_(leader, kb.setp("lt", kb.mov(s, "u32"), ktiles)))
 
-    mtiles = BM // 64 // spec.consumers
+    mtiles = BM // 64 // C
     nregs = fragments.wgmma_accumulator_regs(BN)
     acc = [[kb.mov(0.0, "f32") for _ in range(nregs)] for _ in range(mtiles)]
     stage, phase = kb.mov(0, "u32"), kb.mov(0, "u32")
-    a_row0 = kb.mul(wg, (BM // spec.consumers) * SWIZZLE_BYTES)
+    prev_stage, prev_phase = kb.mov(0, "u32"), kb.mov(0, "u32")
+    a_first = kb.mul(wg, mtiles * a_tile)  # this warpgroup's first m64 tile in the A stage
     with kb.loop(0, ktiles, 1, type_="u32") as kt:
-        bar = kb.add(bars, kb.mul(stage, 8))
-        kb.mbarrier_wait_parity(bar, phase)
+        kb.mbarrier_wait_parity(kb.add(bars, kb.shl(stage, 3)), phase)
         base = kb.add(tiles, kb.mul(stage, spec.stage_bytes))
-        a_base, b_base = kb.add(base, a_row0), kb.add(base, a_bytes)
+        a_desc = kb.wgmma_descriptor(kb.add(base, a_first), a_lbo, a_sbo, "128B")
+        b_desc = kb.wgmma_descriptor(kb.add(base, spec.a_bytes), b_lbo, b_sbo, "128B")
         kb.wgmma_fence()
         for kk in range(BK // spec.k_step):
-            b_desc = kb.wgmma_descriptor(kb.add(b_base, kk * 32), 16, 1024, "128B")
+            bd = kb.add(b_desc, (kk * b_kstep) >> 4, type_="u64") if kk else b_desc
             for mt in range(mtiles):
-                a_desc = kb.wgmma_descriptor(kb.add(a_base, mt * 64 * SWIZZLE_BYTES + kk * 32), 16, 1024, "128B")
-                kb.wgmma_mma_async(BN, spec.dtype, acc[mt], a_desc, b_desc, scale_d=1)
+                off = mt * a_tile + kk * a_kstep
+                ad = kb.add(a_desc, off >> 4, type_="u64") if off else a_desc
+                kb.wgmma_mma_async(BN, spec.dtype, acc[mt], ad, bd, scale_d=1,
+                                   trans_a=0 if spec.a_kmajor else 1, trans_b=0 if spec.b_kmajor else 1)
         kb.wgmma_commit_group()
-        kb.wgmma_wait_group(0)
-        kb.bar_sync()  # every warpgroup is done reading this stage
-        nxt = kb.add(kt, S)
-        with kb.if_(kb.and_(leader, kb.setp("lt", nxt, ktiles))):
-            issue(stage, nxt)
+        kb.wgmma_wait_group(1)  # the previous K tile's chain is done reading its stage: release it
+        has_prev = kb.setp("gt", kt, 0)
+        prev_empty = kb.add(bars, kb.shl(kb.add(prev_stage, S), 3))
+        kb.mbarrier_arrive(prev_empty, pred=kb.and_(warp_lead, has_prev))
+        nxt = kb.add(kt, S - 1)  # the K tile that reuses the previous tile's stage
+        refill = kb.and_(kb.and_(leader, has_prev), kb.setp("lt", nxt, ktiles))
+        kb.mbarrier_wait_parity(prev_empty, prev_phase, only=refill)
+        issue(prev_stage, nxt, refill)
+        kb.assign(prev_stage, stage)
+        kb.assign(prev_phase, phase)
         kb.add(stage, 1, out=stage)
         wrapped = kb.setp("eq", stage, S)
         kb.selp(0, stage, wrapped, out=stage)
         kb.xor(phase, kb.selp(1, 0, wrapped, type_="u32"), out=phase)
+    kb.wgmma_wait_group(0)
 
     lane0, (rw, rg, rt), (cw, cg, ct) = _accumulator_affine(BN)
     warp, lane = kb.shr(lane_wg, 5), kb.and_(lane_wg, 31)
@@ -189,82 +325,124 @@ def generate(spec: GemmWgmmaSpec) -> str:
     def lin(w0, a, b, c):
         return kb.add(kb.add(kb.mul(warp, a), kb.mul(g, b)), kb.add(kb.mul(t, c), w0))
 
-    row_base = lin(kb.add(m0, kb.mul(wg, BM // spec.consumers)), rw, rg, rt)
+    row_base = lin(kb.add(m0, kb.mul(wg, BM // C)), rw, rg, rt)
     col_base = lin(n0, cw, cg, ct)
-    row_consts = sorted({mt * 64 + rc[0] for mt in range(mtiles) for rc in lane0})
-    col_consts = sorted({rc[1] for rc in lane0})
-    rows = [kb.add(row_base, c) for c in row_consts]
-    cols = [kb.add(col_base, c) for c in col_consts]
-    values = [(row_consts.index(mt * 64 + lane0[i][0]), col_consts.index(lane0[i][1]), acc[mt][i])
-              for mt in range(mtiles) for i in range(nregs)]
-    write_c(kb, "f32" if spec.dtype == "tf32" else spec.dtype, c_g, p["ldc"], p["m"], p["n"], alpha, beta,
-            rows, cols, values)
+    cells = [(mt * 64 + lane0[i][0], lane0[i][1], acc[mt][i]) for mt in range(mtiles) for i in range(nregs)]
+    store_c(kb, "f32" if spec.dtype == "tf32" else spec.dtype, c_g, p["ldc"], p["m"], p["n"], alpha, beta,
+            row_base, col_base, cells)
     return kb.ptx()
 
 
-#: (block_m, block_n, consumers, stages); the first for large problems, the second for small.
-#: Provisional until measured on the H200.
-TILES = ((128, 256, 2, 4), (128, 128, 1, 4))
+#: (block_m, block_n, consumers, stages, raster): the first for large problems, the second for
+#: small ones. Provisional until benches/sweep_wgmma.py has measured the candidates on the H200.
+TILES = ((128, 256, 2, 4, 8), (128, 128, 1, 6, 0))
+#: Further candidates the sweep times (bf16 with row-major operands, tf32 TN); ptxas checks them.
+SWEEP_TILES = ((128, 256, 2, 4, 0), (128, 256, 2, 3, 8), (256, 128, 2, 4, 8), (128, 128, 2, 6, 8),
+               (128, 192, 2, 5, 8))
+#: Layouts of the sweep candidates: (dtype, a_kmajor, b_kmajor).
+SWEEP_LAYOUTS = (("bf16", False, True), ("tf32", True, True))
 SMALL_PROBLEM_MN = 1024 * 1024
+#: (a_kmajor, b_kmajor) per dtype: every N/T combination for f16/bf16, K-major only for tf32.
+LAYOUTS = {"f16": ((True, True), (False, True), (True, False), (False, False)),
+           "bf16": ((True, True), (False, True), (True, False), (False, False)),
+           "tf32": ((True, True),)}
+
+
+def _spec(dtype: str, a_kmajor: bool, b_kmajor: bool, tile: tuple[int, int, int, int, int]) -> GemmWgmmaSpec:
+    bm, bn, c, s, r = tile
+    return GemmWgmmaSpec(dtype=dtype, a_kmajor=a_kmajor, b_kmajor=b_kmajor, block_m=bm, block_n=bn,
+                         consumers=c, stages=s, raster=r)
 
 
 def configurations(arch: str) -> list[GemmWgmmaSpec]:
-    """Every kernel the family can produce (sm_90a only): dtypes x tiles."""
-    return [GemmWgmmaSpec(arch=arch, dtype=d, block_m=bm, block_n=bn, consumers=c, stages=s)
-            for d in TMA_DATA_TYPE for bm, bn, c, s in TILES]
+    """Every kernel the family can produce (sm_90a only): dtypes x layouts x tiles, plus the
+    sweep's candidate tiles."""
+    out = [_spec(d, ak, bk, t) for d, layouts in LAYOUTS.items() for ak, bk in layouts for t in TILES]
+    out += [_spec(d, ak, bk, t) for d, ak, bk in SWEEP_LAYOUTS for t in SWEEP_TILES]
+    return [s for s in out if s.arch == arch]
 
 
 register_family(FAMILY, GemmWgmmaSpec, generate, configurations, archs=ARCHS)
 
 
 def supports(problem: object) -> bool:
-    """True for f16/bf16 (compute f32) or f32 (compute tf32) on an sm_90 device with both operands
-    K-major (transa=True, transb=False), 16-byte alignment and sizes below 2**31."""
+    """True for f16/bf16 (compute f32) with any transposes, or f32 (compute tf32) with both
+    operands K-major (transa=True, transb=False), on an sm_90 device, with 16-byte alignment of
+    pointers and leading dimensions and sizes below 2**31. tf32 with another layout is left to
+    the mma.sync family: tf32 wgmma has no transpose immediates."""
     p = as_problem(problem)
-    if p.sm != 90 or _input_type(p) is None or p.alignment < COPY_BYTES:
+    dtype = _input_type(p)
+    if p.sm != 90 or dtype is None or p.alignment < COPY_BYTES:
         return False
-    if not p.transa or p.transb or max(p.m, p.n, p.k, p.lda, p.ldb, p.ldc) >= 2**31:
+    if dtype == "tf32" and (not p.transa or p.transb):
         return False
-    return p.lda >= max(1, p.k) and p.ldb >= max(1, p.k) and p.ldc >= max(1, p.m)
+    if max(p.m, p.n, p.k, p.lda, p.ldb, p.ldc) >= 2**31:
+        return False
+    rows_a, rows_b = (p.k if p.transa else p.m), (p.n if p.transb else p.k)
+    return p.lda >= max(1, rows_a) and p.ldb >= max(1, rows_b) and p.ldc >= max(1, p.m)
 
 
 def choose_spec(problem: object) -> GemmWgmmaSpec:
-    """The kernel for ``problem``: the 128x256 two-consumer tile unless the output is small."""
+    """The kernel for ``problem``: layouts from the transposes, the large tile unless the output
+    is small."""
     p = as_problem(problem)
     dtype = _input_type(p)
     if dtype is None:
         raise ValueError(f"wgmma gemm: dtype={p.dtype!r} with compute={p.compute!r} is not supported")
-    bm, bn, c, s = TILES[1] if p.m * p.n < SMALL_PROBLEM_MN else TILES[0]
-    return GemmWgmmaSpec(dtype=dtype, block_m=bm, block_n=bn, consumers=c, stages=s)
+    tile = TILES[1] if p.m * p.n < SMALL_PROBLEM_MN else TILES[0]
+    return _spec(dtype, p.transa, not p.transb, tile)
 
 
-def _tensor_map(dtype: str, ptr: int, k: int, rows: int, ld: int, batch: int, stride: int, box_rows: int,
-                es: int) -> bytes:
+def _tensor_map(dtype: str, ptr: int, inner: int, outer: int, ld: int, batch: int, stride: int,
+                box: tuple[int, int], es: int) -> bytes:
+    """The 3-D (inner, outer, batch) tensor map of a column-major operand: ``inner`` contiguous
+    elements per column, ``outer`` columns ``ld`` elements apart, batches ``stride`` apart."""
     from oxicuda.driver.backend import api
 
-    batch_stride = stride * es if batch > 1 else max(16, -(-ld * es * rows // 16) * 16)
+    batch_stride = stride * es if batch > 1 else max(16, -(-ld * es * outer // 16) * 16)
     return api().tensor_map_encode_tiled(
-        TMA_DATA_TYPE[dtype], 3, ptr, (max(k, 1), max(rows, 1), max(batch, 1)), (ld * es, batch_stride),
-        (SWIZZLE_BYTES // es, box_rows, 1), (1, 1, 1), 0, TMA_SWIZZLE_128B, TMA_L2_PROMOTION_128B, 0)
+        TMA_DATA_TYPE[dtype], 3, ptr, (max(inner, 1), max(outer, 1), max(batch, 1)), (ld * es, batch_stride),
+        (box[0], box[1], 1), (1, 1, 1), 0, TMA_SWIZZLE_128B, TMA_L2_PROMOTION_128B, 0)
+
+
+def operand_map(spec: GemmWgmmaSpec, operand: str, ptr: int, mn: int, k: int, ld: int, batch: int,
+                stride: int) -> bytes:
+    """The tensor map of operand "a" (mn = m) or "b" (mn = n) for ``spec``'s layout and boxes."""
+    kmajor = spec.a_kmajor if operand == "a" else spec.b_kmajor
+    rows = spec.block_m if operand == "a" else spec.block_n
+    es = spec.elem_bytes
+    if kmajor:
+        return _tensor_map(spec.dtype, ptr, k, mn, ld, batch, stride, (spec.block_k, rows), es)
+    return _tensor_map(spec.dtype, ptr, mn, k, ld, batch, stride, (MN_BOX, spec.block_k), es)
 
 
 def launch(problem: object, alpha: float, a_ptr: int, lda: int, b_ptr: int, ldb: int, beta: float, c_ptr: int,
            ldc: int, *, batch: int = 1, stride_a: int = 0, stride_b: int = 0, stride_c: int = 0,
-           alpha_ptr: int = 0, beta_ptr: int = 0, stream: object = None) -> None:
+           alpha_ptr: int = 0, beta_ptr: int = 0, stream: object = None, spec: GemmWgmmaSpec | None = None) -> None:
     """C = alpha * op(A) @ op(B) + beta * C, column-major, with wgmma + TMA (sm_90).
 
-    Same arguments as ``gemm_tensorcore.launch``; the problem must satisfy ``supports`` (transa,
-    not transb). Batches whose A/B strides are not positive multiples of 16 bytes run as one
-    launch per batch. Raises ValueError for unsupported problems, before any launch."""
+    Same arguments as ``gemm_tensorcore.launch``; the problem must satisfy ``supports``.
+    ``spec`` overrides the tile choice (its dtype and layouts must match the problem). Batches
+    whose A/B strides are not positive multiples of 16 bytes run as one launch per batch.
+    Raises ValueError for unsupported problems, before any launch."""
     p = as_problem(problem)
     if (p.lda, p.ldb, p.ldc) != (lda, ldb, ldc):
         p = GemmProblem(p.m, p.n, p.k, p.dtype, p.compute, p.transa, p.transb, lda, ldb, ldc, p.alignment, p.arch)
-    spec = choose_spec(p)
-    es = spec.elem_bytes
-    grid = (-(-p.m // spec.block_m), -(-p.n // spec.block_n), int(batch))
-    check_launch(p, grid, batch, ALGO)
     if not supports(p):
-        raise ValueError(f"wgmma gemm does not support {p} (needs sm_90, transa=True, transb=False)")
+        raise ValueError(f"wgmma gemm does not support {p} (needs sm_90, f16/bf16 with compute f32 or f32 "
+                         "with compute tf32 and transa=True, transb=False, 16-byte alignment)")
+    natural = choose_spec(p)
+    if spec is None:
+        spec = natural
+    elif (spec.dtype, spec.a_kmajor, spec.b_kmajor) != (natural.dtype, natural.a_kmajor, natural.b_kmajor):
+        raise ValueError(f"wgmma gemm: spec has dtype {spec.dtype}, a_kmajor={spec.a_kmajor}, "
+                         f"b_kmajor={spec.b_kmajor}; this problem needs {natural.dtype}, {natural.a_kmajor}, "
+                         f"{natural.b_kmajor}")
+    es = spec.elem_bytes
+    grid = spec.grid(p.m, p.n, int(batch))
+    check_launch(p, grid, batch, ALGO)
+    if grid[0] >= 2**31:
+        raise ValueError(f"wgmma gemm: {grid[0]} output tiles exceed the grid's x limit")
     if p.m == 0 or p.n == 0 or batch == 0:
         return
     fn = load_function(spec, spec.shared_bytes)
@@ -272,8 +450,8 @@ def launch(problem: object, alpha: float, a_ptr: int, lda: int, b_ptr: int, ldb:
     runs = [(0, batch)] if strided else [(i, 1) for i in range(batch)]
     for first, count in runs:
         a0, b0, c0 = a_ptr + first * stride_a * es, b_ptr + first * stride_b * es, c_ptr + first * stride_c * es
-        tmaps = (_tensor_map(spec.dtype, a0, p.k, p.m, lda, count, stride_a, spec.block_m, es),
-                 _tensor_map(spec.dtype, b0, p.k, p.n, ldb, count, stride_b, spec.block_n, es))
+        tmaps = (operand_map(spec, "a", a0, p.m, p.k, lda, count, stride_a),
+                 operand_map(spec, "b", b0, p.n, p.k, ldb, count, stride_b))
         args = launch_args(a0, b0, c0, p.m, p.n, p.k, lda, ldb, ldc, alpha, beta, alpha_ptr, beta_ptr, stride_a,
                            stride_b, stride_c) + list(tmaps)
         fn((grid[0], grid[1], count), spec.threads, args, shared_mem=spec.shared_bytes, stream=stream)

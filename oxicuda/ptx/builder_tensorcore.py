@@ -231,16 +231,27 @@ class TensorCoreMixin(BuilderBase):
             (a, self._src(count, "u32", "mbarrier_init")),
         )
 
-    def mbarrier_arrive(self, bar: Value | SharedArray) -> Value:
-        """``mbarrier.arrive.shared::cta.b64 state, [bar]``; returns the u64 state token."""
+    def _pred_guard(self, pred: Value | None, what: str) -> ir.Pred | None:
+        if pred is None:
+            return None
+        if not isinstance(pred, Value) or pred.type != "pred":
+            raise TypeError(f"{what}: pred={pred!r} must be a predicate Value (from setp)")
+        return ir.Pred(pred.reg)
+
+    def mbarrier_arrive(self, bar: Value | SharedArray, pred: Value | None = None) -> Value:
+        """``[@pred] mbarrier.arrive.shared::cta.b64 state, [bar]``; returns the u64 state token.
+        ``pred``: only threads where it holds arrive (a guard, not a branch: no divergence)."""
         self._require("mbarrier.arrive", 80, ptx="7.8")
         a = self._address("shared", bar, 0, "mbarrier_arrive")
         st = self._dst("b64", None, "mbarrier_arrive")
-        self._emit("mbarrier", ("arrive", "shared::cta", "b64"), (st.reg, a))
+        self._emit("mbarrier", ("arrive", "shared::cta", "b64"), (st.reg, a),
+                   self._pred_guard(pred, "mbarrier_arrive"))
         return st
 
-    def mbarrier_arrive_expect_tx(self, bar: Value | SharedArray, tx_bytes: Operandish) -> Value:
-        """``mbarrier.arrive.expect_tx.shared::cta.b64 state, [bar], tx`` (sm_90, PTX 8.0)."""
+    def mbarrier_arrive_expect_tx(
+        self, bar: Value | SharedArray, tx_bytes: Operandish, pred: Value | None = None
+    ) -> Value:
+        """``[@pred] mbarrier.arrive.expect_tx.shared::cta.b64 state, [bar], tx`` (sm_90, PTX 8.0)."""
         self._require("mbarrier.arrive.expect_tx", 90, ptx="8.0")
         a = self._address("shared", bar, 0, "mbarrier_arrive_expect_tx")
         st = self._dst("b64", None, "mbarrier_arrive_expect_tx")
@@ -248,20 +259,30 @@ class TensorCoreMixin(BuilderBase):
             "mbarrier",
             ("arrive", "expect_tx", "shared::cta", "b64"),
             (st.reg, a, self._src(tx_bytes, "u32", "mbarrier_arrive_expect_tx")),
+            self._pred_guard(pred, "mbarrier_arrive_expect_tx"),
         )
         return st
 
-    def mbarrier_wait_parity(self, bar: Value | SharedArray, parity: Operandish) -> None:
+    def mbarrier_wait_parity(
+        self, bar: Value | SharedArray, parity: Operandish, only: Value | None = None
+    ) -> None:
         """Spin on ``mbarrier.try_wait.parity.shared::cta.b64`` until phase ``parity`` completes
-        (sm_90, PTX 7.8)."""
+        (sm_90, PTX 7.8). ``only``: threads where this predicate is false do not wait (they
+        leave the loop after one poll, whatever it returned)."""
         self._require("mbarrier.try_wait.parity", 90, ptx="7.8")
         a = self._address("shared", bar, 0, "mbarrier_wait_parity")
         par = self._src(parity, "u32", "mbarrier_wait_parity")
+        skip = None
+        if only is not None:
+            self._pred_guard(only, "mbarrier_wait_parity")
+            skip = self.not_(only)
         top = self._new_label("mbarwait")
         self._body.append(ir.Label(top))
         self._last_closed_if = None
         done = self._dst("pred", None, "mbarrier_wait_parity")
         self._emit("mbarrier", ("try_wait", "parity", "shared::cta", "b64"), (done.reg, a, par))
+        if skip is not None:
+            self._emit("or", ("pred",), (done.reg, done.reg, skip.reg))
         self._emit("bra", (), (ir.Sym(top),), ir.Pred(done.reg, negated=True))
 
     def cp_async_bulk_tensor(
@@ -271,10 +292,12 @@ class TensorCoreMixin(BuilderBase):
         tensor_map: ParamArray | Value,
         coords: Sequence[Operandish],
         mbarrier: Value | SharedArray,
+        pred: Value | None = None,
     ) -> None:
-        """TMA load: ``cp.async.bulk.tensor.<dim>d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+        """TMA load: ``[@pred] cp.async.bulk.tensor.<dim>d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
         [dst], [tmap, {coords}], [mbar]`` (sm_90, PTX 8.0). ``tensor_map`` is a ``param_array`` (its
-        generic address is taken) or a u64 generic address; coords are s32 element indices."""
+        generic address is taken) or a u64 generic address; coords are s32 element indices.
+        ``pred``: only threads where it holds issue the copy (a guard, not a branch)."""
         self._require("cp.async.bulk.tensor", 90, ptx="8.0")
         if dim not in (1, 2, 3, 4, 5) or len(coords) != dim:
             raise ValueError(
@@ -298,4 +321,4 @@ class TensorCoreMixin(BuilderBase):
             "tile",
             "mbarrier::complete_tx::bytes",
         )
-        self._emit("cp", mods, (dst, src, bar))
+        self._emit("cp", mods, (dst, src, bar), self._pred_guard(pred, "cp_async_bulk_tensor"))
