@@ -59,7 +59,7 @@ def run_attention(rng, b, hq, hkv, sq, sk, d, causal=False, scale=None, dtype="b
     return t.launches[0].spec
 
 
-@pytest.mark.parametrize("sq, sk", [(1, 1), (128, 128), (150, 150), (17, 150), (150, 17)])
+@pytest.mark.parametrize("sq, sk", [(1, 1), (150, 150), (17, 150), (150, 17)])
 @pytest.mark.parametrize("causal", [False, True])
 def test_wgmma_attention_d64_bf16_matches_reference_for_tails_and_unequal_lengths(rng, sq, sk, causal):
     _skip_unless_sm90()
@@ -67,8 +67,7 @@ def test_wgmma_attention_d64_bf16_matches_reference_for_tails_and_unequal_length
     assert isinstance(spec, wg.AttentionWgmmaSpec) and spec.causal == causal and spec.lse
 
 
-@pytest.mark.parametrize("sq, sk", [(129, 129), (40, 150), (150, 40)])
-@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("sq, sk, causal", [(129, 129, False), (129, 129, True), (40, 150, True), (150, 40, False)])
 def test_wgmma_attention_d128_f16_matches_reference(rng, sq, sk, causal):
     _skip_unless_sm90()
     spec = run_attention(rng, 1, 1, 1, sq, sk, 128, causal, dtype="float16")
@@ -81,12 +80,31 @@ def test_wgmma_attention_other_dtype_per_head_dim(rng, d, dtype):
     run_attention(rng, 1, 1, 1, 33, 70, d, causal=True, dtype=dtype)
 
 
+@pytest.fixture(params=[True, False], ids=["overlap", "serial"])
+def overlap(request, monkeypatch):
+    """Dispatch builds wgmma specs with this ``overlap`` (the intra-warpgroup pipeline or not)."""
+    import functools
+
+    import oxicuda.dnn.attention as api
+
+    monkeypatch.setattr(api, "AttentionWgmmaSpec", functools.partial(wg.AttentionWgmmaSpec, overlap=request.param))
+    return request.param
+
+
 @pytest.mark.parametrize("causal", [False, True])
-def test_wgmma_key_tiles_wrap_the_stage_ring(rng, causal):
-    # 5 key tiles over 2 stages: every stage is refilled and its barrier phase flips twice
+def test_wgmma_key_tiles_wrap_the_k_and_v_rings(rng, causal, overlap):
+    # 5 key tiles over 2 ring slots: every slot is refilled by the last warpgroup to release it and
+    # its barrier phase flips twice; causal: 5 query blocks, the diagonal in every one
     _skip_unless_sm90()
     sq = 600 if causal else 20
-    run_attention(rng, 1, 1, 1, sq, 600, 64, causal=causal)
+    spec = run_attention(rng, 1, 1, 1, sq, 600, 64 if causal else 128, causal=causal)
+    assert spec.overlap == overlap
+
+
+def test_wgmma_serial_pipeline_matches_reference_for_tails(rng, overlap):
+    _skip_unless_sm90()
+    for sq, sk, causal in ((1, 1, False), (150, 130, True), (40, 150, False)):
+        assert run_attention(rng, 1, 1, 1, sq, sk, 64, causal=causal).overlap == overlap
 
 
 def test_wgmma_grouped_query_attention_reads_kv_head_h_over_group(rng):
@@ -140,7 +158,9 @@ def test_every_wgmma_attention_configuration_assembles_for_sm90a_without_spills(
     from oxicuda.ptx.validate import PtxasNotFound, assemble
 
     specs = registry.configurations("sm_90a", family=wg.FAMILY)
-    assert len(specs) == 16
+    assert len(specs) == 32
+    # the overlap kernels, and the serial ones at bf16 with lse (dtype and lse change a few lines)
+    specs = [x for x in specs if x.overlap or (x.dtype == "bf16" and x.lse)]
     try:
         reports = [assemble(registry.generate_ptx(s), "sm_90a") for s in specs]
     except PtxasNotFound as exc:

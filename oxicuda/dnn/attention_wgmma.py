@@ -4,10 +4,11 @@ the wgmma accumulator fragments; scores never leave registers).
 
 Work split: a CTA of ``CONSUMERS`` warpgroups owns ``64 * CONSUMERS`` query rows of one
 (batch, head); warpgroup ``c`` owns rows ``64c .. 64c + 63`` and within it warp ``w`` rows
-``16w .. 16w + 15`` (the wgmma accumulator layout). Thread 0 also acts as the producer.
+``16w .. 16w + 15`` (the wgmma accumulator layout). There is no producer warpgroup: thread 0
+issues the first loads, and each warpgroup's thread 0 the refills.
 
-Shared memory (dynamic, 1024-byte aligned): the Q tile, then ``STAGES`` stages of one K tile
-and one V tile (``BLOCK_K`` key rows each), then the mbarriers. Every tile is stored as head-dim
+Shared memory (dynamic, 1024-byte aligned): the Q tile, the K ring and the V ring (``STAGES``
+tiles of ``BLOCK_K`` key rows each), the mbarriers and the release counters. Every tile is stored as head-dim
 panels of 64 elements (128 bytes per row) with the 128-byte swizzle, exactly what a TMA box of
 64 x rows with ``CU_TENSOR_MAP_SWIZZLE_128B`` writes; rows past the sequence end are zero-filled
 by TMA, so tails need masking only. Descriptors:
@@ -27,9 +28,16 @@ computes wgmma from). Softmax: each thread holds two rows per warp (``groupID`` 
 ``scale * log2(e)`` and exponentiated with ``ex2``; masked keys (``j >= Sk``; ``j > i`` when
 causal, top-left like PyTorch) become -inf only in tiles that cross Sk or the diagonal.
 
-Pipeline: thread 0 fills every stage up front; per key tile each warpgroup waits on the stage's
-mbarrier, runs the S chain, the softmax, the P V chain, and a CTA barrier frees the stage for the
-tile ``STAGES`` ahead. Causal CTAs run the longest query blocks first.
+Pipeline: K and V tiles have separate rings of ``STAGES`` slots, each slot with its mbarrier
+(TMA complete_tx); thread 0 fills every slot up front. A warpgroup done with a slot (its wgmma
+chain has completed) counts itself on the slot's shared counter (``atom.add``); the warpgroup
+that makes the count a multiple of ``CONSUMERS`` is the last reader and refills the slot with the
+tile ``STAGES`` ahead, so there is no CTA barrier in the loop and the warpgroups drift freely
+(their softmax phases overlap the other's GEMMs). With ``overlap`` (the default), a warpgroup
+also keeps two wgmma groups in flight: per key tile j it issues S_j = Q K_j^T and
+O += P_{j-1} V_{j-1}, waits for S_j only, runs the softmax of S_j while P V runs on the tensor
+cores, then waits, rescales O and packs P_j (FlashAttention-3's intra-warpgroup overlap); without
+it every chain is waited for at once. Causal CTAs run the longest query blocks first.
 
 Launch: grid (ceil(Sq / BLOCK_Q), Hq, B), block ``128 * CONSUMERS``, dynamic shared memory
 ``spec.shared_bytes``. Parameters: o, lse pointers; u32 sq, sk, hq, hkv, group; f32 scale_log2;
@@ -49,7 +57,7 @@ FAMILY = "attention_fwd_wgmma"
 ARCHS = ("sm_90a",)
 DTYPES = ("f16", "bf16")
 HEAD_DIMS = (64, 128)
-CONSUMERS = 2
+CONSUMERS = 2  # a power of two (the release count is tested with a mask)
 BLOCK_Q = 64 * CONSUMERS
 BLOCK_K = 128
 STAGES = 2
@@ -116,6 +124,8 @@ class AttentionWgmmaSpec(KernelSpec):
     head_dim: int = 128
     causal: bool = False
     lse: bool = False
+    #: intra-warpgroup overlap: the softmax of key tile j runs while P_{j-1} V_{j-1} is in flight
+    overlap: bool = True
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -136,13 +146,10 @@ class AttentionWgmmaSpec(KernelSpec):
         return BLOCK_K * self.head_dim * 2
 
     @property
-    def stage_bytes(self) -> int:
-        return 2 * self.tile_bytes
-
-    @property
     def shared_bytes(self) -> int:
-        """Q + stages + (1 + STAGES) mbarriers + slack for the 1024-byte alignment."""
-        return self.q_bytes + STAGES * self.stage_bytes + 8 * (1 + STAGES) + ATOM_BYTES
+        """Q, the K and V rings, 1 + 2 * STAGES mbarriers, 2 * STAGES release counters, and
+        slack for the 1024-byte alignment."""
+        return self.q_bytes + 2 * STAGES * self.tile_bytes + 8 * (1 + 2 * STAGES) + 4 * 2 * STAGES + ATOM_BYTES
 
 
 def _pack_half2(kb: KernelBuilder, lo: Value, hi: Value, dtype: str) -> Value:
@@ -158,12 +165,14 @@ def generate(spec: AttentionWgmmaSpec) -> str:
     scale_log2 = kb.param("scale_log2", "f32")
     tmap_q, tmap_k, tmap_v = (kb.param_array(n) for n in ("tmap_q", "tmap_k", "tmap_v"))
     kb.reqntid(THREADS)
-    D, dt = spec.head_dim, spec.dtype
+    D, dt, TB = spec.head_dim, spec.dtype, spec.tile_bytes
     panels = D // PANEL
     smem = kb.dynamic_shared("smem", spec.shared_bytes, align=1024)
     base = kb.and_(kb.add(kb.shared_addr(smem), ATOM_BYTES - 1), 0xFFFFFC00)  # swizzled tiles: 1024-aligned
-    kv_sh = kb.add(base, spec.q_bytes)
-    bars = kb.add(kv_sh, STAGES * spec.stage_bytes)  # q barrier, then one per stage
+    k_ring = kb.add(base, spec.q_bytes)
+    v_ring = kb.add(k_ring, STAGES * TB)
+    bars = kb.add(v_ring, STAGES * TB)  # Q barrier, STAGES K barriers, STAGES V barriers
+    counters = kb.add(bars, 8 * (1 + 2 * STAGES))  # u32 release counts: STAGES for K, then V
 
     tid = kb.tid()
     wg, lane_wg = kb.shr(tid, 7), kb.and_(tid, 127)
@@ -181,30 +190,65 @@ def generate(spec: AttentionWgmmaSpec) -> str:
     panel_x = [kb.mov(p * PANEL, "u32") for p in range(panels)]
 
     with kb.if_(leader):
-        for s in range(1 + STAGES):
-            kb.mbarrier_init(kb.add(bars, 8 * s), 1)
+        for i in range(1 + 2 * STAGES):
+            kb.mbarrier_init(kb.add(bars, 8 * i), 1)
+        for i in range(2 * STAGES):
+            kb.st("shared", counters, kb.mov(0, "u32"), offset=4 * i)
         kb.fence_proxy_async("shared::cta")
     kb.bar_sync(0)
 
-    def issue(stage: Value | int, tile: Value | int) -> None:
-        """Thread 0: TMA the K and V tiles ``tile`` into ``stage`` (complete_tx on its barrier)."""
-        st = stage if isinstance(stage, int) else None
-        bar = kb.add(bars, 8 * (1 + st)) if st is not None else kb.mad(stage, 8, kb.add(bars, 8))
-        dst = kb.add(kv_sh, st * spec.stage_bytes) if st is not None else kb.mad(stage, spec.stage_bytes, kv_sh)
+    def ring_slot(ring: Value, slot: Value | int) -> Value:
+        return kb.add(ring, slot * TB) if isinstance(slot, int) else kb.mad(slot, TB, ring)
+
+    def full_bar(kind: int, slot: Value | int) -> Value:
+        """The mbarrier of a K (kind 0) or V (kind 1) ring slot."""
+        first = 8 * (1 + kind * STAGES)
+        return kb.add(bars, first + 8 * slot) if isinstance(slot, int) else kb.mad(slot, 8, kb.add(bars, first))
+
+    def issue(kind: int, slot: Value | int, tile: Value | int) -> None:
+        """TMA key tile ``tile`` of K (kind 0) or V (kind 1) into a ring slot (one thread)."""
+        bar, dst = full_bar(kind, slot), ring_slot(v_ring if kind else k_ring, slot)
         row = kb.mov(tile * BLOCK_K, "u32") if isinstance(tile, int) else kb.mul(tile, BLOCK_K)
-        kb.mbarrier_arrive_expect_tx(bar, spec.stage_bytes)
+        kb.mbarrier_arrive_expect_tx(bar, TB)
         for p in range(panels):
-            off = p * BLOCK_K * SWIZZLE_BYTES
-            kb.cp_async_bulk_tensor(3, kb.add(dst, off), tmap_k, (panel_x[p], row, zkv), bar)
-            kb.cp_async_bulk_tensor(3, kb.add(dst, spec.tile_bytes + off), tmap_v, (panel_x[p], row, zkv), bar)
+            kb.cp_async_bulk_tensor(3, kb.add(dst, p * BLOCK_K * SWIZZLE_BYTES), tmap_v if kind else tmap_k,
+                                    (panel_x[p], row, zkv), bar)
 
     with kb.if_(leader):
         kb.mbarrier_arrive_expect_tx(bars, spec.q_bytes)
         for p in range(panels):
             kb.cp_async_bulk_tensor(3, kb.add(base, p * BLOCK_Q * SWIZZLE_BYTES), tmap_q, (panel_x[p], q0, zq), bars)
-        for s in range(STAGES):
-            with kb.if_(kb.setp("lt", kb.mov(s, "u32"), ntiles)):
-                issue(s, s)
+        for s_ in range(STAGES):
+            with kb.if_(kb.setp("lt", kb.mov(s_, "u32"), ntiles)):
+                issue(0, s_, s_)
+                issue(1, s_, s_)
+
+    def slot_of(tile: Value | int) -> tuple[Value | int, Value | int]:
+        """(ring slot, mbarrier phase parity) of key tile ``tile``."""
+        if isinstance(tile, int):
+            return tile % STAGES, (tile // STAGES) & 1
+        return kb.and_(tile, STAGES - 1), kb.and_(kb.shr(tile, STAGES.bit_length() - 1), 1)
+
+    def wait_tile(kind: int, tile: Value | int) -> Value | int:
+        slot, parity = slot_of(tile)
+        kb.mbarrier_wait_parity(full_bar(kind, slot), parity if not isinstance(parity, int) else kb.mov(parity, "u32"))
+        return slot
+
+    def release(kind: int, slot: Value | int, tile: Value | int) -> None:
+        """This warpgroup is done with a ring slot (its wgmma chain has completed): count it; the
+        warpgroup that releases the slot last refills it with tile + STAGES. No CTA barrier, so
+        the warpgroups drift freely."""
+        with kb.if_(kb.setp("eq", lane_wg, 0)):
+            kb.fence("acq_rel", "cta")
+            cnt = kb.add(counters, 4 * (kind * STAGES + slot)) if isinstance(slot, int) else \
+                kb.mad(slot, 4, kb.add(counters, 4 * kind * STAGES))
+            old = kb.atom("shared", "add", "u32", cnt, 1)
+            nxt = kb.add(tile, STAGES) if not isinstance(tile, int) else kb.mov(tile + STAGES, "u32")
+            go = kb.setp("lt", nxt, ntiles)
+            if CONSUMERS > 1:
+                go = kb.and_(go, kb.setp("eq", kb.and_(old, CONSUMERS - 1), CONSUMERS - 1))
+            with kb.if_(go):
+                issue(kind, slot, nxt)
 
     # Q descriptor of this warpgroup's 64 rows; k-step kk: panel kk // 4, 32 bytes per k16 inside it
     q_desc = kb.wgmma_descriptor(kb.mad(wg, 64 * SWIZZLE_BYTES, base), 16, ATOM_BYTES, "128B")
@@ -228,36 +272,39 @@ def generate(spec: AttentionWgmmaSpec) -> str:
     n_s = fragments.wgmma_accumulator_regs(BLOCK_K)
     s = [kb.mov(0.0, "f32") for _ in range(n_s)]
     acc = [kb.mov(0.0, "f32") for _ in range(fragments.wgmma_accumulator_regs(D))]
-    stage, phase = kb.mov(0, "u32"), kb.mov(0, "u32")
+    p_regs = [[kb.mov(0, "b32") for _ in plan[::2]] for plan in P_TO_A]
+    alpha = [kb.mov(0.0, "f32") for _ in range(2)]
 
-    kb.mbarrier_wait_parity(bars, 0)  # Q has landed
-    with kb.loop(0, ntiles, 1, type_="u32") as j:
-        kb.mbarrier_wait_parity(kb.mad(stage, 8, kb.add(bars, 8)), phase)
-        k_base = kb.mad(stage, spec.stage_bytes, kv_sh)
-        k_desc = kb.wgmma_descriptor(k_base, 16, ATOM_BYTES, "128B")
-        v_desc = kb.wgmma_descriptor(kb.add(k_base, spec.tile_bytes), BLOCK_K * SWIZZLE_BYTES, ATOM_BYTES, "128B")
-
-        # S = Q K^T (fresh accumulators: scale-d 0 on the first k-step)
-        kb.wgmma_fence()
+    def issue_s(slot: Value | int) -> None:
+        """S = Q K^T from ring slot ``slot`` (fresh accumulators: scale-d 0 on the first k-step)."""
+        k_desc = kb.wgmma_descriptor(ring_slot(k_ring, slot), 16, ATOM_BYTES, "128B")
         for kk in range(ksteps):
             kd = kb.add(k_desc, k_major_offset(kk, BLOCK_K)) if kk else k_desc
             kb.wgmma_mma_async(BLOCK_K, dt, s, q_descs[kk], kd, scale_d=0 if kk == 0 else 1)
         kb.wgmma_commit_group()
-        kb.wgmma_wait_group(0)
 
-        # scale into the log2 domain; mask only where this warp's tile crosses Sk or the diagonal
+    def issue_pv(slot: Value | int) -> None:
+        """O += P V from ring slot ``slot``: P from registers, V MN-major (transpose immediate)."""
+        v_desc = kb.wgmma_descriptor(ring_slot(v_ring, slot), BLOCK_K * SWIZZLE_BYTES, ATOM_BYTES, "128B")
+        for kc in range(BLOCK_K // 16):
+            vd = kb.add(v_desc, (kc * 16 * SWIZZLE_BYTES) >> 4) if kc else v_desc
+            kb.wgmma_mma_async_rs(D, dt, acc, p_regs[kc], vd, scale_d=1, trans_b=1)
+        kb.wgmma_commit_group()
+
+    def softmax(tile: Value | int) -> None:
+        """Scores of ``tile`` to probabilities in place (log2 domain, masked), the running max and
+        row sums updated; ``alpha`` gets the factor the output accumulator must be scaled by."""
         for i in range(n_s):
             kb.mul(s[i], scale_log2, out=s[i])
-        j0 = kb.mul(j, BLOCK_K)
+        j0 = kb.mul(tile, BLOCK_K) if not isinstance(tile, int) else kb.mov(tile * BLOCK_K, "u32")
         needs_mask = kb.setp("hi", kb.add(j0, BLOCK_K), sk)
         if spec.causal:
             needs_mask = kb.or_(needs_mask, kb.setp("hi", kb.add(j0, BLOCK_K - 1), warp_row0))
-        with kb.if_(needs_mask):
+        with kb.if_(needs_mask):  # only tiles that cross Sk or this warp's diagonal
             col0 = kb.add(j0, col_lane)
             for i in range(n_s):
                 ok = kb.setp("ls", kb.add(col0, COL_OFFSET[i]), limit[ROW_SLOT[i]])
                 kb.selp(s[i], _NEG_INF, ok, type_="f32", out=s[i])
-        # online softmax per row slot
         m_use = []
         for slot in (0, 1):
             mine = [s[i] for i in range(n_s) if ROW_SLOT[i] == slot]
@@ -269,35 +316,67 @@ def generate(spec: AttentionWgmmaSpec) -> str:
             m_new = kb.max(m[slot], mx)
             # a row whose keys so far are all masked keeps m = -inf; subtract 0 then (ex2(-inf) = 0)
             mu = kb.selp(0.0, m_new, kb.setp("eq", m_new, _NEG_INF), type_="f32")
-            alpha = kb.ex2(kb.sub(m[slot], mu))
-            kb.mul(lsum[slot], alpha, out=lsum[slot])
-            for i in range(len(acc)):
-                if OUT_SLOT[D][0][i] == slot:
-                    kb.mul(acc[i], alpha, out=acc[i])
+            kb.ex2(kb.sub(m[slot], mu), out=alpha[slot])
+            kb.mul(lsum[slot], alpha[slot], out=lsum[slot])
             kb.assign(m[slot], m_new)
             m_use.append(mu)
         for i in range(n_s):
             p = kb.ex2(kb.sub(s[i], m_use[ROW_SLOT[i]]), out=s[i])
             kb.add(lsum[ROW_SLOT[i]], p, out=lsum[ROW_SLOT[i]])
 
-        # O += P V: P rounded to the input type as the register A operand, V MN-major
-        a_regs = [[_pack_half2(kb, s[plan[2 * r]], s[plan[2 * r + 1]], dt) for r in range(len(plan) // 2)]
-                  for plan in P_TO_A]
-        kb.wgmma_fence()
-        for kc in range(BLOCK_K // 16):
-            vd = kb.add(v_desc, (kc * 16 * SWIZZLE_BYTES) >> 4) if kc else v_desc
-            kb.wgmma_mma_async_rs(D, dt, acc, a_regs[kc], vd, scale_d=1, trans_b=1)
-        kb.wgmma_commit_group()
-        kb.wgmma_wait_group(0)
+    def rescale_and_pack() -> None:
+        """O *= alpha per row; P rounded to the input type into the register-A operand."""
+        for i in range(len(acc)):
+            kb.mul(acc[i], alpha[OUT_SLOT[D][0][i]], out=acc[i])
+        for kc, plan in enumerate(P_TO_A):
+            for r in range(len(plan) // 2):
+                lo, hi = kb.cvt(s[plan[2 * r]], dt), kb.cvt(s[plan[2 * r + 1]], dt)
+                kb.assign(p_regs[kc][r], kb.bitcast(kb.pack(lo, hi), "b32"))
 
-        kb.bar_sync(0)  # both warpgroups are done with this stage: refill it STAGES tiles ahead
-        nxt = kb.add(j, STAGES)
-        with kb.if_(kb.and_(leader, kb.setp("lt", nxt, ntiles))):
-            issue(stage, nxt)
-        kb.add(stage, 1, out=stage)
-        wrapped = kb.setp("eq", stage, STAGES)
-        kb.selp(0, stage, wrapped, out=stage)
-        kb.xor(phase, kb.selp(1, 0, wrapped, type_="u32"), out=phase)
+    kb.mbarrier_wait_parity(bars, 0)  # Q has landed
+    if spec.overlap:
+        # tile 0 alone; then per tile j: S_j and P_{j-1} V_{j-1} in flight together, the softmax of
+        # S_j running while the tensor cores do P V; the last P V after the loop
+        slot0 = wait_tile(0, 0)
+        kb.wgmma_fence()
+        issue_s(slot0)
+        kb.wgmma_wait_group(0)
+        release(0, slot0, 0)
+        softmax(0)
+        rescale_and_pack()
+        with kb.loop(1, ntiles, 1, type_="u32") as j:
+            ks = wait_tile(0, j)
+            kb.wgmma_fence()
+            issue_s(ks)
+            prev = kb.sub(j, 1)
+            vs = wait_tile(1, prev)
+            kb.wgmma_fence()  # ptxas would inject it: the P registers were written before the S chain
+            issue_pv(vs)
+            kb.wgmma_wait_group(1)  # S_j is done (groups complete in order)
+            release(0, ks, j)
+            softmax(j)
+            kb.wgmma_wait_group(0)  # P_{j-1} V_{j-1} is done: O and the P registers are free
+            release(1, vs, prev)
+            rescale_and_pack()
+        last = kb.sub(ntiles, 1)
+        vs = wait_tile(1, last)
+        kb.wgmma_fence()
+        issue_pv(vs)
+        kb.wgmma_wait_group(0)
+    else:
+        with kb.loop(0, ntiles, 1, type_="u32") as j:
+            ks = wait_tile(0, j)
+            kb.wgmma_fence()
+            issue_s(ks)
+            kb.wgmma_wait_group(0)
+            release(0, ks, j)
+            softmax(j)
+            rescale_and_pack()
+            vs = wait_tile(1, j)
+            kb.wgmma_fence()
+            issue_pv(vs)
+            kb.wgmma_wait_group(0)
+            release(1, vs, j)
 
     # normalize and store: registers i, i+1 (i even) are adjacent columns of one row
     for slot in (0, 1):
@@ -333,9 +412,9 @@ _check_pairs()
 
 
 def configurations(arch: str) -> list[AttentionWgmmaSpec]:
-    """Every kernel of the family (sm_90a only): dtype x head_dim x causal x lse (16 kernels)."""
-    return [AttentionWgmmaSpec(arch=arch, dtype=t, head_dim=d, causal=c, lse=lse)
-            for t in DTYPES for d in HEAD_DIMS for c in (False, True) for lse in (False, True)]
+    """Every kernel of the family (sm_90a only): dtype x head_dim x causal x lse x overlap (32)."""
+    return [AttentionWgmmaSpec(arch=arch, dtype=t, head_dim=d, causal=c, lse=lse, overlap=ov)
+            for ov in (True, False) for t in DTYPES for d in HEAD_DIMS for c in (False, True) for lse in (False, True)]
 
 
 registry.register_family(FAMILY, AttentionWgmmaSpec, generate, configurations, archs=ARCHS)
