@@ -26,7 +26,7 @@ from .gemm_dispatch import DeviceInfo, GemmPlan, GemmProblem, choose_algo, devic
 from .gemm_naive import BLOCK as NAIVE_BLOCK
 from .gemm_naive import GemmNaiveSpec
 from .gemm_splitk import launch_reduce
-from .gemm_tiled import GemmTiledSpec
+from .gemm_tiled import MIXED_OUTPUTS, GemmTiledSpec
 from .gemv import gemv_colmajor
 
 OPS = ("N", "T", "C")
@@ -117,10 +117,13 @@ def gemm_colmajor(transa: str, transb: str, m: int, n: int, k: int, alpha, a_ptr
                   b_ptr: int, ldb: int, beta, c_ptr: int, ldc: int, *, dtype, compute=None,
                   batch: int = 1, stride_a: int = 0, stride_b: int = 0, stride_c: int = 0,
                   a_array_ptr: int = 0, b_array_ptr: int = 0, c_array_ptr: int = 0,
-                  alpha_ptr: int = 0, beta_ptr: int = 0, stream=None, algo: str | None = None) -> None:
+                  alpha_ptr: int = 0, beta_ptr: int = 0, stream=None, algo: str | None = None,
+                  c_dtype=None) -> None:
     """``C = alpha * op(A) @ op(B) + beta * C`` for column-major A (lda), B (ldb), C (ldc, m x n).
 
     ``dtype``: float32, float64, float16, bfloat16, complex64 or complex128 (A, B and C alike).
+    ``c_dtype``: None (C has ``dtype``) or "float32" over float16/bfloat16 data (cublasGemmEx's
+    CUDA_R_16F/16BF inputs with a CUDA_R_32F C; run by the SIMT tiled and split-K kernels).
     ``compute``: None (the accumulator type: f32 for float32/16/bf16 data, f64 for float64) or
     "tf32" (float32 data through TF32 tensor cores when available; the SIMT fallback computes
     in full f32). ``batch`` > 1: strided batch (``stride_*`` in elements) or, when
@@ -128,7 +131,8 @@ def gemm_colmajor(transa: str, transb: str, m: int, n: int, k: int, alpha, a_ptr
     pointers (``a_ptr``/``b_ptr``/``c_ptr`` are then ignored). ``alpha_ptr``/``beta_ptr``
     nonzero: the kernels read the scalars (of ``scalar_dtype(dtype)``) from device memory.
     ``algo``: force "naive", "tiled", "split_k", "gemv", "tensor_core", "wgmma", or pass a
-    ``GemmTiledSpec``/``GemmNaiveSpec`` to run that exact configuration. One launch covers the
+    ``GemmTiledSpec``/``GemmNaiveSpec`` to run that exact configuration, or a split-K
+    ``GemmPlan`` from ``gemm_dispatch.split_k_plan`` (benchmark sweeps). One launch covers the
     whole batch (two for split_k). Raises ValueError on bad arguments, before any launch.
     """
     # The hot path: a call whose signature (everything but pointer values, scalars and the
@@ -144,7 +148,7 @@ def gemm_colmajor(transa: str, transb: str, m: int, n: int, k: int, alpha, a_ptr
         try:
             key = (_backend._api, getattr(_context._local, "ctx", None), transa, transb, m, n, k, lda, ldb,
                    ldc, dtype, compute, batch, stride_a, stride_b, stride_c, algo, alpha_ptr != 0,
-                   beta_ptr != 0, a_ptr & 15, b_ptr & 15, c_ptr & 15)
+                   beta_ptr != 0, a_ptr & 15, b_ptr & 15, c_ptr & 15, c_dtype)
             plan = _plans.get(key)
         except TypeError:  # an unhashable dtype/algo: the full path says what is wrong
             key = plan = None
@@ -153,7 +157,7 @@ def gemm_colmajor(transa: str, transb: str, m: int, n: int, k: int, alpha, a_ptr
             return
     validated = _validated_plan(transa, transb, m, n, k, alpha, a_ptr, lda, b_ptr, ldb, beta, c_ptr, ldc, dtype,
                                 compute, batch, stride_a, stride_b, stride_c, a_array_ptr, b_array_ptr,
-                                c_array_ptr, alpha_ptr, beta_ptr, algo)
+                                c_array_ptr, alpha_ptr, beta_ptr, algo, c_dtype)
     if validated is None:  # nothing to compute
         return
     plan, (a, b, c, alpha_p, beta_p) = validated
@@ -166,7 +170,7 @@ def gemm_colmajor(transa: str, transb: str, m: int, n: int, k: int, alpha, a_ptr
 
 def _validated_plan(transa, transb, m, n, k, alpha, a_ptr, lda, b_ptr, ldb, beta, c_ptr, ldc, dtype, compute,
                     batch, stride_a, stride_b, stride_c, a_array_ptr, b_array_ptr, c_array_ptr, alpha_ptr,
-                    beta_ptr, algo) -> tuple[GemmCallPlan, tuple[int, ...]] | None:
+                    beta_ptr, algo, c_dtype=None) -> tuple[GemmCallPlan, tuple[int, ...]] | None:
     """Every check of ``gemm_colmajor`` (raising ValueError before any launch), then the plan
     that runs this call with the validated (a, b, c, alpha_ptr, beta_ptr) pointers (the pointer
     arrays for pointer-array batches); None when there is nothing to compute (m, n or batch is 0)."""
@@ -179,6 +183,8 @@ def _validated_plan(transa, transb, m, n, k, alpha, a_ptr, lda, b_ptr, ldb, beta
     if dt not in cg.ELEMENT_KINDS:
         raise ValueError(f"gemm: dtype={dt!r} is not supported; allowed: {cg.GEMM_DTYPES}")
     kind = cg.ELEMENT_KINDS[dt]
+    cdt = _c_dtype(c_dtype, dt)
+    ces = cg.ELEMENT_KINDS[cdt or dt].nbytes
     ta, tb = _op(transa, "transa", kind.complex), _op(transb, "transb", kind.complex)
     m, n, k = _int(m, "m", 0), _int(n, "n", 0), _int(k, "k", 0)
     batch = _int(batch, "batch", 0)
@@ -211,15 +217,17 @@ def _validated_plan(transa, transb, m, n, k, alpha, a_ptr, lda, b_ptr, ldb, beta
         p = ptrs[f"{name}_array_ptr" if pointer_array else f"{name}_ptr"]
         if p == 0:
             raise ValueError(f"gemm: {name}_{'array_' if pointer_array else ''}ptr is 0 (a null pointer)")
-        if not pointer_array and p % min(es, 16 if kind.complex else es):
-            raise ValueError(f"gemm: {name}_ptr=0x{p:x} is not aligned to the {es}-byte {dt} element")
+        nes = ces if name == "c" else es
+        if not pointer_array and p % nes:
+            raise ValueError(f"gemm: {name}_ptr=0x{p:x} is not aligned to the {nes}-byte "
+                             f"{cdt if name == 'c' and cdt else dt} element")
     if pointer_array and any(p % 8 for p in arrays):
         raise ValueError(f"gemm: pointer arrays must be 8-byte aligned; got {[hex(p) for p in arrays]}")
     if batch > 1 and not pointer_array and stride_c < ldc * (n - 1) + m:
         raise ValueError(f"gemm: stride_c={stride_c} makes batch entries of C overlap; it must be >= "
                          f"ldc * (n - 1) + m = {ldc * (n - 1) + m} (or use batch=1)")
     if not pointer_array and k > 0:
-        c_ext = (*_extent(ptrs["c_ptr"], m, n, ldc, es, batch, stride_c), ldc * es, m * es, n, batch)
+        c_ext = (*_extent(ptrs["c_ptr"], m, n, ldc, ces, batch, stride_c), ldc * ces, m * ces, n, batch)
         for name, rows, cols, ld, stride in (("a", rows_a, cols_a, lda, stride_a), ("b", rows_b, cols_b, ldb, stride_b)):
             ext = (*_extent(ptrs[f"{name}_ptr"], rows, cols, ld, es, batch, stride), ld * es, rows * es, cols, batch)
             if _overlaps(c_ext, ext):
@@ -233,12 +241,15 @@ def _validated_plan(transa, transb, m, n, k, alpha, a_ptr, lda, b_ptr, ldb, beta
     else:
         align_a = _align(ptrs["a_ptr"], lda * es, stride_a * es)
         align_b = _align(ptrs["b_ptr"], ldb * es, stride_b * es)
-        align_c = _align(ptrs["c_ptr"], ldc * es, stride_c * es)
+        align_c = _align(ptrs["c_ptr"], ldc * ces, stride_c * ces)
     problem = GemmProblem(m, n, k, dt, compute, ta, tb, lda, ldb, ldc, batch, pointer_array,
-                          bool(ptrs["alpha_ptr"] or ptrs["beta_ptr"]), align_a, align_b, align_c, info.arch)
+                          bool(ptrs["alpha_ptr"] or ptrs["beta_ptr"]), align_a, align_b, align_c, info.arch, cdt)
     if isinstance(algo, (GemmTiledSpec, GemmNaiveSpec)):
         plan = GemmPlan("tiled" if isinstance(algo, GemmTiledSpec) else "naive", algo)
         _check_forced_spec(algo, problem)
+    elif isinstance(algo, GemmPlan):
+        _check_forced_plan(algo, problem)
+        plan = algo
     else:
         plan = _cached_choice(problem, info, algo)
     call_plan = GemmCallPlan(plan, problem, info, stride_a, stride_b, stride_c)
@@ -278,6 +289,7 @@ class GemmCallPlan:
         p = problem
         kind = cg.ELEMENT_KINDS[p.dtype]
         es = kind.nbytes
+        ces = p.c_kind.nbytes
         self.gemm_plan, self.problem, self.info = plan, p, info
         self.strides = (stride_a, stride_b, stride_c)
         self.is_complex = kind.complex
@@ -286,7 +298,7 @@ class GemmCallPlan:
         rows_b, cols_b = (p.k, p.n) if p.transb == "N" else (p.n, p.k)
         self.a_span = _extent(0, rows_a, cols_a, p.lda, es, p.batch, stride_a)[1]
         self.b_span = _extent(0, rows_b, cols_b, p.ldb, es, p.batch, stride_b)[1]
-        self.c_span = _extent(0, p.m, p.n, p.ldc, es, p.batch, stride_c)[1]
+        self.c_span = _extent(0, p.m, p.n, p.ldc, ces, p.batch, stride_c)[1]
         self._launch = self._args = None
         if plan.algo in ("naive", "tiled") and p.batch <= MAX_GRID_Z and not p.pointer_array:
             _check_32bit_indexing(p)
@@ -364,16 +376,62 @@ def _cached_choice(problem: GemmProblem, info: DeviceInfo, algo: str | None) -> 
     return choose_algo(problem, info, algo)
 
 
-def _check_forced_spec(spec, p: GemmProblem) -> None:
+def _c_dtype(c_dtype: object, dt: str) -> str:
+    """"" when C has the data's dtype, else the validated name of C's dtype."""
+    if c_dtype is None:
+        return ""
+    try:
+        cdt = dtype_name(normalize_dtype(c_dtype))
+    except TypeError as exc:
+        raise ValueError(f"gemm: c_dtype={c_dtype!r} is not a dtype") from exc
+    if cdt == dt:
+        return ""
+    if (dt, cdt) not in MIXED_OUTPUTS:
+        raise ValueError(f"gemm: c_dtype={cdt} with {dt} data is not supported; allowed: C of the data's dtype, "
+                         f"or the pairs (data, C) {MIXED_OUTPUTS}")
+    return cdt
+
+
+def _check_forced_plan(plan: GemmPlan, p: GemmProblem) -> None:
+    """A forced GemmPlan must be a split-K plan built for this problem's dtypes and transposes."""
+    if plan.algo != "split_k" or plan.reduce is None or p.batch != 1 or p.pointer_array:
+        raise ValueError(f"gemm: a forced GemmPlan must be a split_k plan (from gemm_dispatch.split_k_plan) "
+                         f"for a batch-1 call; got algo {plan.algo!r}, batch {p.batch}")
+    _check_forced_spec(plan.spec, p, raw_ok=True)
+    red = plan.reduce
+    if red.dtype != p.dtype or (red.c_dtype or "") != p.c_dtype:
+        raise ValueError(f"gemm: forced reduction {red.key()} does not match dtype {p.dtype}, c_dtype {p.c_dtype!r}")
+    if red.vec > 1 and (p.m % red.vec or p.ldc % red.vec or p.align_c < red.vec * p.c_kind.nbytes):
+        raise ValueError(f"gemm: forced reduction vec={red.vec} needs m, ldc and C aligned to it; got m={p.m}, "
+                         f"ldc={p.ldc}, C alignment {p.align_c} bytes")
+    spec = plan.spec
+    if spec.vec_c > 1 and p.m % spec.vec_c:
+        raise ValueError(f"gemm: forced split-K partials with vec_c={spec.vec_c} need m % {spec.vec_c} == 0")
+
+
+def _check_forced_spec(spec, p: GemmProblem, raw_ok: bool = False) -> None:
     if spec.dtype != p.dtype or spec.pointer_array != p.pointer_array:
         raise ValueError(f"gemm: forced spec {spec.key()} does not match dtype {p.dtype}, "
                          f"pointer_array {p.pointer_array}")
+    if isinstance(spec, GemmNaiveSpec) and p.mixed:
+        raise ValueError(f"gemm: the naive kernel writes {p.dtype} C; c_dtype {p.c_dtype} needs a tiled spec")
     if isinstance(spec, GemmTiledSpec):
         if (spec.transa, spec.conj_a) != ("N" if p.transa == "N" else "T", p.transa == "C") or \
                 (spec.transb, spec.conj_b) != ("N" if p.transb == "N" else "T", p.transb == "C"):
             raise ValueError(f"gemm: forced spec {spec.key()} does not match transa={p.transa}, transb={p.transb}")
-        if spec.raw_out:
+        if spec.raw_out and not raw_ok:
             raise ValueError("gemm: a forced tiled spec must not be a split-K partial (raw_out)")
+        if not spec.raw_out and (spec.c_dtype or p.dtype) != (p.c_dtype or p.dtype):
+            raise ValueError(f"gemm: forced spec {spec.key()} writes C as {spec.c_dtype or spec.dtype}; this call's C is "
+                             f"{p.c_dtype or p.dtype}")
+        if not spec.raw_out and spec.vec_c > 1 and (p.m % spec.vec_c or p.align_c < spec.vec_c * p.c_kind.nbytes):
+            raise ValueError(f"gemm: forced spec vec_c={spec.vec_c} needs m and C aligned to {spec.vec_c} elements; "
+                             f"got m={p.m}, C alignment {p.align_c} bytes")
+        kind = cg.ELEMENT_KINDS[p.dtype]
+        for name, v, align in (("vec_a", spec.vec_a, p.align_a), ("vec_b", spec.vec_b, p.align_b)):
+            if v > 1 and align < v * kind.nbytes:
+                raise ValueError(f"gemm: forced spec {name}={v} needs {v * kind.nbytes}-byte aligned operands; "
+                                 f"got {align}")
 
 
 def run_plan(plan: GemmPlan, p: GemmProblem, info: DeviceInfo, alpha, beta, ptrs: dict, stride_a: int,
@@ -396,10 +454,10 @@ def run_plan(plan: GemmPlan, p: GemmProblem, info: DeviceInfo, alpha, beta, ptrs
         strides = (8, 8, 8)  # batch chunks advance the pointer arrays
     else:
         a, b, c = ptrs["a_ptr"], ptrs["b_ptr"], ptrs["c_ptr"]
-        strides = (stride_a * kind.nbytes, stride_b * kind.nbytes, stride_c * kind.nbytes)
+        strides = (stride_a * kind.nbytes, stride_b * kind.nbytes, stride_c * p.c_kind.nbytes)
     fn = cache.load(plan.spec)
     if plan.algo == "split_k":
-        _run_split_k(fn, plan, p, kind, a, b, c, scalars, stream)
+        _run_split_k(fn, plan, p, info, kind, a, b, c, scalars, stream)
         return
     for z0 in range(0, p.batch, MAX_GRID_Z):
         zb = min(MAX_GRID_Z, p.batch - z0)
@@ -422,13 +480,15 @@ ACC_DTYPES = {"float32": "float32", "float16": "float32", "bfloat16": "float32",
               "complex64": "complex64", "complex128": "complex128"}
 
 
-def _run_split_k(fn, plan: GemmPlan, p: GemmProblem, kind: cg.ElementKind, a: int, b: int, c: int,
-                 scalars: list, stream) -> None:
+def _run_split_k(fn, plan: GemmPlan, p: GemmProblem, info: DeviceInfo, kind: cg.ElementKind, a: int, b: int,
+                 c: int, scalars: list, stream) -> None:
     """K in ``plan.splits`` slices over grid.z into a workspace, then the reduction applies alpha/beta."""
     spec = plan.spec
     chunk = math.ceil(p.k / plan.splits)
     chunk = math.ceil(chunk / spec.bk) * spec.bk
     splits = math.ceil(p.k / chunk)
+    if splits > MAX_GRID_Z:
+        raise ValueError(f"gemm: split_k with {splits} splits exceeds the grid's {MAX_GRID_Z} in z")
     ws = workspace((ACC_DTYPES[p.dtype], splits * p.m * p.n), stream)
     a_sk = p.lda if p.transa == "N" else 1
     b_sk = 1 if p.transb == "N" else p.ldb
@@ -436,7 +496,7 @@ def _run_split_k(fn, plan: GemmPlan, p: GemmProblem, kind: cg.ElementKind, a: in
     grid = (math.ceil(p.m / spec.bm), math.ceil(p.n / spec.bn), splits)
     fn(grid, (spec.threads,), [p.m, p.n, p.k, chunk, a, p.lda, b, p.ldb, ws.ptr, p.m,
                                chunk * a_sk, chunk * b_sk, p.m * p.n, *zeros, *zeros], stream=stream)
-    launch_reduce(p.dtype, p.arch, p.m, p.n, splits, ws.ptr, c, p.ldc, scalars, stream)
+    launch_reduce(plan.reduce, p.m, p.n, splits, ws.ptr, c, p.ldc, scalars, info.sm_count, stream)
 
 
 def _run_gemv(p: GemmProblem, alpha, beta, ptrs: dict, stream) -> None:

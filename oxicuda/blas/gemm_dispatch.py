@@ -1,8 +1,12 @@
 """GEMM dispatch: a pure function from the problem and the device to the kernel that runs it.
 
-``choose_algo(problem, device) -> GemmPlan``. Nothing here touches the device; the thresholds
-live in ``THRESHOLDS`` (one owner: this table). They are PROVISIONAL: chosen from first
-principles (tiles per SM, K per split) and to be replaced by H200 measurements.
+``choose_algo(problem, device) -> GemmPlan``. Nothing here touches the device. Every number
+dispatch uses lives in two tables with one owner (this module): ``THRESHOLDS`` (when to take
+which branch) and ``TILES`` (which CTA tile each role gets, per dtype). Both are PROVISIONAL:
+derived from first principles (tiles per SM, K per split, register budgets) and to be replaced
+by the H200 measurements of ``benches/sweep_blas.py``, which times every candidate of
+``gemm_tiled.TILE_CONFIGS`` and split counts on issue 5's shapes and prints the table entries
+its timings support.
 
 Branches, in order:
 1. ``gemv``        m == 1 or n == 1 (one matrix-vector product, batch 1, strided operands);
@@ -11,6 +15,8 @@ Branches, in order:
 3. ``naive``       tiny problems (m*n*k <= naive_max_work): one thread per output;
 4. ``split_k``     output tiles cannot fill the SMs and K is long: K over grid.z, then a reduction;
 5. ``tiled``       everything else (shared-memory tiles, register blocking).
+A float32 C over float16/bfloat16 data (``c_dtype``) skips 1-3: only the SIMT tiled and split-K
+kernels write a C type other than the data's.
 """
 
 from __future__ import annotations
@@ -21,17 +27,45 @@ import math
 from dataclasses import dataclass
 
 from . import gemm_codegen as cg
-from .gemm_tiled import TILE_CONFIGS, GemmTiledSpec, TileConfig
+from .gemm_splitk import GemmSplitKReduceSpec, reduce_groups, reduce_spec  # noqa: F401  (reduce_groups re-exported)
+from .gemm_tiled import TILE_CONFIGS, GemmTiledSpec, TileConfig, spec_for
 
-#: PROVISIONAL thresholds (not yet measured on the H200).
+#: PROVISIONAL thresholds (not yet measured on the H200); see the module docstring.
 THRESHOLDS = {
     "naive_max_work": 32 * 32 * 32,    # m*n*k at or below this runs the naive kernel
     "split_k_min_k": 4096,             # split K only when k is at least this long
     "split_k_fill_fraction": 0.5,      # ... and the output tiles fill less than this share of SMs
     "split_k_min_chunk": 256,          # each split keeps at least this much K
     "split_k_max_splits": 256,
-    "split_k_waves": 2,                # aim for this many CTAs per SM after splitting
-    "big_tile_min_tiles_per_sm": 1.0,  # the big CTA tile when it makes at least this many per SM
+    "split_k_waves": 2,                # aim for this many 256-thread CTAs per SM after splitting
+    "big_tile_min_tiles_per_sm": 1.0,  # the large CTA tile when it makes at least this many per SM
+}
+
+
+def _cfg(dtype: str, bm: int, bn: int, bk: int, tm: int, tn: int, min_ctas: int = 0) -> TileConfig:
+    cfg = TileConfig(bm, bn, bk, tm, tn, min_ctas)
+    if cfg not in TILE_CONFIGS[dtype]:
+        raise AssertionError(f"dispatch table names {cfg} for {dtype}, which gemm_tiled does not register")
+    return cfg
+
+
+#: dtype -> role -> tile. "large": the tiles fill the SMs; "small": they do not; "split_k":
+#: candidates for split-K partials, the one padding M x N least wins (ties: the first).
+#: PROVISIONAL like THRESHOLDS.
+TILES: dict[str, dict[str, object]] = {
+    "float32": {"large": _cfg("float32", 128, 128, 8, 8, 8), "small": _cfg("float32", 64, 64, 8, 4, 4),
+                "split_k": (_cfg("float32", 128, 128, 8, 8, 8), _cfg("float32", 64, 128, 8, 8, 8, 4),
+                            _cfg("float32", 128, 64, 8, 8, 8, 4))},
+    "float16": {"large": _cfg("float16", 128, 128, 8, 8, 8), "small": _cfg("float16", 64, 64, 8, 4, 4),
+                "split_k": (_cfg("float16", 64, 64, 8, 4, 4),)},
+    "bfloat16": {"large": _cfg("bfloat16", 128, 128, 8, 8, 8), "small": _cfg("bfloat16", 64, 64, 8, 4, 4),
+                 "split_k": (_cfg("bfloat16", 64, 64, 8, 4, 4),)},
+    "float64": {"large": _cfg("float64", 128, 64, 8, 8, 4, 2), "small": _cfg("float64", 64, 64, 8, 4, 4),
+                "split_k": (_cfg("float64", 128, 64, 8, 8, 4, 2), _cfg("float64", 64, 64, 8, 4, 4))},
+    "complex64": {"large": _cfg("complex64", 64, 64, 8, 4, 4), "small": _cfg("complex64", 32, 32, 8, 2, 2),
+                  "split_k": (_cfg("complex64", 32, 32, 8, 2, 2),)},
+    "complex128": {"large": _cfg("complex128", 32, 32, 8, 2, 2), "small": _cfg("complex128", 32, 32, 8, 2, 2),
+                   "split_k": (_cfg("complex128", 32, 32, 8, 2, 2),)},
 }
 
 #: splits used when algo="split_k" is forced on a problem the thresholds would not split
@@ -76,20 +110,31 @@ class GemmProblem:
     align_b: int = 16
     align_c: int = 16
     arch: str = "sm_86"
+    c_dtype: str = ""
 
     @property
     def alignment(self) -> int:
         return min(self.align_a, self.align_b, self.align_c)
 
+    @property
+    def mixed(self) -> bool:
+        """True when C's type differs from A's and B's (float32 C over float16/bfloat16 data)."""
+        return bool(self.c_dtype) and self.c_dtype != self.dtype
+
+    @property
+    def c_kind(self) -> cg.ElementKind:
+        return cg.kind_of(self.c_dtype or self.dtype)
+
 
 @dataclass(frozen=True)
 class GemmPlan:
     """What runs: ``algo`` (naive, tiled, split_k, gemv, or a tensor-core ALGO), the kernel
-    ``spec`` for SIMT algos, and ``splits`` (K splits for split_k)."""
+    ``spec`` for SIMT algos, ``splits`` (K splits for split_k) and the split-K ``reduce`` spec."""
 
     algo: str
     spec: object = None
     splits: int = 1
+    reduce: GemmSplitKReduceSpec | None = None
 
 
 ALGOS = ("naive", "tiled", "split_k", "gemv", "tensor_core", "wgmma")
@@ -145,7 +190,7 @@ def tensor_core_problem(module, problem: GemmProblem):
 def tensor_core_choice(problem: GemmProblem, algo: str | None = None):
     """(module, its problem object) of the first tensor-core module that supports ``problem``
     (restricted to ``algo`` when given), or None."""
-    if problem.pointer_array:
+    if problem.pointer_array or problem.mixed:
         return None
     for module in tensor_core_modules():
         name = getattr(module, "ALGO", None)
@@ -181,14 +226,37 @@ def _vector_width(problem: GemmProblem, operand: str, cfg: TileConfig, k_extent:
     return width
 
 
+def _tiles(problem: GemmProblem, cfg: TileConfig) -> int:
+    return math.ceil(problem.m / cfg.bm) * math.ceil(problem.n / cfg.bn)
+
+
 def tile_config(problem: GemmProblem, device: DeviceInfo, *, big: bool | None = None) -> TileConfig:
-    """The CTA tile for ``problem``: the big one when its tiles give every SM work."""
-    configs = TILE_CONFIGS[problem.dtype]
+    """The CTA tile for the tiled path: TILES' "large" one when its tiles give every SM work."""
+    roles = TILES[problem.dtype]
     if big is None:
-        large = configs[0]
-        tiles = math.ceil(problem.m / large.bm) * math.ceil(problem.n / large.bn) * problem.batch
+        tiles = _tiles(problem, roles["large"]) * problem.batch
         big = tiles >= THRESHOLDS["big_tile_min_tiles_per_sm"] * device.sm_count
-    return configs[0] if big else configs[-1]
+    return roles["large"] if big else roles["small"]
+
+
+def split_k_tile(problem: GemmProblem) -> TileConfig:
+    """The split-K partials' tile: the candidate padding M x N least (ties: the first listed)."""
+    cands = TILES[problem.dtype]["split_k"]
+    return min(cands, key=lambda c: _tiles(problem, c) * c.bm * c.bn)
+
+
+def _vec_c(problem: GemmProblem, cfg: TileConfig, raw_out: bool) -> int:
+    """Elements per C access: W (16 bytes of accumulator) when M keeps whole aligned chunks."""
+    kind = cg.kind_of(problem.dtype)
+    if kind.complex:
+        return 1
+    w = max(1, 16 // kind.acc_nbytes)
+    if raw_out:  # the split-K workspace: leading dimension m, 16-byte aligned slabs when m % w == 0
+        return w if problem.m % w == 0 else 1
+    ck = problem.c_kind
+    if ck.nbytes < 4 or problem.m % w or problem.align_c < w * ck.nbytes:
+        return 1
+    return w
 
 
 def tiled_spec(problem: GemmProblem, device: DeviceInfo, *, k_extent: int | None = None,
@@ -197,26 +265,28 @@ def tiled_spec(problem: GemmProblem, device: DeviceInfo, *, k_extent: int | None
     cfg = cfg or tile_config(problem, device)
     k_ext = problem.k if k_extent is None else k_extent
     arch = device.arch.rstrip("a")
-    return GemmTiledSpec(
-        arch=arch, dtype=problem.dtype,
+    return spec_for(
+        cfg, arch=arch, dtype=problem.dtype,
         transa="N" if problem.transa == "N" else "T", transb="N" if problem.transb == "N" else "T",
         conj_a=problem.transa == "C", conj_b=problem.transb == "C",
-        bm=cfg.bm, bn=cfg.bn, bk=cfg.bk, tm=cfg.tm, tn=cfg.tn,
         vec_a=_vector_width(problem, "a", cfg, k_ext), vec_b=_vector_width(problem, "b", cfg, k_ext),
-        pointer_array=problem.pointer_array, raw_out=raw_out,
+        pointer_array=problem.pointer_array, raw_out=raw_out, vec_c=_vec_c(problem, cfg, raw_out),
+        c_dtype="" if raw_out or not problem.mixed else problem.c_dtype,
     )
 
 
 def split_k_count(problem: GemmProblem, device: DeviceInfo) -> int:
-    """How many K splits split_k uses (1 means: do not split)."""
+    """How many K splits split_k uses (1 means: do not split): enough that tiles x splits make
+    ``split_k_waves`` 256-thread CTAs per SM, each split keeping ``split_k_min_chunk`` of K."""
     t = THRESHOLDS
     if problem.batch != 1 or problem.pointer_array or problem.k < t["split_k_min_k"]:
         return 1
-    cfg = tile_config(problem, device, big=False)
-    tiles = math.ceil(problem.m / cfg.bm) * math.ceil(problem.n / cfg.bn)
+    cfg = split_k_tile(problem)
+    tiles = _tiles(problem, cfg)
     if tiles >= t["split_k_fill_fraction"] * device.sm_count:
         return 1
-    want = math.ceil(t["split_k_waves"] * device.sm_count / tiles)
+    per_sm = t["split_k_waves"] * max(1, 256 // cfg.threads)
+    want = math.ceil(per_sm * device.sm_count / tiles)
     return max(1, min(want, problem.k // t["split_k_min_chunk"], t["split_k_max_splits"]))
 
 
@@ -226,12 +296,16 @@ def split_k_chunk(problem: GemmProblem, splits: int, bk: int) -> int:
     return math.ceil(chunk / bk) * bk
 
 
-def split_k_plan(problem: GemmProblem, device: DeviceInfo, splits: int) -> GemmPlan:
-    cfg = tile_config(problem, device, big=False)
+def split_k_plan(problem: GemmProblem, device: DeviceInfo, splits: int, cfg: TileConfig | None = None) -> GemmPlan:
+    """The split-K plan with ``splits`` (rounded so that no split is empty) and tile ``cfg``
+    (default: ``split_k_tile``)."""
+    cfg = cfg or split_k_tile(problem)
     chunk = split_k_chunk(problem, splits, cfg.bk)
     splits = math.ceil(problem.k / chunk)
     spec = tiled_spec(problem, device, k_extent=chunk, raw_out=True, cfg=cfg)
-    return GemmPlan("split_k", spec, splits)
+    red = reduce_spec(problem.dtype, problem.c_dtype if problem.mixed else "", device.arch, problem.m,
+                      problem.ldc, problem.align_c, splits, device.sm_count)
+    return GemmPlan("split_k", spec, splits, red)
 
 
 def choose_algo(problem: GemmProblem, device: DeviceInfo, algo: str | None = None) -> GemmPlan:
@@ -240,7 +314,10 @@ def choose_algo(problem: GemmProblem, device: DeviceInfo, algo: str | None = Non
     if algo is not None and algo not in ALGOS:
         raise ValueError(f"gemm: algo={algo!r}; allowed: {ALGOS} or None")
     p = problem
-    is_vector = (p.m == 1 or p.n == 1) and p.batch == 1 and not p.pointer_array
+    if p.mixed and algo in ("naive", "gemv", "tensor_core", "wgmma"):
+        raise ValueError(f"gemm: algo={algo!r} cannot write {p.c_dtype} C over {p.dtype} data; the tiled and "
+                         "split_k kernels can (or pass algo=None)")
+    is_vector = (p.m == 1 or p.n == 1) and p.batch == 1 and not p.pointer_array and not p.mixed
     if algo == "gemv" or (algo is None and is_vector):
         if not is_vector:
             raise ValueError(f"gemm: algo='gemv' needs m == 1 or n == 1 and batch 1 without pointer arrays; "
@@ -255,7 +332,7 @@ def choose_algo(problem: GemmProblem, device: DeviceInfo, algo: str | None = Non
             raise ValueError(f"gemm: algo={algo!r} cannot run this problem (dtype {p.dtype}, compute {p.compute}, "
                              f"transa {p.transa}, transb {p.transb}, alignment {p.alignment}, arch {p.arch}); "
                              f"tensor-core modules available: {have or 'none'}")
-    if algo == "naive" or (algo is None and p.m * p.n * p.k <= THRESHOLDS["naive_max_work"]):
+    if algo == "naive" or (algo is None and not p.mixed and p.m * p.n * p.k <= THRESHOLDS["naive_max_work"]):
         from .gemm_naive import GemmNaiveSpec
 
         return GemmPlan("naive", GemmNaiveSpec(arch=device.arch.rstrip("a"), dtype=p.dtype,

@@ -11,7 +11,13 @@ on load and masked on store. One barrier per K step: tile t+1 is fetched into re
 tile t is multiplied, then stored to the other buffer.
 
 A thread's rows are ``W``-element chunks spread ``bm / (tm / W)`` apart (W = 16 bytes of
-accumulator elements), which keeps a warp's shared reads on distinct banks.
+accumulator elements), which keeps a warp's shared reads on distinct banks. The same chunks make
+the C epilogue one vector load/store per chunk when ``vec_c == W`` (the dispatcher sets it only
+when M, the leading dimension of C and its pointer keep whole aligned chunks).
+
+``c_dtype`` names C's type when it differs from A/B's: float16/bfloat16 data with float32 C
+(cublasGemmEx with CUBLAS_COMPUTE_32F and Ctype CUDA_R_32F). ``min_ctas`` asks ptxas to fit that
+many CTAs per SM (``.minnctapersm``), bounding registers.
 """
 
 from __future__ import annotations
@@ -28,28 +34,42 @@ from . import gemm_codegen as cg
 
 @dataclass(frozen=True)
 class TileConfig:
-    """A CTA tile: ``bm x bn`` outputs, ``bk`` of K per step, ``tm x tn`` per thread."""
+    """A CTA tile: ``bm x bn`` outputs, ``bk`` of K per step, ``tm x tn`` per thread, and the
+    CTAs per SM ptxas must fit (0: no bound)."""
 
     bm: int
     bn: int
     bk: int
     tm: int
     tn: int
+    min_ctas: int = 0
 
     @property
     def threads(self) -> int:
         return (self.bm // self.tm) * (self.bn // self.tn)
 
+    @property
+    def name(self) -> str:
+        return f"{self.bm}x{self.bn}x{self.bk}_{self.tm}x{self.tn}" + (f"_c{self.min_ctas}" if self.min_ctas else "")
 
-#: dtype -> tile configurations, biggest first (dispatch: the first when the tiles fill the SMs,
-#: the last otherwise). PROVISIONAL until tuned on the H200.
+
+_T128 = TileConfig(128, 128, 8, 8, 8)             # ~120-125 registers: 2 CTAs/SM unbounded
+_T128_K16_2CTA = TileConfig(128, 128, 16, 8, 8, 2)  # ~145 registers unbounded; bounded to 128
+_T64x128 = TileConfig(64, 128, 8, 8, 8, 4)
+_T128x64 = TileConfig(128, 64, 8, 8, 8, 4)
+_T64 = TileConfig(64, 64, 8, 4, 4)
+_T32 = TileConfig(32, 32, 8, 2, 2)
+
+#: dtype -> every tile configuration the family registers (ptxas-validated, emulator-tested);
+#: which one a problem gets is gemm_dispatch's table. The float32 candidates are what
+#: benches/sweep_blas.py times on the H200.
 TILE_CONFIGS: dict[str, tuple[TileConfig, ...]] = {
-    "float32": (TileConfig(128, 128, 8, 8, 8), TileConfig(64, 64, 8, 4, 4)),
-    "float16": (TileConfig(128, 128, 8, 8, 8), TileConfig(64, 64, 8, 4, 4)),
-    "bfloat16": (TileConfig(128, 128, 8, 8, 8), TileConfig(64, 64, 8, 4, 4)),
-    "float64": (TileConfig(64, 64, 8, 4, 4), TileConfig(32, 32, 8, 2, 2)),
-    "complex64": (TileConfig(64, 64, 8, 4, 4), TileConfig(32, 32, 8, 2, 2)),
-    "complex128": (TileConfig(32, 32, 8, 2, 2),),
+    "float32": (_T128, _T128_K16_2CTA, _T64x128, _T128x64, _T64),
+    "float16": (_T128, _T64),
+    "bfloat16": (_T128, _T64),
+    "float64": (TileConfig(128, 64, 8, 8, 4, 2), TileConfig(128, 128, 8, 8, 8), _T64, _T32),
+    "complex64": (_T64, _T32),
+    "complex128": (_T32,),
 }
 
 
@@ -74,11 +94,25 @@ class GemmTiledSpec(KernelSpec):
     vec_b: int = 1
     pointer_array: bool = False
     raw_out: bool = False
+    vec_c: int = 1
+    c_dtype: str = ""
+    min_ctas: int = 0
 
     def __post_init__(self) -> None:
         super().__post_init__()
         kind = cg.kind_of(self.dtype)
         name = type(self).__name__
+        if self.c_dtype and self.c_dtype != self.dtype:
+            if (self.dtype, self.c_dtype) not in MIXED_OUTPUTS:
+                raise ValueError(f"{name}: c_dtype={self.c_dtype!r} with dtype {self.dtype!r}; allowed mixed pairs "
+                                 f"{MIXED_OUTPUTS}")
+            if self.raw_out:
+                raise ValueError(f"{name}: raw_out writes accumulators; c_dtype must stay empty")
+        if self.vec_c not in (1, self.smem_vector) or (self.vec_c > 1 and (kind.complex or self.c_kind.nbytes < 4)):
+            raise ValueError(f"{name}: vec_c={self.vec_c} for {self.dtype} (C {self.c_kind.dtype}); allowed 1 or "
+                             f"{self.smem_vector} for real C of 4 or 8 bytes")
+        if self.min_ctas < 0:
+            raise ValueError(f"{name}: min_ctas={self.min_ctas}; must be >= 0")
         if self.transa not in ("N", "T") or self.transb not in ("N", "T"):
             raise ValueError(f"{name}: transa={self.transa!r}, transb={self.transb!r}; allowed 'N', 'T'")
         if (self.conj_a or self.conj_b) and not kind.complex:
@@ -98,6 +132,14 @@ class GemmTiledSpec(KernelSpec):
         return (self.bm // self.tm) * (self.bn // self.tn)
 
     @property
+    def c_kind(self) -> cg.ElementKind:
+        """How C lives in memory (the accumulator kind for split-K partials)."""
+        kind = cg.kind_of(self.dtype)
+        if self.raw_out:
+            return cg.ElementKind(kind.dtype, kind.acc, kind.comps, kind.acc)
+        return cg.kind_of(self.c_dtype) if self.c_dtype else kind
+
+    @property
     def smem_vector(self) -> int:
         """Accumulator elements per 16-byte shared read."""
         return max(1, 16 // cg.kind_of(self.dtype).acc_nbytes)
@@ -105,6 +147,10 @@ class GemmTiledSpec(KernelSpec):
     @property
     def shared_bytes(self) -> int:
         return 2 * self.bk * (self.bm + self.bn) * cg.kind_of(self.dtype).acc_nbytes
+
+
+#: (A/B dtype, C dtype) pairs whose C type differs from the data (cublasGemmEx with COMPUTE_32F).
+MIXED_OUTPUTS = (("float16", "float32"), ("bfloat16", "float32"))
 
 
 class _TileLoader:
@@ -203,6 +249,8 @@ def generate(spec: GemmTiledSpec) -> str:
     alpha, _ = cg.scalar_params(kb, kind, "alpha")
     beta, beta_zero = cg.scalar_params(kb, kind, "beta")
     kb.reqntid(nt)
+    if spec.min_ctas:
+        kb.minnctapersm(spec.min_ctas)
     smem = kb.shared("tiles", kind.acc, 2 * bk * (bm + bn) * kind.comps, align=16)
     stage = bk * (bm + bn) * sz
 
@@ -212,7 +260,7 @@ def generate(spec: GemmTiledSpec) -> str:
     j0 = kb.mul(kb.ctaid("y"), bn)
     a = cg.batch_operand(kb, a0, sa, z, es, spec.pointer_array)
     b = cg.batch_operand(kb, b0, sb, z, es, spec.pointer_array)
-    c = cg.batch_operand(kb, c0, sc, z, sz if spec.raw_out else es, spec.pointer_array)
+    c = cg.batch_operand(kb, c0, sc, z, spec.c_kind.nbytes, spec.pointer_array)
     kz = kb.min(kb.sub(k, kb.mul(z, k_split)), k_split) if spec.raw_out else k
 
     load_a = _TileLoader(kb, spec, kind, a, lda, m, tid, i0, bm, spec.transa == "T", spec.vec_a,
@@ -255,20 +303,51 @@ def generate(spec: GemmTiledSpec) -> str:
         load_b.store(nxt)
         kb.bar_sync()
 
-    out_es = sz if spec.raw_out else es
+    _write_c(kb, spec, kind, c, ldc, m, n, i0, j0, tx, ty, acc, alpha, beta, beta_zero)
+    return kb.ptx()
+
+
+def _write_c(kb: KernelBuilder, spec: GemmTiledSpec, kind: cg.ElementKind, c: Value, ldc: Value, m: Value,
+             n: Value, i0: Value, j0: Value, tx: Value, ty: Value, acc: list, alpha: cg.Element,
+             beta: cg.Element, beta_zero: Value) -> None:
+    """C[rows, cols] = alpha * acc + beta * C (raw accumulators for split-K partials), masked to
+    m x n; with ``vec_c`` one vector access per W-row chunk (M a multiple of W: a chunk is all in
+    or all out)."""
+    W, tm, tn, bm, bn = spec.smem_vector, spec.tm, spec.tn, spec.bm, spec.bn
+    ck = spec.c_kind
+    out_es = ck.nbytes
     rows = [kb.add(i0, (r // W) * (bm // tm) * W + r % W) for r in range(tm)]
     rows = [kb.add(rr, kb.mul(ty, W)) for rr in rows]
-    row_ok = [kb.setp("lt", rr, m) for rr in rows]
+    step = W if spec.vec_c > 1 else 1
+    row_ok = {r: kb.setp("lt", rows[r], m) for r in range(0, tm, step)}
     for q in range(tn):
         col = kb.add(kb.add(j0, (q // W) * (bn // tn) * W + q % W), kb.mul(tx, W))
         col_ok = kb.setp("lt", col, n)
         col_ptr = kb.addr(c, kb.mul(kb.cvt(col, "u64"), ldc), out_es)
         with kb.if_(col_ok):
-            for r in range(tm):
+            for r in range(0, tm, step):
                 with kb.if_(row_ok[r]):
-                    cg.epilogue(kb, kind, kb.addr(col_ptr, rows[r], out_es), acc[r][q], alpha, beta,
-                                beta_zero, raw=spec.raw_out)
-    return kb.ptx()
+                    addr = kb.addr(col_ptr, rows[r], out_es)
+                    if step == 1:
+                        cg.epilogue(kb, ck, addr, acc[r][q], alpha, beta, beta_zero, raw=spec.raw_out)
+                    else:
+                        _vector_epilogue(kb, ck, addr, [acc[r + e][q][0] for e in range(W)], alpha[0], beta[0],
+                                         beta_zero, spec.raw_out)
+
+
+def _vector_epilogue(kb: KernelBuilder, ck: cg.ElementKind, addr: Value, vals: list[Value], alpha: Value,
+                     beta: Value, beta_zero: Value, raw: bool) -> None:
+    """One vector of consecutive real C elements: ``alpha * vals + beta * C`` (C read only when
+    beta != 0), or ``vals`` as they are for raw partials."""
+    if raw:
+        kb.st("global", addr, list(vals))
+        return
+    out = [kb.mul(alpha, v) for v in vals]
+    with kb.if_(beta_zero, negate=True):
+        old = kb.ld("global", ck.storage, addr, vec=len(vals))
+        for o, c_old in zip(out, old):
+            kb.fma(beta, c_old, o, out=o)
+    kb.st("global", addr, out)
 
 
 def _frag(kb: KernelBuilder, kind: cg.ElementKind, base: Value, offset: int, count: int, W: int,
@@ -285,21 +364,34 @@ def _frag(kb: KernelBuilder, kind: cg.ElementKind, base: Value, offset: int, cou
     return out
 
 
+def spec_for(cfg: TileConfig, **fields) -> GemmTiledSpec:
+    """The GemmTiledSpec of tile ``cfg`` with the other ``fields`` (arch, dtype, transposes, ...)."""
+    return GemmTiledSpec(bm=cfg.bm, bn=cfg.bn, bk=cfg.bk, tm=cfg.tm, tn=cfg.tn, min_ctas=cfg.min_ctas, **fields)
+
+
 def configurations(arch: str) -> Iterable[GemmTiledSpec]:
     """The tiled configurations for ``arch``: every tile of TILE_CONFIGS for every dtype, both
-    storage orders of A and B (and conjugations for complex), scalar and vector loads."""
+    storage orders of A and B (and conjugations for complex), scalar and vector loads (vector
+    loads come with vector C access), split-K partials (raw_out) for the real accumulating
+    dtypes, and the mixed-output variants (float16/bfloat16 data, float32 C)."""
     for dtype, cfgs in TILE_CONFIGS.items():
         kind = cg.kind_of(dtype)
         trans = ["N", "T", "C"] if kind.complex else ["N", "T"]
         vecs = [1] if kind.complex else [1, min(4, 16 // kind.nbytes)]
+        outs = [("", False)]
+        if dtype in ("float32", "float64"):
+            outs.append(("", True))
+        outs += [(c, False) for d, c in MIXED_OUTPUTS if d == dtype]
         for cfg in cfgs:
             for ta in trans:
                 for tb in trans:
                     for v in vecs:
-                        yield GemmTiledSpec(
-                            arch=arch, dtype=dtype, transa="N" if ta == "N" else "T",
-                            transb="N" if tb == "N" else "T", conj_a=ta == "C", conj_b=tb == "C",
-                            bm=cfg.bm, bn=cfg.bn, bk=cfg.bk, tm=cfg.tm, tn=cfg.tn, vec_a=v, vec_b=v)
+                        for c_dtype, raw in outs:
+                            probe = spec_for(cfg, arch=arch, dtype=dtype, c_dtype=c_dtype, raw_out=raw)
+                            vec_c = probe.smem_vector if v > 1 and probe.c_kind.nbytes >= 4 else 1
+                            yield spec_for(cfg, arch=arch, dtype=dtype, transa="N" if ta == "N" else "T",
+                                           transb="N" if tb == "N" else "T", conj_a=ta == "C", conj_b=tb == "C",
+                                           vec_a=v, vec_b=v, vec_c=vec_c, c_dtype=c_dtype, raw_out=raw)
 
 
 register_family("gemm_tiled", GemmTiledSpec, generate, configurations)

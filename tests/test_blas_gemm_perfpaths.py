@@ -1,0 +1,205 @@
+"""The GEMM performance paths on the live backend against float64 numpy: every registered tile of
+the float32/float64 tiled kernel (vector loads and vector C included), split-K with the tiles and
+reductions dispatch picks for skinny problems (grouped, vectorized, beta = 0 over NaN), float32 C
+over float16/bfloat16 data, and dispatch's choices for issue 5's shapes on an H200."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_blas_gemm import check, from_device, host_random, op, run_case, to_device
+
+import oxicuda
+from oxicuda.blas import gemm_core
+from oxicuda.blas import gemm_dispatch as gd
+from oxicuda.blas.gemm_core import gemm_colmajor
+from oxicuda.blas.gemm_splitk import GemmSplitKReduceSpec
+from oxicuda.blas.gemm_tiled import TILE_CONFIGS, spec_for
+
+H200 = gd.DeviceInfo(arch="sm_90", sm_count=132, max_threads_per_sm=2048)
+REAL_TRANS = [("N", "N"), ("T", "N"), ("N", "T"), ("T", "T")]
+
+
+def _arch() -> str:
+    return oxicuda.Device(0).arch.rstrip("a")
+
+
+def _problem(m, n, k, dtype="float32", **kw):
+    return gd.GemmProblem(m, n, k, dtype, lda=kw.pop("lda", m), ldb=kw.pop("ldb", k), ldc=kw.pop("ldc", m),
+                          arch="sm_90", **kw)
+
+
+# -- every tile the tiled family registers ---------------------------------------------------
+
+TILE_CASES = [(dt, cfg, REAL_TRANS[i % 4], 0.5 * (i % 2)) for dt in ("float32", "float64")
+              for i, cfg in enumerate(TILE_CONFIGS[dt])]
+
+
+@pytest.mark.parametrize("dtype,cfg,trans,beta", TILE_CASES, ids=lambda x: getattr(x, "name", str(x)))
+def test_every_tile_with_vector_loads_and_vector_c_matches_reference(rng, dtype, cfg, trans, beta):
+    ta, tb = trans
+    v = 4 if dtype == "float32" else 2
+    # M, K multiples of the vector width, aligned pointers and ld (pad 4): 16-byte loads and C stores;
+    # N = 12 leaves a partial column tile; beta = 0 runs over NaN
+    spec = spec_for(cfg, arch=_arch(), dtype=dtype, transa=ta, transb=tb, vec_a=v, vec_b=v, vec_c=v)
+    got, ref, t = run_case(rng, dtype, ta, tb, 20, 12, 24, algo=spec, beta=beta, pad=4, offset=(0, 0))
+    assert [x.spec for x in t.launches] == [spec]
+    check(got, ref, dtype, 24)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("ta,tb", REAL_TRANS)
+def test_large_tiles_scalar_paths_odd_shapes_all_transposes(rng, dtype, ta, tb):
+    # interior pointers and lda > m: scalar loads, scalar C, partial tiles in M, N and K
+    cfg = gd.TILES[dtype]["large"]
+    spec = spec_for(cfg, arch=_arch(), dtype=dtype, transa=ta, transb=tb)
+    got, ref, _ = run_case(rng, dtype, ta, tb, 17, 33, 19, algo=spec, beta=0.0)
+    check(got, ref, dtype, 19)
+    got, ref, _ = run_case(rng, dtype, ta, tb, 1, 127, 5, algo=spec, beta=0.5)
+    check(got, ref, dtype, 5)
+
+
+def test_forced_specs_that_do_not_fit_the_call_are_refused(rng):
+    bad_vec_c = spec_for(gd.TILES["float32"]["large"], arch=_arch(), dtype="float32", vec_c=4)
+    with pytest.raises(ValueError, match="vec_c"):
+        run_case(rng, "float32", "N", "N", 18, 8, 8, algo=bad_vec_c, pad=4, offset=(0, 0))
+    partial = spec_for(gd.TILES["float32"]["large"], arch=_arch(), dtype="float32", raw_out=True)
+    with pytest.raises(ValueError, match="raw_out"):
+        run_case(rng, "float32", "N", "N", 8, 8, 8, algo=partial)
+
+
+# -- split-K -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape,tile", [
+    ((128, 128, 131072), (128, 128)),
+    ((512, 512, 65536), (128, 128)),
+    ((64, 4096, 16384), (64, 128)),
+])
+def test_dispatch_splits_skinny_problems_to_fill_the_h200(shape, tile):
+    p = _problem(*shape)
+    plan = gd.choose_algo(p, H200)
+    assert plan.algo == "split_k" and plan.spec.raw_out
+    assert (plan.spec.bm, plan.spec.bn) == tile
+    tiles = -(-shape[0] // tile[0]) * -(-shape[1] // tile[1])
+    ctas_per_sm = tiles * plan.splits * plan.spec.threads / 256 / H200.sm_count
+    assert ctas_per_sm >= 1.5, (plan.splits, ctas_per_sm)
+    chunk = gd.split_k_chunk(p, plan.splits, plan.spec.bk)
+    assert chunk >= gd.THRESHOLDS["split_k_min_chunk"] and plan.splits * chunk >= shape[2] > (plan.splits - 1) * chunk
+    assert (plan.spec.vec_a, plan.spec.vec_b, plan.spec.vec_c) == (4, 4, 4)
+    assert plan.reduce.vec == 4 and plan.reduce.groups == gd.reduce_groups(plan.splits)
+    if shape[0] == 128:
+        assert plan.reduce.groups >= 8  # 16384 outputs, > 200 slabs: many threads per output
+
+
+def test_dispatch_does_not_split_when_tiles_fill_the_sms():
+    assert gd.choose_algo(_problem(4096, 4096, 65536), H200).algo == "tiled"
+    assert gd.choose_algo(_problem(128, 128, 2048), H200).algo == "tiled"  # K too short to split
+
+
+@pytest.fixture
+def h200_like(monkeypatch):
+    """Dispatch sees 132 SMs (as on the H200) with split-K thresholds scaled to emulator-sized K."""
+    info = gd.DeviceInfo(arch=oxicuda.Device(0).arch, sm_count=132, max_threads_per_sm=2048)
+    monkeypatch.setattr(gemm_core, "device_info", lambda ordinal: info)
+    monkeypatch.setitem(gd.THRESHOLDS, "split_k_min_k", 64)
+    monkeypatch.setitem(gd.THRESHOLDS, "split_k_min_chunk", 32)
+    gemm_core.clear_plan_cache()
+    yield info
+    gemm_core.clear_plan_cache()
+
+
+@pytest.mark.parametrize("m,n,k,ta,tb,beta,tile", [
+    (64, 40, 160, "N", "N", 0.0, (64, 128)),    # 64-row output: the 64 x 128 tile, vector partials
+    (17, 33, 127, "T", "N", 0.5, (64, 128)),    # odd shapes, scalar partials and reduction
+    (128, 12, 128, "N", "T", 0.0, (128, 64)),
+    (128, 128, 64, "T", "T", 0.25, (128, 128)),
+])
+def test_dispatch_reaches_split_k_for_skinny_shapes(rng, h200_like, m, n, k, ta, tb, beta, tile):
+    got, ref, t = run_case(rng, "float32", ta, tb, m, n, k, beta=beta, pad=4 if m % 4 == 0 else 3,
+                           offset=(0, 0) if m % 4 == 0 else (2, 1))
+    fams = [x.spec.family for x in t.launches]
+    assert fams == ["gemm_tiled", "gemm_splitk_reduce"], fams
+    part, red = t.launches[0].spec, t.launches[1].spec
+    assert part.raw_out and (part.bm, part.bn) == tile and t.launches[0].grid[2] > 1
+    assert red.vec == (4 if m % 4 == 0 else 1)
+    check(got, ref, "float32", k)
+
+
+@pytest.mark.parametrize("dtype,c_dtype,vec,groups,splits,beta", [
+    ("float32", "", 4, 16, 37, 0.0), ("float32", "", 1, 8, 20, 0.5), ("float32", "", 4, 1, 3, 0.5),
+    ("float64", "", 2, 4, 9, 0.0), ("complex64", "", 1, 2, 5, 0.5), ("complex128", "", 1, 16, 17, 0.0),
+    ("float16", "float32", 4, 8, 11, 0.5), ("bfloat16", "", 1, 4, 6, 0.0),
+])
+def test_reduction_kernel_sums_partials_with_alpha_beta(rng, dtype, c_dtype, vec, groups, splits, beta):
+    from oxicuda.blas import gemm_codegen as cg
+    from oxicuda.blas.gemm_core import ACC_DTYPES
+    from oxicuda.blas.gemm_splitk import launch_reduce
+
+    m, n, ldc = 12, 7, 16  # m and ldc multiples of every vector width; 84 outputs over groups x lanes
+    is_c = dtype.startswith("complex")
+    out = c_dtype or dtype
+    parts = host_random(rng, (splits, n, m), ACC_DTYPES[dtype])
+    C = host_random(rng, (n, ldc), out)
+    if beta == 0:
+        C[:, :m] = np.nan
+    alpha = 1.25 + (0.5j if is_c else 0)
+    beta_v = beta + (-0.25j if is_c and beta else 0)
+    ws = to_device(parts.reshape(-1), ACC_DTYPES[dtype])
+    dC = to_device(C, out, order="C")  # rows of the (n, ldc) host array are C's columns
+    spec = GemmSplitKReduceSpec(arch=_arch(), dtype=dtype, c_dtype=c_dtype, vec=vec, groups=groups)
+    kind = cg.kind_of(dtype)
+    scalars = [*cg.scalar_args(kind, alpha), 0, *cg.scalar_args(kind, beta_v), 0]
+    launch_reduce(spec, m, n, splits, ws.ptr, dC.ptr, ldc, scalars, 2, None)
+    got = from_device(dC, out)
+    ref = C.copy()
+    ref[:, :m] = alpha * parts.sum(axis=0) + (beta_v * C[:, :m] if beta else 0)
+    check(got, ref, out, splits)
+
+
+def test_reduction_specs_refuse_widths_their_types_cannot_take():
+    with pytest.raises(ValueError, match="vec"):
+        GemmSplitKReduceSpec(dtype="complex64", vec=2)
+    with pytest.raises(ValueError, match="vec"):
+        GemmSplitKReduceSpec(dtype="float16", vec=4)
+    with pytest.raises(ValueError, match="groups"):
+        GemmSplitKReduceSpec(dtype="float32", groups=3)
+    assert GemmSplitKReduceSpec(dtype="float16", c_dtype="float32", vec=4).max_vec == 4
+
+
+# -- float32 C over float16 / bfloat16 data (gemmEx, COMPUTE_32F) ------------------------------
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("algo", [None, "split_k"])
+@pytest.mark.parametrize("ta,tb", [("N", "N"), ("T", "T")])
+def test_float32_output_over_half_data_matches_reference(rng, dtype, algo, ta, tb):
+    m, n, k = (20, 7, 40) if algo is None else (17, 9, 96)
+    A = host_random(rng, (m, k) if ta == "N" else (k, m), dtype)
+    B = host_random(rng, (k, n) if tb == "N" else (n, k), dtype)
+    C = rng.standard_normal((m + 3, n))
+    for beta in (0.0, 0.75):
+        Cin = C.copy()
+        if beta == 0:
+            Cin[:m] = np.nan
+        dA, dB, dC = to_device(A, dtype), to_device(B, dtype), to_device(Cin, "float32")
+        with oxicuda.trace() as t:
+            gemm_colmajor(ta, tb, m, n, k, 1.5, dA.ptr, A.shape[0], dB.ptr, B.shape[0], beta, dC.ptr, m + 3,
+                          dtype=dtype, c_dtype="float32", algo=algo)
+        assert t.launches[0].spec.family == "gemm_tiled"
+        assert (t.launches[-1].spec.c_dtype or "float32") == "float32"
+        got = from_device(dC, "float32")
+        ref = C.astype(np.float32).astype(np.float64)
+        ref[:m] = 1.5 * (op(A, ta) @ op(B, tb)) + (beta * ref[:m] if beta else 0)
+        check(got, ref, "float32", k)  # float32 accumulation of exactly representable products
+
+
+def test_mixed_output_refuses_what_cannot_write_it(rng):
+    a = oxicuda.asarray(np.zeros((4, 4), np.float16))
+    c = oxicuda.asarray(np.zeros((4, 4), np.float32))
+    for algo in ("naive", "gemv", "tensor_core"):
+        with pytest.raises(ValueError, match="cannot write float32 C"):
+            gemm_colmajor("N", "N", 4, 4, 4, 1.0, a.ptr, 4, a.ptr, 4, 0.0, c.ptr, 4, dtype="float16",
+                          c_dtype="float32", algo=algo)
+    with pytest.raises(ValueError, match="c_dtype=float64"):
+        gemm_colmajor("N", "N", 4, 4, 4, 1.0, a.ptr, 4, a.ptr, 4, 0.0, c.ptr, 4, dtype="float16", c_dtype="float64")
+    with pytest.raises(ValueError, match="c_dtype=float32 with float64"):
+        gemm_colmajor("N", "N", 4, 4, 4, 1.0, a.ptr, 4, a.ptr, 4, 0.0, c.ptr, 4, dtype="float64", c_dtype="float32")
