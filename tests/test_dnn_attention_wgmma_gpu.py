@@ -108,6 +108,25 @@ def test_causal_with_more_keys_than_queries_is_top_left_like_torch(algo):
     assert (got.double() - ref).abs().max().item() <= 2e-2 * ref.abs().max().item()
 
 
+@pytest.mark.parametrize("b, h, s, d, causal", [(1, 4, 1500, 128, True), (2, 4, 1300, 64, False)])
+def test_wgmma_serial_variant_matches_float64(monkeypatch, b, h, s, d, causal):
+    # the wgmma family without its intra-warpgroup overlap (spec.overlap False): if the default
+    # variant fails on the GPU and this one passes, the overlap pipeline is at fault
+    import functools
+
+    import oxicuda.dnn.attention as api
+    from oxicuda.dnn import attention_wgmma as wg
+
+    torch = _torch()
+    _needs_sm90("wgmma")
+    monkeypatch.setattr(api, "AttentionWgmmaSpec", functools.partial(wg.AttentionWgmmaSpec, overlap=False))
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    q, k, v = (torch.randn(b, h, s, d, device="cuda", generator=gen).to(torch.bfloat16) for _ in range(3))
+    got, _ = _run(torch, "wgmma", q, k, v, causal)
+    ref, _ = _float64_reference(torch, q, k, v, causal, 1.0 / math.sqrt(d))
+    assert (got.double() - ref).abs().max().item() <= 2e-2 * ref.abs().max().item()
+
+
 def test_dispatch_on_the_h200_picks_wgmma():
     torch = _torch()
     _needs_sm90("wgmma")

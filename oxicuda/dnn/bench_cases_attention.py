@@ -18,7 +18,9 @@ from oxicuda.bench.case import Case, Prepared, register_case
 SHAPES = (("bf16_B4_H16_S4096_D128", 4, 16, 4096, 128, False),
           ("bf16_B4_H16_S4096_D128_causal", 4, 16, 4096, 128, True),
           ("bf16_B4_H32_S4096_D64", 4, 32, 4096, 64, False))
-ALGOS = ("wgmma", "mma")
+#: "wgmma_serial": the wgmma family without its intra-warpgroup overlap (spec.overlap False), to
+#: measure what the overlap buys; launched through attention_wgmma.launch (dispatch never picks it)
+ALGOS = ("wgmma", "wgmma_serial", "mma")
 _CHECK_ROWS = 128
 
 
@@ -70,6 +72,18 @@ def _prep(b: int, h: int, s: int, d: int, causal: bool, algo: str):
         def ours(i: int) -> None:
             attention(q, k, v, causal=causal, out=o, algo=algo)
 
+        if algo == "wgmma_serial":
+            from oxicuda.dnn import attention_wgmma as wg
+            from oxicuda.ptx.builder import LOG2_E
+            from oxicuda.ptx.target import device_arch
+
+            if device_arch() != "sm_90":
+                raise ValueError(f"the wgmma family needs sm_90; this device is {device_arch()}")
+            spec = wg.AttentionWgmmaSpec(dtype="bf16", head_dim=d, causal=causal, overlap=False)
+
+            def ours(i: int) -> None:
+                wg.launch(spec, q, k, v, o, 0, bb, hh, ss, hh, ss, LOG2_E / np.sqrt(d), None)
+
         torch = _torch()
         vendor = None
         if torch is not None and _on_gpu():
@@ -98,5 +112,5 @@ def _prep(b: int, h: int, s: int, d: int, causal: bool, algo: str):
 for _name, _b, _h, _s, _d, _causal in SHAPES:
     for _algo in ALGOS:
         register_case(Case("attention", f"attention_{_name}_{_algo}", _prep(_b, _h, _s, _d, _causal, _algo),
-                           flops=flops(_b, _h, _s, _d, _causal), unit="TFLOP/s", gpu_only=_algo == "wgmma",
-                           note=f"algo={_algo!r} forced" + ("; needs sm_90" if _algo == "wgmma" else "")))
+                           flops=flops(_b, _h, _s, _d, _causal), unit="TFLOP/s", gpu_only=_algo.startswith("wgmma"),
+                           note=f"algo={_algo!r} forced" + ("; needs sm_90" if _algo.startswith("wgmma") else "")))
