@@ -1,11 +1,21 @@
-"""Winograd convolution F(m x m, 3x3), m = 2 or 4, for 3x3 / stride 1 / dilation 1 (Lavin & Gray).
+"""Winograd convolution F(m x m, 3x3), m = 2 or 4, for 3x3 / stride 1 / dilation 1 (Lavin & Gray),
+as three transforms around one strided-batched SGEMM in the transformed domain.
 
-Two kernels: a filter transform ``U[k, c] = G g[k, c] G^T`` (T x T, T = m + 2, float32, into a
-cached workspace laid out (K, C/groups, T*T)), then a fused kernel in which each thread owns one
-m x m output tile of one output channel: for every input channel it loads the T x T input patch
-(zero outside x), transforms it (``V = B^T d B``), accumulates ``U * V`` element-wise, and at the
-end applies ``Y = A^T M A``, the bias and the activation. Tensors are addressed through element
-strides, so NCHW and NHWC share the kernels.
+With T = m + 2 and P the output tiles (n, tile row, tile column) of a chunk of images:
+
+1. filter transform: ``U[t][k][c] = (G g[k, c] G^T)[t]`` (one thread per (k, c));
+2. input transform: ``V[t][c][p] = (B^T d[c, p] B)[t]`` for the T x T input patch d of tile p
+   (zero outside x; one thread per (c, p));
+3. ``M[t] = U[t] @ V[t]`` for the T*T points t, per group, through
+   ``oxicuda.blas.gemm_core.gemm_colmajor`` (the tiled SIMT SGEMM, full float32);
+4. output transform: ``y[k, tile p] = activation(A^T M[:, k, p] A + bias[k])`` (one thread per
+   (k, p)), cropped to the output.
+
+NCHW keeps V and M as [t][channel][p] and maps consecutive threads to consecutive tiles; NHWC
+keeps them as [t][p][channel] and maps consecutive threads to consecutive channels, so both
+read and write their transforms' buffers coalesced. U, V and M live in one cached workspace; a
+problem whose buffers would pass ``WORKSPACE_BYTES`` is run in chunks of images. Any element
+type: the transforms widen to and narrow from float32; the GEMM is float32.
 
 The transforms are the standard ones (points 0, +-1, +-2, +-1/2 for m = 4); ``TRANSFORMS`` holds
 them as data and ``winograd_reference`` runs them in numpy (the tests check both against a direct
@@ -30,8 +40,12 @@ from ._common import ELEMENT_BYTES, load_f32, load_kernel, store_f32, stream_of
 from .conv_epilogue import ACTIVATIONS, emit_activation
 
 FAMILY_FILTER = "conv_winograd_filter"
-FAMILY_MAIN = "conv_winograd"
+FAMILY_INPUT = "conv_winograd_input"
+FAMILY_OUTPUT = "conv_winograd_output"
 BLOCK = 128
+LAYOUTS = ("NCHW", "NHWC")
+#: the most bytes U, V and M may take together; bigger problems run in chunks of images
+WORKSPACE_BYTES = 512 << 20
 
 #: m -> (B^T (T x T), G (T x 3), A^T (m x T)) as exact fractions
 TRANSFORMS = {
@@ -87,19 +101,39 @@ class WinogradFilterSpec(KernelSpec):
 
 
 @dataclass(frozen=True)
-class WinogradSpec(KernelSpec):
-    """The fused Winograd kernel: element type, tile size, fused epilogue."""
+class WinogradInputSpec(KernelSpec):
+    """The input transform of one element type, tile size and layout (thread order)."""
 
-    family: ClassVar[str] = FAMILY_MAIN
+    family: ClassVar[str] = FAMILY_INPUT
     dtype: str = "f32"
     tile: int = 2
+    layout: str = "NCHW"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.dtype not in ELEMENT_BYTES or self.tile not in TRANSFORMS or self.layout not in LAYOUTS:
+            raise ValueError(f"WinogradInputSpec: dtype={self.dtype!r}, tile={self.tile}, layout={self.layout!r}; "
+                             f"allowed {tuple(ELEMENT_BYTES)}, {tuple(TRANSFORMS)}, {LAYOUTS}")
+
+
+@dataclass(frozen=True)
+class WinogradSpec(KernelSpec):
+    """The output transform with the fused epilogue: element type, tile size, layout, bias,
+    activation."""
+
+    family: ClassVar[str] = FAMILY_OUTPUT
+    dtype: str = "f32"
+    tile: int = 2
+    layout: str = "NCHW"
     activation: str = "none"
     bias: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.dtype not in ELEMENT_BYTES or self.tile not in TRANSFORMS or self.activation not in ACTIVATIONS:
-            raise ValueError(f"WinogradSpec: dtype={self.dtype!r}, tile={self.tile}, activation={self.activation!r}")
+        if (self.dtype not in ELEMENT_BYTES or self.tile not in TRANSFORMS or self.activation not in ACTIVATIONS
+                or self.layout not in LAYOUTS):
+            raise ValueError(f"WinogradSpec: dtype={self.dtype!r}, tile={self.tile}, layout={self.layout!r}, "
+                             f"activation={self.activation!r}")
 
 
 def _apply(kb: KernelBuilder, matrix, vec: list[Value]) -> list[Value]:
@@ -132,13 +166,13 @@ def _sandwich(kb: KernelBuilder, left, mat: list[list[Value]], right_t) -> list[
 
 
 def generate_filter(spec: WinogradFilterSpec) -> str:
-    """U[kc, :] = (G g G^T).ravel() for kc = kout*cg + c (one thread each). Parameters: w, u;
+    """U[t * total + i] = (G g G^T)[t] for i = kout*cg + c (one thread each). Parameters: w, u;
     u32 total, cg, ws_k, ws_c, ws_r, ws_s."""
     kb = KernelBuilder(spec.kernel_name(), arch=spec.arch, math=spec.math)
     w, u = kb.param_ptr("w"), kb.param_ptr("u")
     total, cg, ws_k, ws_c, ws_r, ws_s = (kb.param(n, "u32") for n in ("total", "cg", "ws_k", "ws_c", "ws_r", "ws_s"))
     kb.maxntid(BLOCK)
-    es, t = ELEMENT_BYTES[spec.dtype], spec.tile + 2
+    es = ELEMENT_BYTES[spec.dtype]
     _, g_mat, _ = TRANSFORMS[spec.tile]
     i = kb.mad(kb.ctaid(), kb.ntid(), kb.tid())
     with kb.if_(kb.setp("lo", i, total)):
@@ -151,119 +185,189 @@ def generate_filter(spec: WinogradFilterSpec) -> str:
                 off = kb.mad(ws_s, s, kb.mad(ws_r, r, base))
                 taps[r][s] = load_f32(kb, spec.dtype, kb.addr(w, off, es))[0]
         res = _sandwich(kb, g_mat, taps, g_mat)
-        out = kb.addr(u, i, t * t * 4)
-        flat = [v for row in res for v in row]
-        for q in range(0, t * t, 4):
-            kb.st("global", out, flat[q:q + 4], offset=q * 4)
+        _store_points(kb, u, i, total, [v for row in res for v in row])
     return kb.ptx()
 
 
-def generate_main(spec: WinogradSpec) -> str:
-    """The fused kernel; thread idx -> (tile = idx / kg, kout = idx % kg), group = ctaid.y.
-    Parameters: x, u, y, bias; u32 total, kg, cg, h, w, oh, ow, tiles_h, tiles_w, pad_h, pad_w,
-    xs_n, xs_c, xs_h, xs_w, ys_n, ys_c, ys_h, ys_w."""
+def _store_points(kb: KernelBuilder, base: Value, i: Value, stride: Value, values: list[Value]) -> None:
+    """base[q * stride + i] = values[q] (f32), the T*T points of one transform."""
+    ptr = kb.addr(base, i, 4)
+    step = kb.mul(kb.cvt(stride, "u64"), 4)
+    for q, v in enumerate(values):
+        if q:
+            kb.add(ptr, step, out=ptr)
+        kb.st("global", ptr, v)
+
+
+def _split_index(kb: KernelBuilder, layout: str, i: Value, channels: Value, tiles: Value) -> tuple[Value, Value]:
+    """(channel, tile) of thread ``i``: tiles fastest for NCHW, channels fastest for NHWC."""
+    if layout == "NCHW":
+        ch = kb.div(i, tiles)
+        return ch, kb.sub(i, kb.mul(ch, tiles))
+    p = kb.div(i, channels)
+    return kb.sub(i, kb.mul(p, channels)), p
+
+
+def _tile_origin(kb: KernelBuilder, p: Value, prm: dict[str, Value], m: int) -> tuple[Value, Value, Value]:
+    """(image, first output row, first output column) of tile ``p`` of the chunk."""
+    per_img = kb.mul(prm["tiles_h"], prm["tiles_w"])
+    n_local = kb.div(p, per_img)
+    rest = kb.sub(p, kb.mul(n_local, per_img))
+    ty = kb.div(rest, prm["tiles_w"])
+    tx = kb.sub(rest, kb.mul(ty, prm["tiles_w"]))
+    return kb.add(prm["n0"], n_local), kb.mul(ty, m), kb.mul(tx, m)
+
+
+def generate_input(spec: WinogradInputSpec) -> str:
+    """V[t * total + i] = (B^T d B)[t] of the T x T patch of (channel, tile) i. Parameters: x, v;
+    u32 total, tiles, channels, h, w, tiles_h, tiles_w, pad_h, pad_w, n0, xs_n, xs_c, xs_h, xs_w."""
     kb = KernelBuilder(spec.kernel_name(), arch=spec.arch, math=spec.math)
-    x, u, y, bias = (kb.param_ptr(n) for n in ("x", "u", "y", "bias"))
-    names = ("total", "kg", "cg", "h", "w", "oh", "ow", "tiles_h", "tiles_w", "pad_h", "pad_w",
-             "xs_n", "xs_c", "xs_h", "xs_w", "ys_n", "ys_c", "ys_h", "ys_w")
-    p = {n: kb.param(n, "u32") for n in names}
+    x, v = kb.param_ptr("x"), kb.param_ptr("v")
+    names = ("total", "tiles", "channels", "h", "w", "tiles_h", "tiles_w", "pad_h", "pad_w", "n0",
+             "xs_n", "xs_c", "xs_h", "xs_w")
+    prm = {n: kb.param(n, "u32") for n in names}
     kb.maxntid(BLOCK)
     m, es = spec.tile, ELEMENT_BYTES[spec.dtype]
     t = m + 2
-    bt, _, at = TRANSFORMS[m]
-    grp = kb.ctaid("y")
+    bt, _, _ = TRANSFORMS[m]
     i = kb.mad(kb.ctaid(), kb.ntid(), kb.tid())
-    with kb.if_(kb.setp("lo", i, p["total"])):
-        tile = kb.div(i, p["kg"])
-        kout = kb.sub(i, kb.mul(tile, p["kg"]))
-        per_img = kb.mul(p["tiles_h"], p["tiles_w"])
-        n = kb.div(tile, per_img)
-        rest = kb.sub(tile, kb.mul(n, per_img))
-        ty = kb.div(rest, p["tiles_w"])
-        tx = kb.sub(rest, kb.mul(ty, p["tiles_w"]))
-        oh0, ow0 = kb.mul(ty, m), kb.mul(tx, m)
-        ih0, iw0 = kb.sub(oh0, p["pad_h"]), kb.sub(ow0, p["pad_w"])
-        c0 = kb.mul(grp, p["cg"])
-        x_img = kb.mad(c0, p["xs_c"], kb.mul(n, p["xs_n"]))
-        # per patch row/col: offset and in-range predicate (c-independent)
-        row_off, row_ok, col_off, col_ok = [], [], [], []
+    with kb.if_(kb.setp("lo", i, prm["total"])):
+        ch, p = _split_index(kb, spec.layout, i, prm["channels"], prm["tiles"])
+        n, oh0, ow0 = _tile_origin(kb, p, prm, m)
+        ih0, iw0 = kb.sub(oh0, prm["pad_h"]), kb.sub(ow0, prm["pad_w"])
+        base = kb.mad(ch, prm["xs_c"], kb.mul(n, prm["xs_n"]))
+        col_off, col_ok = [], []
+        for b in range(t):
+            iw = kb.add(iw0, b)
+            col_off.append(kb.mul(iw, prm["xs_w"]))
+            col_ok.append(kb.setp("lo", iw, prm["w"]))
+        d = [[None] * t for _ in range(t)]
         for a in range(t):
             ih = kb.add(ih0, a)
-            row_off.append(kb.mul(ih, p["xs_h"]))
-            row_ok.append(kb.setp("lo", ih, p["h"]))
-            iw = kb.add(iw0, a)
-            col_off.append(kb.mul(iw, p["xs_w"]))
-            col_ok.append(kb.setp("lo", iw, p["w"]))
-        kglob = kb.add(kb.mul(grp, p["kg"]), kout)
-        u_row = kb.addr(u, kb.mul(kglob, p["cg"]), t * t * 4)
-        acc = [kb.mov(0.0, "f32") for _ in range(t * t)]
-        with kb.loop(0, p["cg"], 1, type_="u32") as c:
-            xc = kb.mad(c, p["xs_c"], x_img)
-            d = [[None] * t for _ in range(t)]
-            for a in range(t):
-                ra = kb.add(xc, row_off[a])
-                for b in range(t):
-                    v = kb.mov(0.0, "f32")
-                    with kb.if_(kb.and_(row_ok[a], col_ok[b])):
-                        kb.assign(v, load_f32(kb, spec.dtype, kb.addr(x, kb.add(ra, col_off[b]), es))[0])
-                    d[a][b] = v
-            vmat = _sandwich(kb, bt, d, bt)
-            ua = kb.addr(u_row, c, t * t * 4)
-            uv: list[Value] = []
-            for q in range(0, t * t, 4):
-                uv.extend(kb.ld("global", "f32", ua, offset=q * 4, vec=4))
-            for q in range(t * t):
-                kb.fma(uv[q], vmat[q // t][q % t], acc[q], out=acc[q])
-        res = _sandwich(kb, at, [acc[a * t:(a + 1) * t] for a in range(t)], at)
-        b_val = None
-        if spec.bias:
-            b_val = load_f32(kb, spec.dtype, kb.addr(bias, kglob, es))[0]
-        y_base = kb.mad(kglob, p["ys_c"], kb.mul(n, p["ys_n"]))
+            row = kb.mad(ih, prm["xs_h"], base)
+            row_ok = kb.setp("lo", ih, prm["h"])
+            for b in range(t):
+                val = kb.mov(0.0, "f32")
+                with kb.if_(kb.and_(row_ok, col_ok[b])):
+                    kb.assign(val, load_f32(kb, spec.dtype, kb.addr(x, kb.add(row, col_off[b]), es))[0])
+                d[a][b] = val
+        vmat = _sandwich(kb, bt, d, bt)
+        _store_points(kb, v, i, prm["total"], [e for row in vmat for e in row])
+    return kb.ptx()
+
+
+def generate_output(spec: WinogradSpec) -> str:
+    """y[tile of (channel, tile) i] = activation(A^T M A + bias) from M[t * total + i], cropped.
+    Parameters: mt, y, bias; u32 total, tiles, channels, oh, ow, tiles_h, tiles_w, n0, ys_n, ys_c,
+    ys_h, ys_w."""
+    kb = KernelBuilder(spec.kernel_name(), arch=spec.arch, math=spec.math)
+    mt, y, bias = kb.param_ptr("mt"), kb.param_ptr("y"), kb.param_ptr("bias")
+    names = ("total", "tiles", "channels", "oh", "ow", "tiles_h", "tiles_w", "n0", "ys_n", "ys_c", "ys_h", "ys_w")
+    prm = {n: kb.param(n, "u32") for n in names}
+    kb.maxntid(BLOCK)
+    m, es = spec.tile, ELEMENT_BYTES[spec.dtype]
+    t = m + 2
+    _, _, at = TRANSFORMS[m]
+    i = kb.mad(kb.ctaid(), kb.ntid(), kb.tid())
+    with kb.if_(kb.setp("lo", i, prm["total"])):
+        ch, p = _split_index(kb, spec.layout, i, prm["channels"], prm["tiles"])
+        n, oh0, ow0 = _tile_origin(kb, p, prm, m)
+        ptr = kb.addr(mt, i, 4)
+        step = kb.mul(kb.cvt(prm["total"], "u64"), 4)
+        pts = []
+        for q in range(t * t):
+            if q:
+                kb.add(ptr, step, out=ptr)
+            pts.append(kb.ld("global", "f32", ptr))
+        res = _sandwich(kb, at, [pts[a * t:(a + 1) * t] for a in range(t)], at)
+        b_val = load_f32(kb, spec.dtype, kb.addr(bias, ch, es))[0] if spec.bias else None
+        y_base = kb.mad(ch, prm["ys_c"], kb.mul(n, prm["ys_n"]))
         for a in range(m):
             oh = kb.add(oh0, a)
-            y_row = kb.mad(oh, p["ys_h"], y_base)
-            oh_ok = kb.setp("lo", oh, p["oh"])
+            y_row = kb.mad(oh, prm["ys_h"], y_base)
+            oh_ok = kb.setp("lo", oh, prm["oh"])
             for b in range(m):
                 ow = kb.add(ow0, b)
-                v = res[a][b] if b_val is None else kb.add(res[a][b], b_val)
-                v = emit_activation(kb, v, spec.activation)
-                with kb.if_(kb.and_(oh_ok, kb.setp("lo", ow, p["ow"]))):
-                    store_f32(kb, spec.dtype, kb.addr(y, kb.mad(ow, p["ys_w"], y_row), es), [v])
+                val = res[a][b] if b_val is None else kb.add(res[a][b], b_val)
+                val = emit_activation(kb, val, spec.activation)
+                with kb.if_(kb.and_(oh_ok, kb.setp("lo", ow, prm["ow"]))):
+                    store_f32(kb, spec.dtype, kb.addr(y, kb.mad(ow, prm["ys_w"], y_row), es), [val])
     return kb.ptx()
+
+
+def _aligned(count: int) -> int:
+    return -(-count // 4) * 4  # 16-byte boundaries between the workspace's buffers
+
+
+def winograd_chunk(n: int, c: int, k: int, tiles_per_image: int, tile: int) -> int:
+    """Images per chunk so that V and M of a chunk fit ``WORKSPACE_BYTES`` (at least one)."""
+    per_image = (tile + 2) ** 2 * (c + k) * tiles_per_image * 4
+    return max(1, min(n, WORKSPACE_BYTES // max(1, per_image)))
 
 
 def run_winograd(geo, x: DeviceArray, w: DeviceArray, y: DeviceArray, bias: DeviceArray | None,
                  activation: str, tile: int) -> None:
     """conv2d forward by F(tile x tile, 3x3) over validated, C-contiguous x, w, y (see conv.py)."""
+    from oxicuda.blas.gemm_core import gemm_colmajor
+
     from .conv import _arch, element_strides_nchw
 
     p = geo.problem
     cg, kg = p.c // p.groups, p.k // p.groups
-    t = tile + 2
+    t2 = (tile + 2) ** 2
     arch, stream = _arch(), stream_of(y)
-    u = workspace(("float32", p.k * cg * t * t), stream)
+    tiles_h, tiles_w = -(-p.oh // tile), -(-p.ow // tile)
+    per_img = tiles_h * tiles_w
+    chunk = winograd_chunk(p.n, p.c, p.k, per_img, tile)
+    tiles = chunk * per_img
+    u_len, v_len, m_len = _aligned(t2 * p.k * cg), _aligned(t2 * p.c * tiles), _aligned(t2 * p.k * tiles)
+    ws = workspace(("float32", u_len + v_len + m_len), stream)
+    u_ptr, v_ptr, m_ptr = ws.ptr, ws.ptr + 4 * u_len, ws.ptr + 4 * (u_len + v_len)
+    u, v, mt = ws[:u_len], ws[u_len:u_len + v_len], ws[u_len + v_len:]
     total_f = p.k * cg
     load_kernel(WinogradFilterSpec(arch=arch, dtype=p.dtype, tile=tile))(
-        ((total_f + BLOCK - 1) // BLOCK,), BLOCK, [w, u, total_f, cg, *element_strides_nchw(w, geo.layout)],
-        stream=stream)
-    tiles_h, tiles_w = -(-p.oh // tile), -(-p.ow // tile)
-    total = p.n * tiles_h * tiles_w * kg
-    spec = WinogradSpec(arch=arch, dtype=p.dtype, tile=tile, activation=activation, bias=bias is not None)
-    load_kernel(spec)(((total + BLOCK - 1) // BLOCK, p.groups), BLOCK,
-                      [x, u, y, bias if bias is not None else 0, total, kg, cg, p.h, p.w, p.oh, p.ow, tiles_h,
-                       tiles_w, p.padding[0], p.padding[1], *element_strides_nchw(x, geo.layout),
-                       *element_strides_nchw(y, geo.layout)], stream=stream)
+        (-(-total_f // BLOCK),), BLOCK, [w, u, total_f, cg, *element_strides_nchw(w, geo.layout)], stream=stream)
+    f_in = load_kernel(WinogradInputSpec(arch=arch, dtype=p.dtype, tile=tile, layout=geo.layout))
+    f_out = load_kernel(WinogradSpec(arch=arch, dtype=p.dtype, tile=tile, layout=geo.layout,
+                                     activation=activation, bias=bias is not None))
+    xs, ys = element_strides_nchw(x, geo.layout), element_strides_nchw(y, geo.layout)
+    nchw = geo.layout == "NCHW"
+    for n0 in range(0, p.n, chunk):
+        nt = min(chunk, p.n - n0) * per_img
+        total_in, total_out = p.c * nt, p.k * nt
+        f_in((-(-total_in // BLOCK),), BLOCK, [x, v, total_in, nt, p.c, p.h, p.w, tiles_h, tiles_w, p.padding[0],
+                                               p.padding[1], n0, *xs], stream=stream)
+        for g in range(p.groups):
+            if nchw:
+                # M[t] (K x tiles, row-major) = U[t] (K x C) @ V[t] (C x tiles), as column-major M^T = V^T U^T
+                gemm_colmajor("N", "N", nt, kg, cg, 1.0, v_ptr + 4 * g * cg * nt, nt, u_ptr + 4 * g * kg * cg, cg,
+                              0.0, m_ptr + 4 * g * kg * nt, nt, dtype="float32", batch=t2, stride_a=p.c * nt,
+                              stride_b=p.k * cg, stride_c=p.k * nt, stream=stream)
+            else:
+                # M[t] (tiles x K, row-major) is column-major (K x tiles) = U[t] (K x C) @ V[t]^T
+                gemm_colmajor("T", "N", kg, nt, cg, 1.0, u_ptr + 4 * g * kg * cg, cg, v_ptr + 4 * g * cg, p.c,
+                              0.0, m_ptr + 4 * g * kg, p.k, dtype="float32", batch=t2, stride_a=p.k * cg,
+                              stride_b=nt * p.c, stride_c=nt * p.k, stream=stream)
+        f_out((-(-total_out // BLOCK),), BLOCK, [mt, y, bias if bias is not None else 0, total_out, nt, p.k, p.oh,
+                                                 p.ow, tiles_h, tiles_w, n0, *ys], stream=stream)
 
 
 def _filter_configurations(arch: str) -> list[WinogradFilterSpec]:
     return [WinogradFilterSpec(arch=arch, dtype=d, tile=m) for d in ELEMENT_BYTES for m in TRANSFORMS]
 
 
-def _main_configurations(arch: str) -> list[WinogradSpec]:
-    out = [WinogradSpec(arch=arch, dtype=d, tile=m) for d in ELEMENT_BYTES for m in TRANSFORMS]
+def _input_configurations(arch: str) -> list[WinogradInputSpec]:
+    return [WinogradInputSpec(arch=arch, dtype=d, tile=m, layout=lay) for d in ELEMENT_BYTES for m in TRANSFORMS
+            for lay in LAYOUTS]
+
+
+def _output_configurations(arch: str) -> list[WinogradSpec]:
+    out = [WinogradSpec(arch=arch, dtype=d, tile=m, layout=lay) for d in ELEMENT_BYTES for m in TRANSFORMS
+           for lay in LAYOUTS]
     out += [WinogradSpec(arch=arch, tile=m, activation=a, bias=True) for m in TRANSFORMS for a in ACTIVATIONS]
     return out
 
 
 registry.register_family(FAMILY_FILTER, WinogradFilterSpec, generate_filter, _filter_configurations)
-registry.register_family(FAMILY_MAIN, WinogradSpec, generate_main, _main_configurations)
+registry.register_family(FAMILY_INPUT, WinogradInputSpec, generate_input, _input_configurations)
+registry.register_family(FAMILY_OUTPUT, WinogradSpec, generate_output, _output_configurations)
