@@ -30,8 +30,8 @@ THRESHOLDS = {
     "im2col_min_reduction": 4608,
     # ... and its column matrix fits in this many bytes of workspace
     "im2col_max_workspace_bytes": 256 << 20,
-    # float32 implicit GEMM: the first tile of igemm_tiles whose CTA count reaches this many
-    # per SM is used; when none does, the last tile with split-K
+    # float32 implicit GEMM: the first tile of IGEMM_TILES whose CTA count reaches this many
+    # per SM is used; when none does, the first (biggest) tile with split-K
     "igemm_min_ctas_per_sm": 1.0,
     # split-K: aim for this many CTAs per SM, each split reducing at least this many terms
     "split_k_target_ctas_per_sm": 2.0,
@@ -120,13 +120,16 @@ def choose_igemm_tile(problem: ConvProblem, sm_count: int, thresholds: dict | No
         if hit is not None and hit[0] == "implicit_gemm" and hit[1] is not None:
             return hit[1], hit[2] or 1
     t = THRESHOLDS if thresholds is None else thresholds
-    kg = problem.k // problem.groups
-    # a tile wider than the group's output channels (past the narrowest, 64) wastes columns
-    tiles = [name for name in IGEMM_TILES if TILES[name].bn <= max(64, kg)] or [IGEMM_TILES[-1]]
+    kg, gm = problem.k // problem.groups, problem.n * problem.oh * problem.ow
+    # a tile wider than the group's output channels or taller than the pixels (past the
+    # smallest, 64) wastes its columns or rows
+    tiles = [name for name in IGEMM_TILES if TILES[name].bn <= max(64, kg) and TILES[name].bm <= max(64, gm)]
+    tiles = tiles or [IGEMM_TILES[-1]]
     for name in tiles:
         if igemm_ctas(problem, name) >= t["igemm_min_ctas_per_sm"] * sm_count:
             return name, 1
-    name = tiles[-1]
+    # too few CTAs for any tile: keep the most efficient (biggest) one and split the reduction
+    name = tiles[0]
     ctas = igemm_ctas(problem, name)
     want = math.ceil(t["split_k_target_ctas_per_sm"] * sm_count / ctas)
     most = max(1, problem.reduction // t["split_k_min_reduction"])

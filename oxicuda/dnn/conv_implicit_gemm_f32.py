@@ -437,10 +437,14 @@ def gather_table(layout: str, c: int, cg: int, h: int, w: int, r: int, s: int, d
     return (table & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
 
 
-def _device_table(key: tuple) -> DeviceArray:
+def _device_table(args: tuple) -> DeviceArray:
+    """The gather table of ``args`` (gather_table's arguments) on the current device, cached."""
+    from oxicuda.driver.context import current_device_ordinal
+
+    key = (current_device_ordinal(), *args)
     arr = _TABLES.get(key)
     if arr is None:
-        arr = asarray(gather_table(*key))
+        arr = asarray(gather_table(*args))
         _TABLES[key] = arr
         while len(_TABLES) > _MAX_TABLES:
             _TABLES.popitem(last=False)
