@@ -102,6 +102,53 @@ def _gemm_case(m: int, n: int, k: int, dtype: str = "float32", *, batch: int = 1
     return prepare
 
 
+def _matmul_case(s: int, dtype: str, algo: str | None = None):
+    """Row-major ``C = A @ B`` (s x s x s) through the public ``oxicuda.blas.matmul``, which is
+    what ``torch.matmul`` is timed with (column-major NN underneath: op1 MN-major, op2 K-major)."""
+    def prepare(quick: bool) -> Prepared:
+        import oxicuda
+        from oxicuda.blas import matmul
+        from oxicuda.memory.dtypes import BFLOAT16, host_astype
+
+        S = s if _on_gpu() else min(s, 48)
+        rng = np.random.default_rng(0)
+        store = BFLOAT16 if dtype == "bfloat16" else np.dtype(dtype)
+        per_set = 2 * S * S * store.itemsize
+        sets = ROTATE if per_set < (256 << 20) else 1
+        hosts = [(rng.standard_normal((S, S), dtype=np.float32), rng.standard_normal((S, S), dtype=np.float32))
+                 for _ in range(sets)]
+        dev = [(oxicuda.asarray(host_astype(a, store)), oxicuda.asarray(host_astype(b, store))) for a, b in hosts]
+        out = [None]
+
+        def ours(i: int) -> None:
+            a, b = dev[i % sets]
+            out[0] = matmul(a, b, algo=algo)
+
+        def check() -> float:
+            ours(0)
+            a, b = hosts[0]
+            mi = np.sort(rng.choice(S, size=min(S, CHECK_SAMPLE), replace=False))
+            ni = np.sort(rng.choice(S, size=min(S, CHECK_SAMPLE), replace=False))
+            a64 = host_astype(host_astype(a[mi], store), np.float64)
+            b64 = host_astype(host_astype(b[:, ni], store), np.float64)
+            ref = a64 @ b64
+            got = host_astype(out[0].get()[mi][:, ni], np.float64)
+            return float(np.max(np.abs(got - ref)) / max(1e-30, np.max(np.abs(ref))))
+
+        prepared = Prepared(ours=ours, check=check, tolerance=TOL[dtype], flops=2.0 * S ** 3,
+                            bytes=float(3 * S * S * store.itemsize))
+        torch = _torch()
+        if torch is not None:
+            tdt = {"float16": torch.float16, "bfloat16": torch.bfloat16}[dtype]
+            ta = [torch.randn(S, S, device="cuda", dtype=tdt) for _ in range(sets)]
+            tb = [torch.randn(S, S, device="cuda", dtype=tdt) for _ in range(sets)]
+            prepared.vendor = lambda i: torch.matmul(ta[i % sets], tb[i % sets])
+            prepared.vendor_name = "cuBLAS (torch.matmul)"
+        return prepared
+
+    return prepare
+
+
 def _sgemv_case(m: int, n: int):
     def prepare(quick: bool) -> Prepared:
         import oxicuda
@@ -175,6 +222,7 @@ for _name, (_m, _n, _k, _dt, _kw) in {
     "bf16_8192": (8192, 8192, 8192, "bfloat16", {}),
     "bf16_8192_mma_sync": (8192, 8192, 8192, "bfloat16", {"algo": "tensor_core"}),
     "bf16_8192_wgmma_tn": (8192, 8192, 8192, "bfloat16", {"algo": "wgmma", "transa": "T"}),
+    "tf32_8192_wgmma": (8192, 8192, 8192, "float32", {"compute": "tf32", "algo": "wgmma", "transa": "T"}),
     "bf16_8192_mma_sync_tn": (8192, 8192, 8192, "bfloat16", {"algo": "tensor_core", "transa": "T"}),
     "fp16_8192_mma_sync": (8192, 8192, 8192, "float16", {"algo": "tensor_core"}),
     "tf32_8192_mma_sync": (8192, 8192, 8192, "float32", {"compute": "tf32", "algo": "tensor_core"}),
@@ -186,8 +234,14 @@ for _name, (_m, _n, _k, _dt, _kw) in {
 }.items():
     register_case(Case("blas", _name, _gemm_case(_m, _n, _k, _dt, **_kw), flops=_flops(_m, _n, _k),
                        gpu_only="_wgmma" in _name,
-                       quick=_name in ("sgemm_4096", "bf16_8192_mma_sync", "bf16_8192_wgmma_tn",
-                                       "bf16_8192_mma_sync_tn", "sgemm_128x128x131072")))
+                       quick=_name in ("sgemm_4096", "bf16_8192_mma_sync", "bf16_8192_wgmma_tn", "tf32_8192_wgmma",
+                                       "bf16_8192_mma_sync_tn", "tf32_8192_mma_sync", "sgemm_128x128x131072")))
+
+for _name, _dt, _algo in (("bf16_8192_wgmma", "bfloat16", "wgmma"), ("fp16_8192_wgmma", "float16", "wgmma"),
+                          ("bf16_8192_matmul", "bfloat16", None)):
+    register_case(Case("blas", _name, _matmul_case(8192, _dt, _algo), flops=_flops(8192, 8192, 8192),
+                       gpu_only=_algo == "wgmma", quick=_name != "bf16_8192_matmul",
+                       note="row-major oxicuda.blas.matmul vs torch.matmul"))
 
 register_case(Case("blas", "sgemm_strided_batched_64x512", _gemm_case(512, 512, 512, "float32", batch=64),
                    flops=_flops(512, 512, 512, 64)))
