@@ -27,7 +27,7 @@ for step in "${steps[@]}"; do
       echo "memcheck rc=$?"; tail -n 4 "$OUT/memcheck.log" ;;
     sweeps)
       # tuning sweeps (tile/split/algorithm candidates); each prints a table and writes JSON
-      for sw in blas:${SWEEP_LIMIT:-60} conv:${SWEEP_LIMIT:-60} wgmma:${SWEEP_LIMIT:-60}; do
+      for sw in blas:${SWEEP_LIMIT:-60} conv:${SWEEP_LIMIT:-60} wgmma:${SWEEP_LIMIT:-60} conv_tc:${SWEEP_LIMIT:-60}; do
         name=${sw%%:*}; lim=${sw##*:}
         [ -f "benches/sweep_$name.py" ] || continue
         timeout "$lim" python3 "benches/sweep_$name.py" --json "$OUT/sweep-$name.json" > "$OUT/sweep-$name.txt" 2>&1
@@ -39,5 +39,10 @@ for step in "${steps[@]}"; do
       timeout 540 python3 -m oxicuda bench --json "$OUT/bench-full.json" 2>"$OUT/bench-progress.log" | tee "$OUT/bench-full.txt" ;;
     costs)
       timeout 200 python3 benches/ptx_costs.py --json "$OUT/ptx_costs.json" 2>&1 | tee "$OUT/ptx_costs.txt" ;;
+    bench-*)
+      # one family's full case list, e.g. bench-attention
+      fam=${step#bench-}
+      timeout ${FAMILY_LIMIT:-120} python3 -m oxicuda bench "$fam" --json "$OUT/bench-$fam.json" > "$OUT/bench-$fam.txt" 2>&1
+      echo "bench $fam rc=$?"; grep -E "^$fam/" "$OUT/bench-$fam.txt" ;;
   esac
 done
