@@ -5,6 +5,8 @@
 set -o pipefail
 OUT=${OUT:-/tmp/oxicuda-out}
 mkdir -p "$OUT"
+# the driver's own JIT cache, shared by the test workers (the default 256 MiB is too small)
+export CUDA_CACHE_MAXSIZE=${CUDA_CACHE_MAXSIZE:-4294967296}
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(tests sanitize bench)
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,memory.used --format=csv > "$OUT/info.log" 2>&1
@@ -16,6 +18,10 @@ for step in "${steps[@]}"; do
       tail -n 5 "$OUT/gpu-tests.log" ;;
     demo)
       timeout 90 python3 -m oxicuda demo > "$OUT/demo.log" 2>&1; echo "demo rc=$?"; tail -n 3 "$OUT/demo.log" ;;
+    tests-gpu)
+      # the gpu-marked tests only (real sizes, vendor comparisons, the emulator differential run)
+      OXICUDA_TEST_LOG="$OUT/test-results-gpu.log" timeout ${TESTS_LIMIT:-240} python3 -m pytest -q -p no:cacheprovider -n 16 --timeout 120 -m gpu -rfE > "$OUT/gpu-tests-marked.log" 2>&1
+      echo "gpu-marked tests rc=$?"; tail -n 3 "$OUT/gpu-tests-marked.log" ;;
     tests-all)
       # 16 workers: on a GPU most of the suite's time is the driver's first JIT of each kernel
       OXICUDA_TEST_LOG="$OUT/test-results.log" timeout ${TESTS_LIMIT:-480} python3 -m pytest -q -p no:cacheprovider -n 16 --timeout 240 --continue-on-collection-errors --durations=25 -rfE > "$OUT/gpu-tests.log" 2>&1
