@@ -65,6 +65,7 @@ def test_wgmma_attention_d64_bf16_matches_reference_for_tails_and_unequal_length
     _skip_unless_sm90()
     spec = run_attention(rng, 1, 1, 1, sq, sk, 64, causal, dtype="bfloat16")
     assert isinstance(spec, wg.AttentionWgmmaSpec) and spec.causal == causal and spec.lse
+    assert spec.consumers == wg.CONSUMERS[64] and spec.overlap
 
 
 @pytest.mark.parametrize("sq, sk, causal", [(129, 129, False), (129, 129, True), (40, 150, True), (150, 40, False)])
@@ -80,14 +81,19 @@ def test_wgmma_attention_other_dtype_per_head_dim(rng, d, dtype):
     run_attention(rng, 1, 1, 1, 33, 70, d, causal=True, dtype=dtype)
 
 
-@pytest.fixture(params=[True, False], ids=["overlap", "serial"])
-def overlap(request, monkeypatch):
-    """Dispatch builds wgmma specs with this ``overlap`` (the intra-warpgroup pipeline or not)."""
-    import functools
+def force_wgmma_variant(monkeypatch, **fields):
+    """Make dispatch build its wgmma specs with ``fields`` replaced (overlap, consumers)."""
+    import dataclasses
 
     import oxicuda.dnn.attention as api
 
-    monkeypatch.setattr(api, "AttentionWgmmaSpec", functools.partial(wg.AttentionWgmmaSpec, overlap=request.param))
+    monkeypatch.setattr(api, "wgmma_spec", lambda *a: dataclasses.replace(wg.choose_spec(*a), **fields))
+
+
+@pytest.fixture(params=[True, False], ids=["overlap", "serial"])
+def overlap(request, monkeypatch):
+    """Dispatch builds wgmma specs with this ``overlap`` (the intra-warpgroup pipeline or not)."""
+    force_wgmma_variant(monkeypatch, overlap=request.param)
     return request.param
 
 
@@ -105,6 +111,14 @@ def test_wgmma_serial_pipeline_matches_reference_for_tails(rng, overlap):
     _skip_unless_sm90()
     for sq, sk, causal in ((1, 1, False), (150, 130, True), (40, 150, False)):
         assert run_attention(rng, 1, 1, 1, sq, sk, 64, causal=causal).overlap == overlap
+
+
+def test_wgmma_two_consumer_warpgroups_at_head_dim_64(rng, monkeypatch):
+    _skip_unless_sm90()
+    force_wgmma_variant(monkeypatch, consumers=2)
+    for sq, sk, causal in ((150, 300, True), (17, 40, False)):
+        spec = run_attention(rng, 1, 1, 1, sq, sk, 64, causal=causal)
+        assert spec.consumers == 2 and spec.block_q == 128
 
 
 def test_wgmma_grouped_query_attention_reads_kv_head_h_over_group(rng):
@@ -149,7 +163,8 @@ def test_forcing_wgmma_where_it_cannot_run_raises_before_launch(rng):
 
 
 def test_spec_rejects_what_the_kernel_cannot_do():
-    for bad in ({"arch": "sm_90"}, {"dtype": "f32"}, {"head_dim": 96}):
+    for bad in ({"arch": "sm_90"}, {"dtype": "f32"}, {"head_dim": 96}, {"head_dim": 128, "consumers": 3},
+                {"head_dim": 64, "consumers": 4}):
         with pytest.raises(ValueError):
             wg.AttentionWgmmaSpec(**bad)
 
@@ -158,9 +173,12 @@ def test_every_wgmma_attention_configuration_assembles_for_sm90a_without_spills(
     from oxicuda.ptx.validate import PtxasNotFound, assemble
 
     specs = registry.configurations("sm_90a", family=wg.FAMILY)
-    assert len(specs) == 32
-    # the overlap kernels, and the serial ones at bf16 with lse (dtype and lse change a few lines)
-    specs = [x for x in specs if x.overlap or (x.dtype == "bf16" and x.lse)]
+    assert len(specs) == 48
+    # every variant at bf16 with lse, and the dispatched f16 kernels without (dtype and lse change
+    # a few lines each; `python -m oxicuda kernels --validate` assembles all 48)
+    specs = [x for x in specs if (x.dtype == "bf16" and x.lse)
+             or (x.dtype == "f16" and not x.lse and x == wg.choose_spec(x.dtype, x.head_dim, x.causal, x.lse))]
+    assert len(specs) == 16
     try:
         reports = [assemble(registry.generate_ptx(s), "sm_90a") for s in specs]
     except PtxasNotFound as exc:

@@ -112,14 +112,14 @@ def test_causal_with_more_keys_than_queries_is_top_left_like_torch(algo):
 def test_wgmma_serial_variant_matches_float64(monkeypatch, b, h, s, d, causal):
     # the wgmma family without its intra-warpgroup overlap (spec.overlap False): if the default
     # variant fails on the GPU and this one passes, the overlap pipeline is at fault
-    import functools
+    import dataclasses
 
     import oxicuda.dnn.attention as api
     from oxicuda.dnn import attention_wgmma as wg
 
     torch = _torch()
     _needs_sm90("wgmma")
-    monkeypatch.setattr(api, "AttentionWgmmaSpec", functools.partial(wg.AttentionWgmmaSpec, overlap=False))
+    monkeypatch.setattr(api, "wgmma_spec", lambda *a: dataclasses.replace(wg.choose_spec(*a), overlap=False))
     gen = torch.Generator(device="cuda").manual_seed(3)
     q, k, v = (torch.randn(b, h, s, d, device="cuda", generator=gen).to(torch.bfloat16) for _ in range(3))
     got, _ = _run(torch, "wgmma", q, k, v, causal)

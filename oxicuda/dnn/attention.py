@@ -20,7 +20,7 @@ from .attention_mma import BLOCK_Q, COPY_BYTES, DTYPES, HEAD_DIMS, AttentionMmaS
 from .attention_mma import THREADS as MMA_THREADS
 from .attention_wgmma import DTYPES as WGMMA_DTYPES
 from .attention_wgmma import HEAD_DIMS as WGMMA_HEAD_DIMS
-from .attention_wgmma import AttentionWgmmaSpec
+from .attention_wgmma import choose_spec as wgmma_spec
 from .attention_wgmma import launch as launch_wgmma
 
 ALGOS = ("simt", "mma", "wgmma")
@@ -110,7 +110,7 @@ def attention(q: object, k: object, v: object, causal: bool = False, scale: floa
     lse = empty((b, hq, sq), "float32", stream=qa.stream or None) if return_lse else None
     args = [qa, ka, va, o, lse if lse is not None else 0, sq, sk, hq, hkv, hq // hkv, scale * LOG2_E]
     if algo == "wgmma":
-        spec = AttentionWgmmaSpec(dtype=element, head_dim=d, causal=bool(causal), lse=bool(return_lse))
+        spec = wgmma_spec(element, d, bool(causal), bool(return_lse))
         launch_wgmma(spec, qa, ka, va, o, args[4], b, hq, sq, hkv, sk, scale * LOG2_E, stream_of(o))
     elif algo == "mma":
         spec = AttentionMmaSpec(arch=_mma_arch(arch), dtype=element, head_dim=d, causal=bool(causal),

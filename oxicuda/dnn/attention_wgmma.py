@@ -2,7 +2,9 @@
 accumulation, TMA tile loads and an mbarrier ring, flash-attention-3 style (online softmax on
 the wgmma accumulator fragments; scores never leave registers).
 
-Work split: a CTA of ``CONSUMERS`` warpgroups owns ``64 * CONSUMERS`` query rows of one
+Work split: a CTA of ``spec.consumers`` warpgroups (``CONSUMERS``: 3 at head_dim 64, whose
+softmax weighs more against its smaller GEMMs, 2 at 128, whose registers allow no third) owns
+``64 * consumers`` query rows of one
 (batch, head); warpgroup ``c`` owns rows ``64c .. 64c + 63`` and within it warp ``w`` rows
 ``16w .. 16w + 15`` (the wgmma accumulator layout). There is no producer warpgroup: thread 0
 issues the first loads, and each warpgroup's thread 0 the refills.
@@ -31,7 +33,7 @@ causal, top-left like PyTorch) become -inf only in tiles that cross Sk or the di
 Pipeline: K and V tiles have separate rings of ``STAGES`` slots, each slot with its mbarrier
 (TMA complete_tx); thread 0 fills every slot up front. A warpgroup done with a slot (its wgmma
 chain has completed) counts itself on the slot's shared counter (``atom.add``); the warpgroup
-that makes the count a multiple of ``CONSUMERS`` is the last reader and refills the slot with the
+that makes the count a multiple of ``consumers`` is the last reader and refills the slot with the
 tile ``STAGES`` ahead, so there is no CTA barrier in the loop and the warpgroups drift freely
 (their softmax phases overlap the other's GEMMs). With ``overlap`` (the default), a warpgroup
 also keeps two wgmma groups in flight: per key tile j it issues S_j = Q K_j^T and
@@ -39,7 +41,7 @@ O += P_{j-1} V_{j-1}, waits for S_j only, runs the softmax of S_j while P V runs
 cores, then waits, rescales O and packs P_j (FlashAttention-3's intra-warpgroup overlap); without
 it every chain is waited for at once. Causal CTAs run the longest query blocks first.
 
-Launch: grid (ceil(Sq / BLOCK_Q), Hq, B), block ``128 * CONSUMERS``, dynamic shared memory
+Launch: grid (ceil(Sq / block_q), Hq, B), block ``128 * consumers``, dynamic shared memory
 ``spec.shared_bytes``. Parameters: o, lse pointers; u32 sq, sk, hq, hkv, group; f32 scale_log2;
 three 128-byte tensor maps (q, k, v as 3-D (D, S, B*H) tensors, boxes of 64 x rows x 1).
 """
@@ -57,11 +59,13 @@ FAMILY = "attention_fwd_wgmma"
 ARCHS = ("sm_90a",)
 DTYPES = ("f16", "bf16")
 HEAD_DIMS = (64, 128)
-CONSUMERS = 2  # a power of two (the release count is tested with a mask)
-BLOCK_Q = 64 * CONSUMERS
+#: consumer warpgroups per CTA by head_dim (dispatch's choice; provisional until measured)
+CONSUMERS = {64: 3, 128: 2}
+#: (head_dim, consumers) that fit: 2 or 3 warpgroups of 128 threads; at head_dim 128 a thread
+#: needs ~190 registers, more than the 168 that 384 threads may have
+ALLOWED_CONSUMERS = {64: (2, 3), 128: (2,)}
 BLOCK_K = 128
 STAGES = 2
-THREADS = 128 * CONSUMERS
 PANEL = 64  # head-dim elements per 128-byte swizzled row
 SWIZZLE_BYTES = 128
 ATOM_BYTES = 1024  # 8 rows of 128 bytes: the 128B swizzle repeat
@@ -126,6 +130,7 @@ class AttentionWgmmaSpec(KernelSpec):
     lse: bool = False
     #: intra-warpgroup overlap: the softmax of key tile j runs while P_{j-1} V_{j-1} is in flight
     overlap: bool = True
+    consumers: int = 2
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -135,10 +140,22 @@ class AttentionWgmmaSpec(KernelSpec):
             raise ValueError(f"AttentionWgmmaSpec: dtype={self.dtype!r}; allowed {DTYPES}")
         if self.head_dim not in HEAD_DIMS:
             raise ValueError(f"AttentionWgmmaSpec: head_dim={self.head_dim}; allowed {HEAD_DIMS}")
+        if self.consumers not in ALLOWED_CONSUMERS[self.head_dim]:
+            raise ValueError(f"AttentionWgmmaSpec: consumers={self.consumers} at head_dim {self.head_dim}; "
+                             f"allowed {ALLOWED_CONSUMERS[self.head_dim]}")
+
+    @property
+    def block_q(self) -> int:
+        """Query rows per CTA: 64 per consumer warpgroup."""
+        return 64 * self.consumers
+
+    @property
+    def threads(self) -> int:
+        return 128 * self.consumers
 
     @property
     def q_bytes(self) -> int:
-        return BLOCK_Q * self.head_dim * 2
+        return self.block_q * self.head_dim * 2
 
     @property
     def tile_bytes(self) -> int:
@@ -164,7 +181,12 @@ def generate(spec: AttentionWgmmaSpec) -> str:
     sq, sk, hq, hkv, group = (kb.param(n, "u32") for n in ("sq", "sk", "hq", "hkv", "group"))
     scale_log2 = kb.param("scale_log2", "f32")
     tmap_q, tmap_k, tmap_v = (kb.param_array(n) for n in ("tmap_q", "tmap_k", "tmap_v"))
-    kb.reqntid(THREADS)
+    kb.reqntid(spec.threads)
+    # the register file split over the block (65536 / threads, in steps of 8): what ptxas must
+    # meet anyway for one resident CTA, stated so that occupancy queries (and the emulator,
+    # which counts virtual registers) see it too
+    kb.maxnreg(min(255, 65536 // spec.threads // 8 * 8))
+    BQ, NC = spec.block_q, spec.consumers
     D, dt, TB = spec.head_dim, spec.dtype, spec.tile_bytes
     panels = D // PANEL
     smem = kb.dynamic_shared("smem", spec.shared_bytes, align=1024)
@@ -181,10 +203,10 @@ def generate(spec: AttentionWgmmaSpec) -> str:
     blk, h, b = kb.ctaid("x"), kb.ctaid("y"), kb.ctaid("z")
     if spec.causal:  # the longest rows first: CTAs launched last then have the least work
         blk = kb.sub(kb.sub(kb.nctaid("x"), 1), blk)
-    q0 = kb.mul(blk, BLOCK_Q)
+    q0 = kb.mul(blk, BQ)
     zq = kb.mad(b, hq, h)
     zkv = kb.mad(b, hkv, kb.div(h, group))
-    kv_end = kb.min(sk, kb.add(q0, BLOCK_Q)) if spec.causal else sk
+    kv_end = kb.min(sk, kb.add(q0, BQ)) if spec.causal else sk
     ntiles = kb.div(kb.add(kv_end, BLOCK_K - 1), BLOCK_K)
     leader = kb.setp("eq", tid, 0)
     panel_x = [kb.mov(p * PANEL, "u32") for p in range(panels)]
@@ -217,7 +239,7 @@ def generate(spec: AttentionWgmmaSpec) -> str:
     with kb.if_(leader):
         kb.mbarrier_arrive_expect_tx(bars, spec.q_bytes)
         for p in range(panels):
-            kb.cp_async_bulk_tensor(3, kb.add(base, p * BLOCK_Q * SWIZZLE_BYTES), tmap_q, (panel_x[p], q0, zq), bars)
+            kb.cp_async_bulk_tensor(3, kb.add(base, p * BQ * SWIZZLE_BYTES), tmap_q, (panel_x[p], q0, zq), bars)
         for s_ in range(STAGES):
             with kb.if_(kb.setp("lt", kb.mov(s_, "u32"), ntiles)):
                 issue(0, s_, s_)
@@ -245,8 +267,9 @@ def generate(spec: AttentionWgmmaSpec) -> str:
             old = kb.atom("shared", "add", "u32", cnt, 1)
             nxt = kb.add(tile, STAGES) if not isinstance(tile, int) else kb.mov(tile + STAGES, "u32")
             go = kb.setp("lt", nxt, ntiles)
-            if CONSUMERS > 1:
-                go = kb.and_(go, kb.setp("eq", kb.and_(old, CONSUMERS - 1), CONSUMERS - 1))
+            if NC > 1:
+                done = kb.add(old, 1)  # releases of this slot so far, mine included
+                go = kb.and_(go, kb.setp("eq", kb.mul(kb.div(done, NC), NC), done))
             with kb.if_(go):
                 issue(kind, slot, nxt)
 
@@ -258,7 +281,7 @@ def generate(spec: AttentionWgmmaSpec) -> str:
     def k_major_offset(kk: int, rows: int) -> int:
         return ((kk // per_panel) * rows * SWIZZLE_BYTES + (kk % per_panel) * 32) >> 4
 
-    q_descs = [kb.add(q_desc, k_major_offset(kk, BLOCK_Q)) if kk else q_desc for kk in range(ksteps)]
+    q_descs = [kb.add(q_desc, k_major_offset(kk, BQ)) if kk else q_desc for kk in range(ksteps)]
 
     # this thread's two rows (slot 0: groupID, slot 1: groupID + 8) and their last visible key
     warp_row0 = kb.add(q0, kb.mad(wg, 64, kb.mul(warp, 16)))
@@ -412,9 +435,16 @@ _check_pairs()
 
 
 def configurations(arch: str) -> list[AttentionWgmmaSpec]:
-    """Every kernel of the family (sm_90a only): dtype x head_dim x causal x lse x overlap (32)."""
-    return [AttentionWgmmaSpec(arch=arch, dtype=t, head_dim=d, causal=c, lse=lse, overlap=ov)
-            for ov in (True, False) for t in DTYPES for d in HEAD_DIMS for c in (False, True) for lse in (False, True)]
+    """Every kernel of the family (sm_90a only): dtype x (head_dim, consumers) x causal x lse x
+    overlap (48)."""
+    return [AttentionWgmmaSpec(arch=arch, dtype=t, head_dim=d, causal=c, lse=lse, overlap=ov, consumers=n)
+            for ov in (True, False) for t in DTYPES for d in HEAD_DIMS for n in ALLOWED_CONSUMERS[d]
+            for c in (False, True) for lse in (False, True)]
+
+
+def choose_spec(dtype: str, head_dim: int, causal: bool, lse: bool) -> AttentionWgmmaSpec:
+    """The kernel dispatch runs: overlap on, ``CONSUMERS[head_dim]`` warpgroups."""
+    return AttentionWgmmaSpec(dtype=dtype, head_dim=head_dim, causal=causal, lse=lse, consumers=CONSUMERS[head_dim])
 
 
 registry.register_family(FAMILY, AttentionWgmmaSpec, generate, configurations, archs=ARCHS)
@@ -444,8 +474,9 @@ def launch(spec: AttentionWgmmaSpec, q, k, v, o, lse, b: int, hq: int, sq: int, 
         fn.set_max_dynamic_shared_memory(spec.shared_bytes)
         _OPTED_IN[id(fn)] = spec.shared_bytes
     d = spec.head_dim
-    maps = (tensor_map(spec.dtype, int(q.ptr), sq, b * hq, d, BLOCK_Q),
+    maps = (tensor_map(spec.dtype, int(q.ptr), sq, b * hq, d, spec.block_q),
             tensor_map(spec.dtype, int(k.ptr), sk, b * hkv, d, BLOCK_K),
             tensor_map(spec.dtype, int(v.ptr), sk, b * hkv, d, BLOCK_K))
     args = [o, lse, sq, sk, hq, hkv, hq // hkv, scale_log2, *maps]
-    fn(((sq + BLOCK_Q - 1) // BLOCK_Q, hq, b), THREADS, args, shared_mem=spec.shared_bytes, stream=stream)
+    grid = ((sq + spec.block_q - 1) // spec.block_q, hq, b)
+    fn(grid, spec.threads, args, shared_mem=spec.shared_bytes, stream=stream)

@@ -73,13 +73,15 @@ def _prep(b: int, h: int, s: int, d: int, causal: bool, algo: str):
             attention(q, k, v, causal=causal, out=o, algo=algo)
 
         if algo == "wgmma_serial":
+            import dataclasses
+
             from oxicuda.dnn import attention_wgmma as wg
             from oxicuda.ptx.builder import LOG2_E
             from oxicuda.ptx.target import device_arch
 
             if device_arch() != "sm_90":
                 raise ValueError(f"the wgmma family needs sm_90; this device is {device_arch()}")
-            spec = wg.AttentionWgmmaSpec(dtype="bf16", head_dim=d, causal=causal, overlap=False)
+            spec = dataclasses.replace(wg.choose_spec("bf16", d, causal, False), overlap=False)
 
             def ours(i: int) -> None:
                 wg.launch(spec, q, k, v, o, 0, bb, hh, ss, hh, ss, LOG2_E / np.sqrt(d), None)
