@@ -201,7 +201,7 @@ def _float_minmax(is_max: bool, nan_wins: bool, xorsign_abs: bool):
             a, b = np.abs(a), np.abs(b)
         r = pick(a, b) if nan_wins else (np.fmax(a, b) if is_max else np.fmin(a, b))
         zeros = (a == 0) & (b == 0)
-        if np.any(zeros):  # -0 < +0, whichever operand came first
+        if np.count_nonzero(zeros):  # -0 < +0, whichever operand came first
             neg = (np.signbit(a) & np.signbit(b)) if is_max else (np.signbit(a) | np.signbit(b))
             r = np.where(zeros, np.where(neg, -np.abs(r), np.abs(r)), r)
         if xorsign_abs:

@@ -23,12 +23,14 @@ def canon(r):
     other dtypes unchanged). Cheap when there is no NaN: one isnan pass."""
     dt = getattr(r, "dtype", None)
     if dt == np.float32:
+        if r.ndim:  # r.r is NaN exactly when some element is (squares never cancel)
+            s = r.dot(r)
+            if s == s:
+                return r
+        return np.where(np.isnan(r), CANONICAL_F32, r)
+    if dt == np.float16:
         nan = np.isnan(r)
-        if nan.any():
-            return np.where(nan, CANONICAL_F32, r)
-    elif dt == np.float16:
-        nan = np.isnan(r)
-        if nan.any():
+        if np.count_nonzero(nan):
             return np.where(nan, CANONICAL_F16, r)
     return r
 
@@ -45,7 +47,7 @@ def round_odd_add(a, b):
     """a + b in float64 rounded to odd (exact then correctly re-roundable to <= 51 bits)."""
     s, e = two_sum(a, b)
     fix = (e != 0) & np.isfinite(s) & ((s.view(np.uint64) & np.uint64(1)) == 0)
-    if np.any(fix):
+    if np.count_nonzero(fix):
         s = np.where(fix, np.nextafter(s, np.where(e > 0, np.inf, -np.inf)), s)
     return s
 
@@ -90,7 +92,7 @@ def fma_f32(a, b, c):
     # RN(RN64(x)) differs from RN(x) only when RN64(x) lands exactly halfway between two
     # floats (low 29 mantissa bits 1000...0) or in the f32 subnormal range: fix those only
     halfway = (s.view(np.uint64) & np.uint64(0x1FFFFFFF)) == np.uint64(0x10000000)
-    if halfway.any() or (np.abs(s) < 1.1754943508222875e-38).any():
+    if np.count_nonzero(halfway) or np.count_nonzero(np.abs(s) < 1.1754943508222875e-38):
         s = round_odd_add(p, c)
     return s.astype(np.float32)
 
@@ -100,7 +102,7 @@ def to_f32_odd(x):
     r = np.asarray(x, np.float64).astype(np.float32)
     inexact = (r.astype(np.float64) != x) & np.isfinite(r)
     fix = inexact & ((r.view(np.uint32) & np.uint32(1)) == 0)
-    if np.any(fix):
+    if np.count_nonzero(fix):
         r = np.where(fix, np.nextafter(r, np.where(x > r, np.float32(np.inf), np.float32(-np.inf))), r)
     return r
 
@@ -125,7 +127,7 @@ def round_f64(x, ptype: str, mode: str):
         fix = back < x
         toward = np.full_like(r, np.inf)
     fix &= np.isfinite(x)
-    if np.any(fix):
+    if np.count_nonzero(fix):
         r = np.where(fix, np.nextafter(r, toward), r)
     return r
 
@@ -133,7 +135,7 @@ def round_f64(x, ptype: str, mode: str):
 def ftz(x):
     """Flush f32 subnormals to sign-preserving zero."""
     tiny = np.abs(x) < F32_MIN_NORMAL
-    if np.any(tiny & (x != 0)):
+    if np.count_nonzero(tiny & (x != 0)):
         return np.where(tiny, np.copysign(np.float32(0), x), x).astype(np.float32)
     return x
 

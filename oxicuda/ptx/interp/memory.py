@@ -36,7 +36,7 @@ class Memory:
     def _check_align(addrs: np.ndarray, nbytes: int, lanes: np.ndarray, space: str) -> None:
         if nbytes > 1:
             bad = (addrs & _U64(nbytes - 1)) != 0
-            if bad.any():
+            if np.count_nonzero(bad):
                 k = int(np.argmax(bad))
                 raise Fault(MISALIGNED, f"misaligned {nbytes}-byte {space} access at 0x{int(addrs[k]):x}",
                             int(lanes[k]), int(addrs[k]))
@@ -57,7 +57,7 @@ class Memory:
             ok &= addrs + _U64(nbytes) <= ends[safe]
         else:
             ok[:] = False
-        if not ok.all():
+        if np.count_nonzero(ok) != len(ok):
             k = int(np.argmax(~ok))
             a = int(addrs[k])
             raise Fault(ILLEGAL_ADDRESS, f"{nbytes}-byte global access at 0x{a:x}: {heap.describe(a)}",
@@ -93,15 +93,15 @@ class Memory:
         win = addrs >> _U64(32)
         sh = win == _U64(SHARED_WINDOW >> 32)
         lo = win == _U64(LOCAL_WINDOW >> 32)
-        if not sh.any() and not lo.any():
+        if not np.count_nonzero(sh) and not np.count_nonzero(lo):
             return [("global", None, addrs)]
         out = []
         gl = ~(sh | lo)
-        if gl.any():
+        if np.count_nonzero(gl):
             out.append(("global", gl, addrs[gl]))
-        if sh.any():
+        if np.count_nonzero(sh):
             out.append(("shared", sh, addrs[sh] - _U64(SHARED_WINDOW)))
-        if lo.any():
+        if np.count_nonzero(lo):
             out.append(("local", lo, addrs[lo] - _U64(LOCAL_WINDOW)))
         return out
 

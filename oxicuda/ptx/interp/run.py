@@ -26,6 +26,12 @@ NAMED = 1 << 50  # added to the PC of a thread waiting at a named or partial bar
 DEAD = 1 << 62  # the PC of an exited thread
 
 
+#: executed instruction steps since import: "steps" (one per instruction issue, all active lanes
+#: of the CTA at once) and "warp_steps" (steps x warps of the CTA: the warp-instruction count of
+#: converged code, an upper bound under divergence); read by benches/emulator_speed.py
+STATS = {"steps": 0, "warp_steps": 0}
+
+
 def _max_steps() -> int:
     return int(os.environ.get("OXICUDA_EMULATOR_MAX_STEPS", "20000000"))
 
@@ -94,6 +100,8 @@ def run_grid(kernel, grid, block, dynamic_smem, params: bytes, heap) -> None:
                         cta.reset_strict()
                     try:
                         _run_cta(cta, steps, kinds, targets, guards, named, max_steps)
+                        STATS["steps"] += cta.last_steps
+                        STATS["warp_steps"] += cta.last_steps * cta.nwarps
                     except Fault as f:
                         _report(kernel, cta, (x, y, z), f)
                     except Exception as exc:  # a handler bug must still name the place
@@ -158,6 +166,7 @@ def _run_cta(cta: Cta, steps, kinds, targets, guards, named, max_steps: int) -> 
         # ---- converged: every live thread at pc -----------------------------------------
         while True:
             if pc >= ninstr:
+                cta.last_steps = count
                 return
             count += 1
             k = kinds[pc]
@@ -171,7 +180,7 @@ def _run_cta(cta: Cta, steps, kinds, targets, guards, named, max_steps: int) -> 
                 gm = ~g[0] if g[1] else g[0]
                 m = gm if live is None else (gm & live)
             if k == PLAIN:
-                if g is None or m.any():
+                if g is None or count_nonzero(m):
                     cta.pc = pc
                     steps[pc](m)
                 pc += 1
@@ -200,9 +209,11 @@ def _run_cta(cta: Cta, steps, kinds, targets, guards, named, max_steps: int) -> 
                                          "(set OXICUDA_EMULATOR_MAX_STEPS to allow more)")
             elif k == EXIT:
                 if g is None:
+                    cta.last_steps = count
                     return
                 ex = count_nonzero(m)
                 if ex == nlive:
+                    cta.last_steps = count
                     return
                 if ex:
                     live = ~m if live is None else (live & ~m)
@@ -216,7 +227,7 @@ def _run_cta(cta: Cta, steps, kinds, targets, guards, named, max_steps: int) -> 
                 released = named[pc][3](cta, named[pc], arriving, livemask)
                 if not named[pc][2]:  # bar.sync: threads whose barrier did not complete wait
                     blocked = arriving if released is None else (arriving & ~released)
-                    if blocked.any():
+                    if count_nonzero(blocked):
                         pcs = np.full(n, pc + 1, dtype=np.int64)
                         pcs[blocked] = NAMED + pc
                         if live is not None:
@@ -240,6 +251,7 @@ def _run_cta(cta: Cta, steps, kinds, targets, guards, named, max_steps: int) -> 
             lo = int(pcs.min())
             if lo >= WAIT:
                 if lo >= DEAD:
+                    cta.last_steps = count
                     return
                 if lo >= NAMED:
                     _deadlock(cta, pcs)
@@ -278,7 +290,7 @@ def _run_cta(cta: Cta, steps, kinds, targets, guards, named, max_steps: int) -> 
             k = kinds[pc]
             cta.pc = pc
             if k == PLAIN:
-                if m.any():
+                if count_nonzero(m):
                     steps[pc](m)
                 pcs[sel] = pc + 1
             elif k == BRANCH:

@@ -84,7 +84,7 @@ def f32_to_bf16_bits(x) -> np.ndarray:
     b = np.asarray(x, dtype=np.float32).view(np.uint32)
     r = ((b + np.uint32(0x7FFF) + ((b >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)).astype(np.uint16)
     nan = np.isnan(np.asarray(x, dtype=np.float32))
-    if np.any(nan):
+    if np.count_nonzero(nan):
         r = np.where(nan, np.uint16(0x7FFF), r)
     return r
 
