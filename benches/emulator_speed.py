@@ -27,14 +27,14 @@ from pathlib import Path
 
 os.environ["OXICUDA_BACKEND"] = "emulator"
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from oxicuda.driver.emulator import EmulatorAPI  # noqa: E402
-from oxicuda.ptx.interp import run as interp_run  # noqa: E402
-from oxicuda.ptx.interp.harness import run_ptx  # noqa: E402
+from oxicuda.driver.emulator import EmulatorAPI
+from oxicuda.ptx.interp import run as interp_run
+from oxicuda.ptx.interp.harness import run_ptx
 
 M = N = K = 128
 

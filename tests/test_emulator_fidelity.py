@@ -267,7 +267,7 @@ def test_block_level_instructions(emu, rng, which):
 def test_block_level_kernels_assemble_for_sm_90(rng):
     from oxicuda.ptx.validate import PtxasNotFound, assemble
 
-    for label, ptx, _, _ in block_cases(rng):
+    for label, ptx in [(c[0], c[1]) for c in block_cases(rng)] + [("mma_nan", MMA_NAN)]:
         try:
             rep = assemble(ptx, "sm_90")
         except PtxasNotFound:
@@ -289,3 +289,33 @@ def test_bar_warp_sync_faults_when_a_named_lane_never_arrives(emu):
 def test_f32_inputs_cover_nan_payloads_and_subnormals(rng):
     v = f32v(f32_inputs(rng, 2)[0])
     assert np.isnan(v).sum() >= 16 and ((np.abs(v) < 1.2e-38) & (v != 0)).any()
+
+
+# -- tensor cores: a NaN operand gives canonical NaN results ----------------------------------
+MMA_NAN = module([(
+    ".visible .entry mma_nan(.param .u64 out, .param .u64 a)\n{\n"
+    "\t.reg .b32 %r<8>;\n\t.reg .f32 %f<4>;\n\t.reg .b64 %rd<4>;\n"
+    "\tmov.u32 %r1, %tid.x;\n\tld.param.u64 %rd0, [a];\n\tmul.wide.u32 %rd1, %r1, 8;\n"
+    "\tadd.s64 %rd0, %rd0, %rd1;\n\tld.global.v2.b32 {%r2, %r3}, [%rd0];\n"
+    "\tmov.b32 %r4, 0x3C003C00;\n\tmov.f32 %f0, 0f00000000;\n\tmov.f32 %f1, 0f00000000;\n"
+    "\tmov.f32 %f2, 0f00000000;\n\tmov.f32 %f3, 0f00000000;\n"
+    "\tmma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%f0, %f1, %f2, %f3}, {%r2, %r3}, {%r4}, "
+    "{%f0, %f1, %f2, %f3};\n"
+    "\tld.param.u64 %rd2, [out];\n\tmul.wide.u32 %rd3, %r1, 16;\n\tadd.s64 %rd2, %rd2, %rd3;\n"
+    "\tst.global.v4.f32 [%rd2], {%f0, %f1, %f2, %f3};\n\tret;\n}")], target="sm_80")
+
+
+def mma_nan_case():
+    """A (16 x 8 f16, all ones) with a NaN payload at row 3, column 5, B all ones, C = 0: row 3
+    of D is NaN, every other element 8. Returns (A registers per lane, expected D bits per lane)."""
+    a = np.full((32, 2), 0x3C003C00, np.uint32)
+    a[3 * 4 + 2, 0] = 0x7E123C00  # lane g=3, tig=2 holds row 3, columns 4 (low) and 5 (high)
+    want = np.full((32, 4), np.float32(8).view(np.uint32), np.uint32)
+    want[12:16, 0:2] = 0x7FFFFFFF  # lanes of group 3 hold row 3 in c0, c1
+    return a, want
+
+
+def test_mma_sync_with_a_nan_operand_writes_the_canonical_nan(emu):
+    a, want = mma_nan_case()
+    got = run_ptx(emu, MMA_NAN, "mma_nan", (1, 1, 1), (32, 1, 1), [np.zeros((32, 4), np.uint32), a])[0]
+    np.testing.assert_array_equal(got, want)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from emulator_fidelity_cases import APPROX_CASES, CASES, INT_CASES, Case, N, f32_inputs
-from test_emulator_fidelity import block_cases, run_case
+from test_emulator_fidelity import MMA_NAN, block_cases, mma_nan_case, run_case
 
 from oxicuda.driver.emulator import EmulatorAPI
 from oxicuda.ptx.interp.approx import MAX_ERROR
@@ -156,3 +156,11 @@ def test_block_level_instructions_agree_with_the_gpu(both, rng, which):
         outs.append(run_ptx(api, ptx, "bk", (1, 1, 1), (len(x), 1, 1), [out, x])[0])
     np.testing.assert_array_equal(outs[0], want, err_msg=f"{name}: GPU vs reference")
     np.testing.assert_array_equal(outs[1], outs[0], err_msg=f"{name}: emulator vs GPU")
+
+
+def test_mma_sync_nan_results_agree_with_the_gpu(both):
+    a, want = mma_nan_case()
+    outs = [run_ptx(api, MMA_NAN, "mma_nan", (1, 1, 1), (32, 1, 1), [np.zeros((32, 4), np.uint32), a])[0]
+            for api in both]
+    np.testing.assert_array_equal(outs[0], outs[1], err_msg="GPU vs emulator")
+    np.testing.assert_array_equal(outs[0], want, err_msg="GPU vs expectation")

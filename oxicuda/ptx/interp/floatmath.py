@@ -25,7 +25,7 @@ def canon(r):
     if dt == np.float32:
         if r.ndim:  # r.r is NaN exactly when some element is (squares never cancel)
             s = r.dot(r)
-            if s == s:
+            if not np.isnan(s):
                 return r
         return np.where(np.isnan(r), CANONICAL_F32, r)
     if dt == np.float16:

@@ -16,6 +16,7 @@ import numpy as np
 from .. import fragments
 from ..ir import Addr, Vec
 from .faults import Unsupported
+from .floatmath import CANONICAL_HALF_BITS, canon
 from .registry import Op, register_handler
 from .warp_groups import (
     WARP,
@@ -84,6 +85,12 @@ def read_elements(readers, idx: np.ndarray, kind: str, per_reg: int, n: int) -> 
 
 
 # -- mma.sync ------------------------------------------------------------------------------------
+def _f16_canon(values: np.ndarray) -> np.ndarray:
+    """float64 values -> f16 bits (nearest even), NaN as the canonical 0x7FFF."""
+    bits = f64_to_f16_bits(values)
+    return np.where(np.isnan(values), CANONICAL_HALF_BITS, bits)
+
+
 def _decode_mma(instr, kc):
     mods = instr.mods
     shape = next((m for m in mods if m.startswith("m") and "n" in m and "k" in m), None)
@@ -135,10 +142,10 @@ def _decode_mma(instr, kc):
             out = cmap.from_matrices(D)  # (threads, elements) float64
             for j, put in enumerate(puts):
                 full = np.zeros(n, dtype=np.uint32 if c_type == "f16" else _NP[c_type])
-                if c_type == "f16":
-                    full[idx] = pack_halves(f64_to_f16_bits(out[:, 2 * j]), f64_to_f16_bits(out[:, 2 * j + 1]))
+                if c_type == "f16":  # NaN results: the canonical NaN, as the hardware writes
+                    full[idx] = pack_halves(_f16_canon(out[:, 2 * j]), _f16_canon(out[:, 2 * j + 1]))
                 else:
-                    full[idx] = out[:, j].astype(_NP[c_type])
+                    full[idx] = canon(out[:, j].astype(_NP[c_type]))
                 put(full, m)
         return step
     return Op(bind)
