@@ -95,6 +95,7 @@ def test_tensor_core_conv_matches_float64_reference(rng, layout, geom):
     assert spec.dtype == {"float16": "f16", "bfloat16": "bf16"}[dtype]
     assert spec.layout == ("NHWC" if via_cl else layout)
     assert spec.a_async == ((c // g) % 8 == 0)
+    assert spec.y_pairs == (layout == "NHWC" and (k // g) % 2 == 0)
     assert spec.b_async == ((c // g) * r * s % 8 == 0)
     assert_half_close(got, ref, dtype)
 
@@ -237,3 +238,43 @@ def test_every_configuration_is_registered_and_in_choose_spec_range():
         (d, lay, a, b) for d in tc.DTYPES for lay in tc.LAYOUTS for a in (False, True) for b in (False, True)
         if not (a and lay == "NCHW")}
     assert registry.family(tc.FAMILY).archs == ("sm_80", "sm_86", "sm_90")
+
+
+# -- split-K --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("layout, dtype, activation", [("NHWC", "float16", "gelu"), ("NCHW", "bfloat16", "relu")])
+def test_split_k_partials_and_reduce_match_reference(rng, monkeypatch, layout, dtype, activation):
+    # C=64, 3x3: 18 k-tiles in one CTA; 4 k-tiles per split at least -> chunks of 5, 5, 5, 3
+    monkeypatch.setattr(tc, "SPLIT_MIN_KTILES", 4)
+    got, ref, specs = run_tc(rng, 1, 64, 5, 4, 8, 3, 3, padding=1, layout=layout, dtype=dtype, bias=True,
+                             activation=activation)
+    names = [type(s).__name__ for s in specs]
+    assert names == ["ChannelsLastSpec"] * 2 * (layout == "NCHW") + ["ConvTensorCoreSpec", "ConvTcSplitKReduceSpec"]
+    assert specs[-2].split_k and not specs[-2].bias and specs[-1].activation == activation
+    assert_half_close(got, ref, dtype)
+
+
+def test_choose_splits_only_for_short_grids_with_long_reductions():
+    small = tc.choose_spec(_problem(8, 512, 7, 512), "NHWC", "sm_90", True, True)
+    assert tc.choose_splits(_problem(8, 512, 7, 512), small, 132) == 5  # 56 CTAs, 144 k-tiles
+    big = tc.choose_spec(_problem(32), "NHWC", "sm_90", True, True)
+    assert tc.choose_splits(_problem(32), big, 132) == 1  # 784 CTAs
+    short = tc.choose_spec(_problem(1, 16, 4, 8), "NHWC", "sm_90", True, True)
+    assert tc.choose_splits(_problem(1, 16, 4, 8), short, 132) == 1  # 5 k-tiles
+    with pytest.raises(ValueError, match="split"):
+        tc.ConvTensorCoreSpec(split_k=True, bias=True)
+
+
+@pytest.mark.parametrize("tile", sorted(tc.TILES))
+def test_fast_path_kernels_assemble_without_spills(tile):
+    from oxicuda.ptx import registry, validate
+
+    try:
+        validate.find_ptxas()
+    except Exception as exc:  # noqa: BLE001 (no ptxas on this machine)
+        pytest.skip(f"ptxas not available: {exc}")
+    bm, bn, wm, wn, st = tc.TILES[tile]
+    for arch in ("sm_86", "sm_90"):
+        spec = tc.ConvTensorCoreSpec(arch=arch, y_pairs=True, block_m=bm, block_n=bn, warps_m=wm, warps_n=wn,
+                                     stages=st)
+        report = validate.assemble(registry.generate_ptx(spec), arch)
+        assert report.ok and report.spill_stores == 0 and report.registers <= 255, (arch, report)

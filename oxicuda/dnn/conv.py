@@ -18,6 +18,7 @@ SIMT for every dtype.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,13 +37,14 @@ from ._common import (
     stream_of,
 )
 from .channels_last import launch_channels_last
-from .conv_dispatch import ALGOS, ConvProblem, choose_algo
+from .conv_dispatch import ALGOS, ConvProblem, choose_algo, device_sm_count
 from .conv_epilogue import check_activation
 
 # imported at load so that their kernel families are registered with the rest of conv's
 from .conv_im2col import run_im2col
 from .conv_implicit_gemm import THREADS, ConvImplicitGemmSpec
 from .conv_implicit_gemm_f32 import run_implicit_gemm_f32
+from .conv_tc_split_k import reduce as split_k_reduce
 from .conv_winograd import run_winograd
 
 LAYOUTS = ("NCHW", "NHWC")
@@ -229,7 +231,8 @@ def run_tensor_core(geo: ConvGeometry, x: DeviceArray, w: DeviceArray, y: Device
                     activation: str) -> None:
     """Launch the tensor-core forward kernel over validated, C-contiguous half-type x, w, y. An
     NCHW problem that ``tc.nchw_via_channels_last`` accepts first has x and w transposed to NHWC
-    in a workspace (two ``channels_last`` launches), then runs the NHWC kernel writing y in NCHW."""
+    in a workspace (two ``channels_last`` launches), then runs the NHWC kernel writing y in NCHW.
+    A grid short of one wave with a long reduction runs split-K (``tc.choose_splits``)."""
     p, arch, stream = geo.problem, current_arch(), stream_of(y)
     x_aligned, w_aligned = int(x.ptr) % tc.COPY_BYTES == 0, int(w.ptr) % tc.COPY_BYTES == 0
     layout, x_strides = geo.layout, element_strides_nchw(x, geo.layout)
@@ -243,8 +246,19 @@ def run_tensor_core(geo: ConvGeometry, x: DeviceArray, w: DeviceArray, y: Device
         launch_channels_last(tc.spec_arch(arch), int(w.ptr), w_arg, p.k, cg, p.r * p.s, stream)
         layout, x_strides = "NHWC", (p.h * p.w * p.c, 1, p.w * p.c, p.c)
     spec = tc.choose_spec(p, layout, arch, x_aligned=x_aligned, w_aligned=w_aligned, activation=activation,
-                          bias=bias is not None)
-    tc.launch(spec, p, x_arg, w_arg, y, bias, x_strides, element_strides_nchw(y, geo.layout), stream=stream)
+                          bias=bias is not None, y_layout=geo.layout, y_aligned=int(y.ptr) % 4 == 0)
+    y_strides = element_strides_nchw(y, geo.layout)
+    splits = tc.choose_splits(p, spec, device_sm_count())
+    if splits == 1:
+        tc.launch(spec, p, x_arg, w_arg, y, bias, x_strides, y_strides, stream=stream)
+        return
+    # split-K: float32 partial sums in y-shaped slabs, then one kernel adds them with the epilogue
+    total = p.n * p.k * p.oh * p.ow
+    ws = workspace((np.float32, splits * total), stream)
+    spec = dataclasses.replace(spec, split_k=True, activation="none", bias=False, y_pairs=False)
+    splits = tc.launch(spec, p, x_arg, w_arg, ws, None, x_strides, y_strides, stream=stream, splits=splits)
+    split_k_reduce(spec.arch, p.dtype, activation, ws, y, bias, total, splits,
+                   p.oh * p.ow if geo.layout == "NCHW" else 1, p.k, stream=stream)
 
 
 def run_implicit_gemm(mode: str, geo: ConvGeometry, x: DeviceArray, w: DeviceArray, y: DeviceArray,

@@ -42,6 +42,7 @@ dynamic shared memory ``spec.shared_bytes`` (above 48 KiB through the opt-in).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -63,18 +64,23 @@ COPY_BYTES = 16
 #: kernel parameters after the four pointers (x, wt, y, bias), all u32, in launch order
 SCALAR_PARAMS = ("gm", "kg", "gk", "cg", "h", "w", "r", "s", "oh", "ow",
                  "st_h", "st_w", "pad_h", "pad_w", "dil_h", "dil_w",
-                 "xs_n", "xs_c", "xs_h", "xs_w", "ys_n", "ys_c", "ys_h", "ys_w")
+                 "xs_n", "xs_c", "xs_h", "xs_w", "ys_n", "ys_c", "ys_h", "ys_w",
+                 "groups", "kt_chunk", "total")
 #: (block_m, block_n, warps_m, warps_n, stages): provisional, to be measured on the H200
 TILES = {"large": (128, 128, 2, 2, 4), "wide": (128, 64, 2, 2, 4), "small": (64, 64, 2, 2, 3)}
 #: a problem whose large-tile grid has fewer CTAs than this uses the small tile (provisional)
 MIN_LARGE_CTAS = 132
+#: split-K: each split reduces at least this many k-tiles; at most this many splits (provisional)
+SPLIT_MIN_KTILES = 8
+SPLIT_MAX = 16
 
 
 @dataclass(frozen=True)
 class ConvTensorCoreSpec(KernelSpec):
     """One tensor-core conv forward kernel: element type, layout (reduction order), how each
     operand reaches shared memory (``cp.async`` chunks or the scalar gather), fused epilogue,
-    CTA tile, warp grid and pipeline depth."""
+    ``y_pairs`` (y has unit channel stride, even K/groups and 4-byte alignment: two adjacent
+    channels per 32-bit store), CTA tile, warp grid and pipeline depth."""
 
     family: ClassVar[str] = FAMILY
     dtype: str = "f16"
@@ -83,6 +89,8 @@ class ConvTensorCoreSpec(KernelSpec):
     b_async: bool = True
     activation: str = "none"
     bias: bool = False
+    y_pairs: bool = False
+    split_k: bool = False
     block_m: int = 128
     block_n: int = 128
     warps_m: int = 2
@@ -102,6 +110,8 @@ class ConvTensorCoreSpec(KernelSpec):
             raise ValueError(f"{name}: a_async needs layout NHWC (NCHW has no contiguous channel runs)")
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"{name}: activation={self.activation!r}; allowed {ACTIVATIONS}")
+        if self.split_k and (self.bias or self.activation != "none" or self.y_pairs):
+            raise ValueError(f"{name}: split-K partials are raw f32 sums (the reduce kernel applies the epilogue)")
         if self.block_m % (16 * self.warps_m) or self.block_n % (16 * self.warps_n) or self.stages < 2:
             raise ValueError(f"{name}: tile {self.block_m}x{self.block_n} with {self.warps_m}x{self.warps_n} "
                              f"warps, {self.stages} stages: warp tiles must be multiples of 16x16, stages >= 2")
@@ -292,10 +302,21 @@ def generate(spec: ConvTensorCoreSpec) -> str:
     kb.reqntid(T)
     smem = kb.dynamic_shared("smem", spec.shared_bytes, align=128)
     smem0 = kb.shared_addr(smem)
-    grp = kb.ctaid("z")
+    ktiles = kb.div(kb.add(p.gk, BLOCK_K - 1), BLOCK_K)
+    if spec.split_k:  # z = split * groups + group; this split reduces k-tiles [split*kt_chunk, ...)
+        split = kb.div(kb.ctaid("z"), p.groups)
+        grp = kb.sub(kb.ctaid("z"), kb.mul(split, p.groups))
+        kt0 = kb.mul(split, p.kt_chunk)
+        ktiles = kb.min(kb.sub(ktiles, kt0), p.kt_chunk)  # the host makes every split non-empty
+        slab = kb.addr(p.y_ptr, kb.mul(split, p.total, mode="wide", type_="u32"), 4)
+        yg = kb.addr(slab, kb.mul(grp, kb.mul(p.kg, p.ys_c)), 4)
+        kbase = kb.mul(kt0, BLOCK_K)
+    else:
+        grp = kb.ctaid("z")
+        yg = kb.addr(p.y_ptr, kb.mul(grp, kb.mul(p.kg, p.ys_c)), 2)
+        kbase = kb.mov(0, "u32")
     xg = kb.addr(p.x_ptr, kb.mul(grp, kb.mul(p.cg, p.xs_c)), 2)
     wg = kb.addr(p.w_ptr, kb.mul(grp, kb.mul(p.kg, p.gk)), 2)
-    yg = kb.addr(p.y_ptr, kb.mul(grp, kb.mul(p.kg, p.ys_c)), 2)
     m0 = kb.mul(kb.ctaid("x"), spec.block_m)
     n0 = kb.mul(kb.ctaid("y"), spec.block_n)
     tid = kb.tid()
@@ -332,13 +353,12 @@ def generate(spec: ConvTensorCoreSpec) -> str:
             for ld in loaders:
                 ld.finish(stage_off)
 
-    ktiles = kb.div(kb.add(p.gk, BLOCK_K - 1), BLOCK_K)
     for st in range(S - 1):
         with kb.if_(kb.setp("lt", kb.mov(st, "u32"), ktiles)):
-            load_stage(kb.mov(st * spec.stage_bytes, "u32"), kb.mov(st * BLOCK_K, "u32"), True)
+            load_stage(kb.mov(st * spec.stage_bytes, "u32"), kb.add(kbase, st * BLOCK_K), True)
         kb.cp_async_commit()
     rd, wr = kb.mov(0, "u32"), kb.mov((S - 1) * spec.stage_bytes, "u32")
-    kload = kb.mov((S - 1) * BLOCK_K, "u32")
+    kload = kb.add(kbase, (S - 1) * BLOCK_K)
     wrap = S * spec.stage_bytes
     with kb.loop(0, ktiles, 1, type_="u32") as kt:
         kb.cp_async_wait(S - 2)
@@ -387,6 +407,11 @@ def _epilogue(kb: KernelBuilder, spec: ConvTensorCoreSpec, p: _Params, yg: Value
         rows.append((kb.setp("lo", m, p.gm), kb.mad(ow, p.ys_w, kb.mad(oh, p.ys_h, kb.mul(n, p.ys_n)))))
     cols = []
     bias_g = kb.addr(p.bias_ptr, kb.mul(grp, p.kg), 2) if spec.bias else None
+    # (lo, hi) accumulator elements holding adjacent columns (even first) of one row
+    pairs = [(i, j) for i in range(4) for j in range(4)
+             if lane0[i][0] == lane0[j][0] and lane0[j][1] == lane0[i][1] + 1 and lane0[i][1] % 2 == 0]
+    if spec.y_pairs and sorted(e for pr in pairs for e in pr) != [0, 1, 2, 3]:
+        raise AssertionError("conv tc: the accumulator does not pair adjacent even/odd columns per lane")
     for c in col_consts:
         col = kb.add(col_base, c)
         ok = kb.setp("lo", col, p.kg)
@@ -396,23 +421,42 @@ def _epilogue(kb: KernelBuilder, spec: ConvTensorCoreSpec, p: _Params, yg: Value
             with kb.if_(ok):
                 kb.assign(b, load_f32(kb, spec.dtype, kb.addr(bias_g, col, 2))[0])
         cols.append((ok, kb.mul(col, p.ys_c), b))
+
+    if spec.split_k:  # raw f32 partial sums into this split's y-shaped slab
+        for mt in range(MT):
+            for nt in range(NT):
+                for i in range(4):
+                    row_ok, row_off = rows[row_consts.index(mt * 16 + lane0[i][0])]
+                    col_ok, col_off, _ = cols[col_consts.index(nt * 8 + lane0[i][1])]
+                    with kb.if_(kb.and_(row_ok, col_ok)):
+                        kb.st("global", kb.addr(yg, kb.add(row_off, col_off), 4), acc[mt][nt][i])
+        return
+
+    def value(mt: int, nt: int, i: int) -> Value:
+        v = acc[mt][nt][i]
+        b = cols[col_consts.index(nt * 8 + lane0[i][1])][2]
+        return emit_activation(kb, v if b is None else kb.add(v, b), spec.activation)
+
     for mt in range(MT):
         for nt in range(NT):
-            for i in range(4):
-                row_ok, row_off = rows[row_consts.index(mt * 16 + lane0[i][0])]
-                col_ok, col_off, b = cols[col_consts.index(nt * 8 + lane0[i][1])]
-                v = acc[mt][nt][i]
-                if b is not None:
-                    v = kb.add(v, b)
-                v = emit_activation(kb, v, spec.activation)
-                with kb.if_(kb.and_(row_ok, col_ok)):
-                    store_f32(kb, spec.dtype, kb.addr(yg, kb.add(row_off, col_off), 2), [v])
+            for group in (pairs if spec.y_pairs else [(i,) for i in range(4)]):
+                row_ok, row_off = rows[row_consts.index(mt * 16 + lane0[group[0]][0])]
+                col_ok, col_off, _ = cols[col_consts.index(nt * 8 + lane0[group[0]][1])]
+                vals = [value(mt, nt, i) for i in group]
+                with kb.if_(kb.and_(row_ok, col_ok)):  # an even column < K/groups (even): both in
+                    addr = kb.addr(yg, kb.add(row_off, col_off), 2)
+                    if len(vals) == 1:
+                        store_f32(kb, spec.dtype, addr, vals)
+                    else:
+                        packed = kb.pack(kb.cvt(vals[0], spec.dtype), kb.cvt(vals[1], spec.dtype))
+                        kb.st("global", addr, kb.bitcast(packed, "b32"))
 
 
 # -- configurations, the choice of kernel, launch --------------------------------------------------
 def configurations(arch: str) -> list[ConvTensorCoreSpec]:
     """Every kernel ``choose_spec`` can pick for ``arch`` without an epilogue (types x layouts x
-    load paths x tiles), plus each fused epilogue on the fast path."""
+    load paths x tiles x paired stores), their split-K partial kernels, and each fused epilogue
+    on the fast path."""
     out = []
     for dtype in DTYPES:
         for layout in LAYOUTS:
@@ -420,10 +464,13 @@ def configurations(arch: str) -> list[ConvTensorCoreSpec]:
                 for b_async in (False, True):
                     for tile in _tiles_for(a_async, b_async):
                         bm, bn, wm, wn, st = TILES[tile]
-                        out.append(ConvTensorCoreSpec(arch=arch, dtype=dtype, layout=layout, a_async=a_async,
-                                                      b_async=b_async, block_m=bm, block_n=bn, warps_m=wm,
-                                                      warps_n=wn, stages=st))
-    out += [ConvTensorCoreSpec(arch=arch, activation=a, bias=True) for a in ACTIVATIONS]
+                        for y_pairs in (False, True):
+                            out.append(ConvTensorCoreSpec(arch=arch, dtype=dtype, layout=layout, a_async=a_async,
+                                                          b_async=b_async, y_pairs=y_pairs, block_m=bm, block_n=bn,
+                                                          warps_m=wm, warps_n=wn, stages=st))
+    out += [dataclasses.replace(spec, split_k=True) for spec in out if not spec.y_pairs]
+    out += [ConvTensorCoreSpec(arch=arch, activation=a, bias=True, y_pairs=yp) for a in ACTIVATIONS
+            for yp in (False, True)]
     return out
 
 
@@ -456,10 +503,12 @@ def nchw_via_channels_last(problem, x_aligned: bool, w_aligned: bool) -> bool:
 
 
 def choose_spec(problem, layout: str, arch: str, x_aligned: bool, w_aligned: bool, activation: str = "none",
-                bias: bool = False) -> ConvTensorCoreSpec:
+                bias: bool = False, y_layout: str | None = None, y_aligned: bool = False) -> ConvTensorCoreSpec:
     """The kernel for a conv problem (``conv_dispatch.ConvProblem``), a pure function of it: the
-    cp.async paths where layout, channel counts and 16-byte alignment allow, the large tile (or
-    the 128x64 one when K/groups <= 64) unless its grid would be small."""
+    cp.async paths where layout (of x and w), channel counts and 16-byte alignment allow, paired
+    stores where y is NHWC (``y_layout``, default ``layout``) with even K/groups and 4-byte
+    alignment (``y_aligned``), the large tile (or the 128x64 one when K/groups <= 64) unless its
+    grid would be small."""
     cg, kg = problem.c // problem.groups, problem.k // problem.groups
     gk, gm = cg * problem.r * problem.s, problem.n * problem.oh * problem.ow
     a_async = layout == "NHWC" and cg % 8 == 0 and x_aligned
@@ -471,24 +520,47 @@ def choose_spec(problem, layout: str, arch: str, x_aligned: bool, w_aligned: boo
         if -(-gm // bm) * -(-kg // bn) * problem.groups < MIN_LARGE_CTAS:
             tile = "small"
     bm, bn, wm, wn, st = TILES[tile]
+    y_pairs = (y_layout or layout) == "NHWC" and kg % 2 == 0 and y_aligned
     return ConvTensorCoreSpec(arch=spec_arch(arch), dtype=problem.dtype, layout=layout, a_async=a_async,
-                              b_async=b_async, activation=activation, bias=bias, block_m=bm, block_n=bn,
-                              warps_m=wm, warps_n=wn, stages=st)
+                              b_async=b_async, activation=activation, bias=bias, y_pairs=y_pairs, block_m=bm,
+                              block_n=bn, warps_m=wm, warps_n=wn, stages=st)
+
+
+def choose_splits(problem, spec: ConvTensorCoreSpec, sm_count: int) -> int:
+    """Split-K factor for ``spec`` on ``problem``: 1 unless the grid fills less than one wave of
+    ``sm_count`` SMs and the reduction is long; then enough splits for about two CTAs per SM,
+    each keeping at least ``SPLIT_MIN_KTILES`` k-tiles (provisional, to be measured)."""
+    kg = problem.k // problem.groups
+    ctas = -(-problem.n * problem.oh * problem.ow // spec.block_m) * -(-kg // spec.block_n) * problem.groups
+    ktiles = -(-(problem.c // problem.groups) * problem.r * problem.s // BLOCK_K)
+    if ctas >= sm_count or ktiles < 2 * SPLIT_MIN_KTILES:
+        return 1
+    return max(1, min(-(-2 * sm_count // ctas), ktiles // SPLIT_MIN_KTILES, SPLIT_MAX))
 
 
 def launch(spec: ConvTensorCoreSpec, problem, x, w, y, bias, x_strides: tuple[int, int, int, int],
-           y_strides: tuple[int, int, int, int], stream: object = None) -> None:
+           y_strides: tuple[int, int, int, int], stream: object = None, splits: int = 1) -> int:
     """Run ``spec`` on C-contiguous x, w, y (device arrays or pointers) and an optional bias;
-    ``x_strides``/``y_strides``: element strides in (n, c, h, w) order."""
+    ``x_strides``/``y_strides``: element strides in (n, c, h, w) order. A ``split_k`` spec takes
+    ``splits`` and writes float32 partial sums: ``y`` is then a workspace of ``splits`` y-shaped
+    slabs (``conv_tc_split_k.reduce`` finishes them). Returns the splits launched (requested
+    splits that would leave a split without k-tiles are merged)."""
     p = problem
     cg, kg = p.c // p.groups, p.k // p.groups
     gm, gk = p.n * p.oh * p.ow, cg * p.r * p.s
+    ktiles = -(-gk // BLOCK_K)
+    if spec.split_k != (splits > 1):
+        raise ValueError(f"conv tc launch: splits={splits} with split_k={spec.split_k}; a split-K spec takes "
+                         "splits > 1, any other splits == 1")
+    chunk = -(-ktiles // splits)
+    splits = -(-ktiles // chunk)  # no empty split
     fn = load_function(spec, spec.shared_bytes)
     args = [x, w, y, bias if bias is not None else 0, gm, kg, gk, cg, p.h, p.w, p.r, p.s, p.oh, p.ow,
             p.stride[0], p.stride[1], p.padding[0], p.padding[1], p.dilation[0], p.dilation[1],
-            *x_strides, *y_strides]
-    grid = (-(-gm // spec.block_m), -(-kg // spec.block_n), p.groups)
+            *x_strides, *y_strides, p.groups, chunk, gm * p.k]
+    grid = (-(-gm // spec.block_m), -(-kg // spec.block_n), p.groups * splits)
     if grid[1] > 65535 or grid[2] > 65535:
-        raise ValueError(f"conv2d: K/groups={kg} and groups={p.groups} give a grid of {grid}; at most 65535 "
-                         "CTAs in y and z")
+        raise ValueError(f"conv2d: K/groups={kg}, groups={p.groups} and {splits} splits give a grid of {grid}; "
+                         "at most 65535 CTAs in y and z")
     fn(grid, spec.threads, args, shared_mem=spec.shared_bytes, stream=stream)
+    return splits
