@@ -80,6 +80,7 @@ GEOMETRIES = [
     (1, 12, 6, 7, 9, 3, 3, 1, 2, 2, 3, "Cg=4 per group: scalar A, cp.async B (gk=36)"),
     (2, 6, 5, 5, 6, 3, 3, 1, 1, 1, 6, "depthwise (groups = C, Kg = 1)"),
     (1, 24, 10, 9, 70, 1, 1, 1, 0, 1, 1, "1x1, 90 pixels x 70 channels: 2x2 CTAs, tails in M and N"),
+    (1, 8, 7, 9, 6, 3, 5, 1, (1, 2), 1, 1, "3x5 filter on the cp.async path: (c, r, s) carries with R != S"),
 ]
 
 

@@ -227,12 +227,38 @@ class _Loader:
         else:
             self.rows = [(kb.setp("lo", n, p.kg), kb.mul(n, p.gk)) for n in mine]
 
+    def start(self, kbase: Value) -> None:
+        """Before the first ``issue``: the (c, r, s) of this thread's first chunk of A, which each
+        cp.async stage then advances by BLOCK_K with carries instead of two divisions."""
+        if self.is_async and self.operand == "a":
+            self.crs = _split_kk(self.kb, self.spec, self.p, self.kb.add(kbase, self.kcol))
+            self.wraps = 0
+
+    def _advance_crs(self) -> None:
+        """(c, r, s) of the chunk BLOCK_K further on (NHWC order: c fastest; C/groups % 8 == 0, so
+        a chunk never straddles two taps); c may wrap several times when C/groups < BLOCK_K."""
+        kb, p = self.kb, self.p
+        c, r, s = self.crs
+        kb.add(c, BLOCK_K, out=c)
+        self.wraps += 1
+        top = kb.label(f"crs_wrap_{self.wraps}")
+        done = kb.setp("lo", c, p.cg)
+        end = f"$L_crs_done_{self.wraps}"
+        kb.bra(end, done)
+        kb.sub(c, p.cg, out=c)
+        kb.add(s, 1, out=s)
+        s_wrap = kb.setp("eq", s, p.s)
+        kb.selp(0, s, s_wrap, type_="u32", out=s)
+        kb.add(r, kb.selp(1, 0, s_wrap, type_="u32"), out=r)
+        kb.bra(top)
+        kb.label(end)
+
     def _async(self, stage_off: Value, k0: Value) -> None:
         kb, p = self.kb, self.p
         kk = kb.add(k0, self.kcol)
         k_ok = kb.setp("lo", kk, p.gk)
         if self.operand == "a":
-            c, r, s = _split_kk(kb, self.spec, p, kk)
+            c, r, s = self.crs
         dst = kb.add(self.dst, stage_off)
         for j, row in enumerate(self.rows):
             if self.operand == "a":
@@ -242,6 +268,8 @@ class _Loader:
             src = kb.selp(kb.addr(self.base, off, 2), self.base, ok, type_="u64")
             size = kb.selp(COPY_BYTES, 0, ok, type_="u32")
             kb.cp_async(dst, src, COPY_BYTES, "cg", src_size=size, dst_offset=j * self.rpp * ROW_BYTES)
+        if self.operand == "a":
+            self._advance_crs()
 
     def _gather(self, k0: Value) -> None:
         kb, p = self.kb, self.p
@@ -353,6 +381,8 @@ def generate(spec: ConvTensorCoreSpec) -> str:
             for ld in loaders:
                 ld.finish(stage_off)
 
+    for ld in loaders:
+        ld.start(kbase)
     for st in range(S - 1):
         with kb.if_(kb.setp("lt", kb.mov(st, "u32"), ktiles)):
             load_stage(kb.mov(st * spec.stage_bytes, "u32"), kb.add(kbase, st * BLOCK_K), True)
