@@ -121,7 +121,7 @@ def trsv(st: HandleState, dt: str, uplo: str, trans: str, diag: str, n, a, lda, 
 # -- level 3 ------------------------------------------------------------------------------------
 def gemm(st: HandleState, dt: str, transa: str, transb: str, m, n, k, alpha: Scalar, a, lda, b, ldb,
          beta: Scalar, c, ldc, *, batch=1, stride_a=0, stride_b=0, stride_c=0, arrays=False,
-         compute=None) -> None:
+         compute=None, c_dtype=None) -> None:
     if bool(alpha.ptr) != bool(beta.ptr):
         raise ValueError("gemm: alpha and beta must both be host values or both device pointers")
     if compute is None and dt == "float32" and st.allows_tf32:
@@ -137,11 +137,11 @@ def gemm(st: HandleState, dt: str, transa: str, transb: str, m, n, k, alpha: Sca
         gemm_colmajor(transa, transb, m, n, k, alpha.value, 0, lda, 0, ldb, beta.value, 0, ldc, dtype=dt,
                       compute=compute, batch=batch, stride_a=stride_a, stride_b=stride_b, stride_c=stride_c,
                       a_array_ptr=a, b_array_ptr=b, c_array_ptr=c, alpha_ptr=alpha.ptr, beta_ptr=beta.ptr,
-                      stream=st.stream)
+                      stream=st.stream, c_dtype=c_dtype)
         return
     gemm_colmajor(transa, transb, m, n, k, alpha.value, a, lda, b, ldb, beta.value, c, ldc, dtype=dt,
                   compute=compute, batch=batch, stride_a=stride_a, stride_b=stride_b, stride_c=stride_c,
-                  alpha_ptr=alpha.ptr, beta_ptr=beta.ptr, stream=st.stream)
+                  alpha_ptr=alpha.ptr, beta_ptr=beta.ptr, stream=st.stream, c_dtype=c_dtype)
 
 
 def trsm(st: HandleState, dt: str, side: str, uplo: str, trans: str, diag: str, m, n, alpha: Scalar,

@@ -16,16 +16,21 @@ from ..blas import handle as _h
 from . import cublas_calls as _c
 from .cublas_common import (  # noqa: F401  (re-exported constants)
     COMPUTE_16F,
+    COMPUTE_16F_PEDANTIC,
     COMPUTE_32F,
     COMPUTE_32F_FAST_16BF,
     COMPUTE_32F_FAST_16F,
     COMPUTE_32F_FAST_TF32,
     COMPUTE_32F_PEDANTIC,
     COMPUTE_32I,
+    COMPUTE_32I_PEDANTIC,
     COMPUTE_64F,
     COMPUTE_64F_PEDANTIC,
+    CUDA_C_8I,
+    CUDA_C_16BF,
     CUDA_C_16F,
     CUDA_C_32F,
+    CUDA_C_32I,
     CUDA_C_64F,
     CUDA_R_8I,
     CUDA_R_16BF,
@@ -331,40 +336,90 @@ for _p in "sdcz":
     _make_level3(_p)
 
 
-def _compute_of(compute_type: int, dt: str) -> str | None:
-    if compute_type in (COMPUTE_32F, COMPUTE_32F_PEDANTIC, COMPUTE_32F_FAST_16F, COMPUTE_32F_FAST_16BF,
-                        CUDA_R_32F, CUDA_C_32F):
-        if dt in ("float64", "complex128"):
-            raise ValueError(f"gemmEx: computeType {compute_type} (32-bit) with {dt} data")
-        return None
-    if compute_type == COMPUTE_32F_FAST_TF32:
-        if dt != "float32":
-            raise UnsupportedByOxicuda(f"gemmEx: COMPUTE_32F_FAST_TF32 is implemented for CUDA_R_32F data only, not {dt}")
-        return "tf32"
-    if compute_type in (COMPUTE_64F, COMPUTE_64F_PEDANTIC, CUDA_R_64F, CUDA_C_64F):
-        if dt not in ("float64", "complex128"):
-            raise ValueError(f"gemmEx: computeType {compute_type} (64-bit) with {dt} data")
-        return None
-    raise UnsupportedByOxicuda(f"gemmEx: computeType {compute_type} is not supported; allowed: 32F variants "
-                               f"(68, 69, 74, 75, 77) and 64F (70, 71)")
+#: cublasGemmEx's type table (cuBLAS documentation of cublasGemmEx): computeType -> {(Atype = Btype,
+#: Ctype): (A/B dtype, C dtype, oxicuda compute)}. The FAST_16F/FAST_16BF compute types *allow*
+#: cuBLAS to round inputs to 16 bits; oxicuda computes them in full float32, which cuBLAS's
+#: definition permits. FAST_TF32 runs TF32 tensor cores for real float32 data (complex: full f32).
+_EX_32F = {(CUDA_R_16BF, CUDA_R_16BF): ("bfloat16", "bfloat16", None),
+           (CUDA_R_16F, CUDA_R_16F): ("float16", "float16", None),
+           (CUDA_R_16BF, CUDA_R_32F): ("bfloat16", "float32", None),
+           (CUDA_R_16F, CUDA_R_32F): ("float16", "float32", None),
+           (CUDA_R_32F, CUDA_R_32F): ("float32", "float32", None),
+           (CUDA_C_32F, CUDA_C_32F): ("complex64", "complex64", None)}
+_EX_FAST = {(CUDA_R_32F, CUDA_R_32F): ("float32", "float32", None),
+            (CUDA_C_32F, CUDA_C_32F): ("complex64", "complex64", None)}
+_EX_64F = {(CUDA_R_64F, CUDA_R_64F): ("float64", "float64", None),
+           (CUDA_C_64F, CUDA_C_64F): ("complex128", "complex128", None)}
+GEMM_EX_TYPES: dict[int, dict[tuple[int, int], tuple[str, str, str | None]]] = {
+    COMPUTE_32F: _EX_32F, COMPUTE_32F_PEDANTIC: _EX_32F,
+    COMPUTE_32F_FAST_16F: _EX_FAST, COMPUTE_32F_FAST_16BF: _EX_FAST,
+    COMPUTE_32F_FAST_TF32: {(CUDA_R_32F, CUDA_R_32F): ("float32", "float32", "tf32"),
+                            (CUDA_C_32F, CUDA_C_32F): ("complex64", "complex64", None)},
+    COMPUTE_64F: _EX_64F, COMPUTE_64F_PEDANTIC: _EX_64F,
+}
+#: computeType values of the pre-11 API (a cudaDataType), read as the compute type they named
+_LEGACY_COMPUTE = {CUDA_R_32F: COMPUTE_32F, CUDA_C_32F: COMPUTE_32F, CUDA_R_64F: COMPUTE_64F,
+                   CUDA_C_64F: COMPUTE_64F, CUDA_R_16F: COMPUTE_16F}
+#: combinations cuBLAS defines that oxicuda does not implement (NOT_SUPPORTED, said as such)
+_EX_NOT_IMPLEMENTED = {(COMPUTE_16F, CUDA_R_16F, CUDA_R_16F), (COMPUTE_16F_PEDANTIC, CUDA_R_16F, CUDA_R_16F),
+                       (COMPUTE_32I, CUDA_R_8I, CUDA_R_32I), (COMPUTE_32I_PEDANTIC, CUDA_R_8I, CUDA_R_32I),
+                       (COMPUTE_32F, CUDA_R_8I, CUDA_R_32F), (COMPUTE_32F_PEDANTIC, CUDA_R_8I, CUDA_R_32F),
+                       (COMPUTE_32F, CUDA_C_8I, CUDA_C_32F), (COMPUTE_32F_PEDANTIC, CUDA_C_8I, CUDA_C_32F)}
+_TYPE_NAMES = {CUDA_R_16F: "CUDA_R_16F", CUDA_C_16F: "CUDA_C_16F", CUDA_R_16BF: "CUDA_R_16BF",
+               CUDA_C_16BF: "CUDA_C_16BF", CUDA_R_32F: "CUDA_R_32F", CUDA_C_32F: "CUDA_C_32F",
+               CUDA_R_64F: "CUDA_R_64F", CUDA_C_64F: "CUDA_C_64F", CUDA_R_8I: "CUDA_R_8I", CUDA_C_8I: "CUDA_C_8I",
+               CUDA_R_32I: "CUDA_R_32I", CUDA_C_32I: "CUDA_C_32I"}
+_COMPUTE_NAMES = {COMPUTE_16F: "CUBLAS_COMPUTE_16F", COMPUTE_16F_PEDANTIC: "CUBLAS_COMPUTE_16F_PEDANTIC",
+                  COMPUTE_32F: "CUBLAS_COMPUTE_32F", COMPUTE_32F_PEDANTIC: "CUBLAS_COMPUTE_32F_PEDANTIC",
+                  COMPUTE_32F_FAST_16F: "CUBLAS_COMPUTE_32F_FAST_16F",
+                  COMPUTE_32F_FAST_16BF: "CUBLAS_COMPUTE_32F_FAST_16BF",
+                  COMPUTE_32F_FAST_TF32: "CUBLAS_COMPUTE_32F_FAST_TF32", COMPUTE_64F: "CUBLAS_COMPUTE_64F",
+                  COMPUTE_64F_PEDANTIC: "CUBLAS_COMPUTE_64F_PEDANTIC", COMPUTE_32I: "CUBLAS_COMPUTE_32I",
+                  COMPUTE_32I_PEDANTIC: "CUBLAS_COMPUTE_32I_PEDANTIC"}
+
+
+def _type_name(t: object) -> str:
+    return _TYPE_NAMES.get(t, repr(t))  # type: ignore[arg-type]
+
+
+def gemm_ex_types(Atype: int, Btype: int, Ctype: int, computeType: int) -> tuple[str, str, str | None]:
+    """(A/B dtype, C dtype, compute) of a cublasGemmEx type combination; UnsupportedByOxicuda
+    (NOT_SUPPORTED) naming the types for any combination outside the table."""
+    compute = _LEGACY_COMPUTE.get(computeType, computeType)
+    cname = _COMPUTE_NAMES.get(compute, repr(computeType))
+    names = f"Atype={_type_name(Atype)}, Btype={_type_name(Btype)}, Ctype={_type_name(Ctype)}, computeType={cname}"
+    if Atype != Btype:
+        raise UnsupportedByOxicuda(f"gemmEx: {names}: cuBLAS has no combination with Atype != Btype")
+    if (compute, Atype, Ctype) in _EX_NOT_IMPLEMENTED:
+        raise UnsupportedByOxicuda(f"gemmEx: {names}: a cuBLAS combination oxicuda does not implement")
+    table = GEMM_EX_TYPES.get(compute)
+    if table is None:
+        raise UnsupportedByOxicuda(f"gemmEx: {names}: computeType is not one cublasGemmEx takes with these types")
+    got = table.get((Atype, Ctype))
+    if got is None:
+        allowed = ", ".join(f"{_type_name(a)}->{_type_name(c)}" for a, c in table)
+        raise UnsupportedByOxicuda(f"gemmEx: {names}: not a supported combination; with {cname} A/B->C may be "
+                                   f"{allowed}")
+    return got
 
 
 def gemmEx(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc,
            computeType, algo):
-    """cublasGemmEx: C = alpha op(A) op(B) + beta C with A, B, C of one data type (CUDA_R_16F,
-    CUDA_R_16BF, CUDA_R_32F, CUDA_R_64F, CUDA_C_32F, CUDA_C_64F); alpha/beta pointers of the compute
-    type (float for 32F compute, double for 64F). ``algo`` is accepted and ignored (dispatch picks)."""
+    """cublasGemmEx: C = alpha op(A) op(B) + beta C over the type combinations of
+    ``GEMM_EX_TYPES`` (cuBLAS's table: 16F/16BF data with 16F/16BF or 32F C under COMPUTE_32F,
+    32F under COMPUTE_32F and its FAST variants (FAST_TF32: TF32 tensor cores), complex 32F,
+    64F and complex 64F). alpha/beta are pointers of the scale type: float for 32F compute (also
+    over 16-bit data), double for 64F, cuComplex/cuDoubleComplex for complex. ``algo`` is accepted
+    and ignored (dispatch picks). Any other combination raises CUBLASError(NOT_SUPPORTED) naming
+    the types."""
     def go():
         st = _state(handle)
-        types = (Atype, Btype, Ctype)
-        if any(t not in DATA_TYPES for t in types):
-            raise UnsupportedByOxicuda(f"gemmEx: data types {types}; supported: {sorted(DATA_TYPES)}")
-        if len(set(types)) != 1:
-            raise UnsupportedByOxicuda(f"gemmEx: mixed data types {types} are not implemented; A, B and C must match")
-        dt = DATA_TYPES[Atype]
-        compute = _compute_of(computeType, dt)
+        dt, c_dt, compute = gemm_ex_types(Atype, Btype, Ctype, computeType)
+        if compute is None and dt == "float32" and computeType == COMPUTE_32F_PEDANTIC:
+            compute = "f32"  # PEDANTIC: no TF32 even in CUBLAS_TF32_TENSOR_OP_MATH mode
         sdt = {"float16": "float32", "bfloat16": "float32"}.get(dt, dt)
         _c.gemm(st, dt, enum_arg(OPS, transa, "transa"), enum_arg(OPS, transb, "transb"), m, n, k,
                 _c.scalar_from_pointer(st, alpha, sdt, "alpha"), A, lda, B, ldb,
-                _c.scalar_from_pointer(st, beta, sdt, "beta"), C, ldc, compute=compute)
+                _c.scalar_from_pointer(st, beta, sdt, "beta"), C, ldc, compute=compute,
+                c_dtype=None if c_dt == dt else c_dt)
     _do(go)

@@ -1,0 +1,50 @@
+"""benches/sweep_blas.py: refuses to time on the emulator, and every variant it would time on the
+H200 is a valid configuration (specs construct, split plans cover K, labels are unique). The
+timings themselves are GPU-only (the lead runs the script on the H200)."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import pytest
+
+import oxicuda
+from oxicuda.blas import gemm_dispatch as gd
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benches" / "sweep_blas.py"
+H200 = gd.DeviceInfo(arch="sm_90", sm_count=132, max_threads_per_sm=2048)
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("sweep_blas", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_sweep_refuses_to_time_the_emulator(capsys):
+    if oxicuda.get_backend() == "cuda":
+        pytest.skip("a GPU is live: the script would run for real")
+    assert _load().main([]) == 2
+    assert "emulator" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", list(_load().CASES))
+def test_every_swept_variant_is_a_valid_configuration(name):
+    sweep = _load()
+    m, n, k, batch, dtype, kind = sweep.CASES[name]
+    variants = sweep._variants(name, m, n, k, batch, dtype, kind, H200)
+    labels = [label for label, _ in variants]
+    assert labels[0] == "dispatch" and len(set(labels)) == len(labels)
+    assert len(variants) >= 3
+    for label, algo in variants[1:]:
+        if isinstance(algo, gd.GemmPlan):
+            assert algo.algo == "split_k" and algo.spec.raw_out and algo.reduce is not None
+            chunk = gd.split_k_chunk(gd.GemmProblem(m, n, k, dtype), algo.splits, algo.spec.bk)
+            assert algo.splits == math.ceil(k / chunk) and k // algo.splits >= 64, label
+        else:
+            assert algo.family == "gemm_tiled" and not algo.raw_out and algo.dtype == dtype
+    if kind == "skinny":
+        assert any(isinstance(a, gd.GemmPlan) for _, a in variants)
