@@ -21,23 +21,33 @@ Operand loads, chosen per launch by ``choose_spec`` (part of the spec):
 
 - ``a_async`` (NHWC with ``Cg % 8 == 0`` and a 16-byte aligned x): each 16-byte chunk of 8
   channels of one (pixel, r, s) is one ``cp.async.cg``; a tap in the padding, a pixel past the
-  end or a chunk past ``gk`` copies with ``src-size`` 0, which zero-fills.
+  end or a chunk past ``gk`` copies with ``src-size`` 0, which zero-fills. The thread's (c, r, s)
+  advances by carries from stage to stage (no divisions in the main loop).
 - ``b_async`` (``gk % 8 == 0`` and a 16-byte aligned w): filter rows by ``cp.async`` likewise.
-- otherwise (NCHW inputs, odd channel counts, odd reductions): the slower scalar gather. Each
-  thread owns one tile row and a run of consecutive ``kk``; it walks (c, r, s) by carries instead
-  of divisions, loads 2-byte elements (masked ones read a safe address and are replaced by 0) into
-  registers before the stage's mma and stores them to shared memory after it, so the loads'
-  latency overlaps the math. NCHW always takes this path for x: its reduction has no contiguous
-  channel runs.
+- otherwise (odd channel counts, odd reductions, NCHW x that is not transposed): the slower scalar
+  gather. Each thread owns one tile row and a run of consecutive ``kk``; it walks (c, r, s) by
+  carries instead of divisions, loads 2-byte elements (masked ones read a safe address and are
+  replaced by 0) into registers before the stage's mma and stores them to shared memory after
+  it, so the loads' latency overlaps the math.
+
+NCHW problems with ``Cg % 8 == 0`` do not gather: ``conv.run_tensor_core`` first transposes x
+and w to NHWC in a workspace (``channels_last``) and runs the NHWC kernel, which writes y in NCHW
+through its strides (``nchw_via_channels_last``).
 
 The epilogue adds the bias and applies the activation (``conv_epilogue.emit_activation``) in f32,
-rounds to the element type and stores through element strides (either layout).
+rounds to the element type and stores through element strides (either layout); ``y_pairs``
+stores two adjacent channels per 32-bit store where y is NHWC. When the grid is short of one wave
+and the reduction long (``choose_splits``), the kernel runs split-K (``split_k``): grid.z is
+groups * splits, each split reduces a run of k-tiles and stores raw f32 sums into its y-shaped
+slab of a workspace, and ``conv_tc_split_k`` adds the slabs and applies the epilogue.
 
 Backward data and backward filter for half types stay on the SIMT kernels of
 ``conv_implicit_gemm`` (f32 accumulation).
 
-Launch: grid (ceil(M / block_m), ceil(Kg / block_n), groups), block ``32 * warps_m * warps_n``,
-dynamic shared memory ``spec.shared_bytes`` (above 48 KiB through the opt-in).
+Launch: grid (ceil(M / block_m), ceil(Kg / block_n), groups * splits), block
+``32 * warps_m * warps_n``, dynamic shared memory ``spec.shared_bytes`` (above 48 KiB through the
+opt-in). Tiles, the large-tile and split-K thresholds are provisional until measured on the H200
+(``benches/sweep_conv_tc.py``).
 """
 
 from __future__ import annotations
@@ -53,19 +63,12 @@ from oxicuda.ptx.spec import KernelSpec
 
 from ._common import load_f32, store_f32
 from .conv_epilogue import ACTIVATIONS, emit_activation
+from .conv_implicit_gemm_tc_loads import BLOCK_K, COPY_BYTES, ROW_BYTES, Loader, Params, divmod_u32
 
 FAMILY = "conv_implicit_gemm_tc"
 DTYPES = ("f16", "bf16")
 LAYOUTS = ("NCHW", "NHWC")
 ARCHS = ("sm_80", "sm_86", "sm_90")
-BLOCK_K = 32          # halves of the reduction per pipeline stage
-ROW_BYTES = BLOCK_K * 2 + 16
-COPY_BYTES = 16
-#: kernel parameters after the four pointers (x, wt, y, bias), all u32, in launch order
-SCALAR_PARAMS = ("gm", "kg", "gk", "cg", "h", "w", "r", "s", "oh", "ow",
-                 "st_h", "st_w", "pad_h", "pad_w", "dil_h", "dil_w",
-                 "xs_n", "xs_c", "xs_h", "xs_w", "ys_n", "ys_c", "ys_h", "ys_w",
-                 "groups", "kt_chunk", "total")
 #: (block_m, block_n, warps_m, warps_n, stages): provisional, to be measured on the H200
 TILES = {"large": (128, 128, 2, 2, 4), "wide": (128, 64, 2, 2, 4), "small": (64, 64, 2, 2, 3)}
 #: a problem whose large-tile grid has fewer CTAs than this uses the small tile (provisional)
@@ -135,20 +138,6 @@ class ConvTensorCoreSpec(KernelSpec):
         return self.stages * self.stage_bytes
 
 
-class _Params:
-    """The launch parameters as registers (names as in SCALAR_PARAMS)."""
-
-    def __init__(self, kb: KernelBuilder) -> None:
-        self.x_ptr, self.w_ptr, self.y_ptr, self.bias_ptr = (kb.param_ptr(n) for n in ("x", "wt", "y", "bias"))
-        for name in SCALAR_PARAMS:
-            setattr(self, name, kb.param(name, "u32"))
-
-
-def _divmod(kb: KernelBuilder, a: Value, d: Value) -> tuple[Value, Value]:
-    q = kb.div(a, d)
-    return q, kb.sub(a, kb.mul(q, d))
-
-
 def _quad_select(kb: KernelBuilder, quad: Value, values: list[int]) -> Value:
     """values[quad] for quad = lane >> 3 in 0..3, as v0 + d1*(quad & 1) + d2*(quad >> 1) (checked)."""
     v0, d1, d2 = values[0], values[1] - values[0], values[2] - values[0]
@@ -160,172 +149,10 @@ def _quad_select(kb: KernelBuilder, quad: Value, values: list[int]) -> Value:
     return kb.add(out, v0) if v0 else out
 
 
-def _digits(spec: ConvTensorCoreSpec, c: Value, r: Value, s: Value, p: _Params) -> list[tuple[Value, Value | None]]:
-    """(value, limit) of the reduction's digits, fastest first; the slowest has no wrap."""
-    if spec.layout == "NHWC":
-        return [(c, p.cg), (s, p.s), (r, None)]
-    return [(s, p.s), (r, p.r), (c, None)]
-
-
-def _split_kk(kb: KernelBuilder, spec: ConvTensorCoreSpec, p: _Params, kk: Value) -> tuple[Value, Value, Value]:
-    """(c, r, s) of a reduction index in the layout's order."""
-    if spec.layout == "NHWC":
-        rs, c = _divmod(kb, kk, p.cg)
-    else:
-        c, rs = _divmod(kb, kk, kb.mul(p.r, p.s))
-    r, s = _divmod(kb, rs, p.s)
-    return c, r, s
-
-
-class _Pixel:
-    """One output pixel row of A: validity, x offset of its image, top-left input coordinates."""
-
-    def __init__(self, kb: KernelBuilder, p: _Params, m: Value) -> None:
-        n, rest = _divmod(kb, m, kb.mul(p.oh, p.ow))
-        oh, ow = _divmod(kb, rest, p.ow)
-        self.ok = kb.setp("lo", m, p.gm)
-        self.base = kb.mul(n, p.xs_n)
-        self.ih0 = kb.sub(kb.mul(oh, p.st_h), p.pad_h)
-        self.iw0 = kb.sub(kb.mul(ow, p.st_w), p.pad_w)
-
-    def tap(self, kb: KernelBuilder, p: _Params, c: Value, r: Value, s: Value, k_ok: Value) -> tuple[Value, Value]:
-        """(in bounds, x element offset) of tap (c, r, s); unsigned compares reject negative rows."""
-        ih, iw = kb.mad(r, p.dil_h, self.ih0), kb.mad(s, p.dil_w, self.iw0)
-        ok = kb.and_(kb.and_(self.ok, k_ok), kb.and_(kb.setp("lo", ih, p.h), kb.setp("lo", iw, p.w)))
-        off = kb.mad(iw, p.xs_w, kb.mad(ih, p.xs_h, kb.mad(c, p.xs_c, self.base)))
-        return ok, off
-
-
-class _Loader:
-    """Global -> shared copies of one operand tile (A: ``block_m`` pixels, B: ``block_n`` filter
-    rows, ``BLOCK_K`` reduction elements each): ``issue(stage_off, k0)`` starts a stage;
-    ``finish(stage_off)`` completes it (the scalar gather's shared stores; nothing for cp.async)."""
-
-    def __init__(self, kb: KernelBuilder, spec: ConvTensorCoreSpec, p: _Params, operand: str, base: Value,
-                 row0: Value, region: int, smem0: Value, tid: Value) -> None:
-        self.kb, self.spec, self.p, self.operand, self.base = kb, spec, p, operand, base
-        self.is_async = spec.a_async if operand == "a" else spec.b_async
-        rows = spec.block_m if operand == "a" else spec.block_n
-        T = spec.threads
-        if self.is_async:
-            cpr = BLOCK_K * 2 // COPY_BYTES
-            self.rpp, self.passes = T // cpr, rows * cpr // T
-            o0 = kb.div(tid, cpr)
-            self.kcol = kb.mul(kb.and_(tid, cpr - 1), COPY_BYTES // 2)
-            self.dst = kb.add(kb.add(kb.mad(o0, ROW_BYTES, kb.mul(self.kcol, 2)), region), smem0)
-            mine = [kb.add(row0, o0 if j == 0 else kb.add(o0, j * self.rpp)) for j in range(self.passes)]
-        else:
-            tpr = T // rows
-            self.run = BLOCK_K // tpr
-            o0 = kb.div(tid, tpr)
-            self.kcol = kb.mul(kb.and_(tid, tpr - 1), self.run)
-            self.dst = kb.add(kb.add(kb.mad(o0, ROW_BYTES, kb.mul(self.kcol, 2)), region), smem0)
-            mine = [kb.add(row0, o0)]
-            self.staged = [kb.mov(0, "u16") for _ in range(self.run)]
-        if operand == "a":
-            self.rows = [_Pixel(kb, p, m) for m in mine]
-        else:
-            self.rows = [(kb.setp("lo", n, p.kg), kb.mul(n, p.gk)) for n in mine]
-
-    def start(self, kbase: Value) -> None:
-        """Before the first ``issue``: the (c, r, s) of this thread's first chunk of A, which each
-        cp.async stage then advances by BLOCK_K with carries instead of two divisions."""
-        if self.is_async and self.operand == "a":
-            self.crs = _split_kk(self.kb, self.spec, self.p, self.kb.add(kbase, self.kcol))
-            self.wraps = 0
-
-    def _advance_crs(self) -> None:
-        """(c, r, s) of the chunk BLOCK_K further on (NHWC order: c fastest; C/groups % 8 == 0, so
-        a chunk never straddles two taps); c may wrap several times when C/groups < BLOCK_K."""
-        kb, p = self.kb, self.p
-        c, r, s = self.crs
-        kb.add(c, BLOCK_K, out=c)
-        self.wraps += 1
-        top = kb.label(f"crs_wrap_{self.wraps}")
-        done = kb.setp("lo", c, p.cg)
-        end = f"$L_crs_done_{self.wraps}"
-        kb.bra(end, done)
-        kb.sub(c, p.cg, out=c)
-        kb.add(s, 1, out=s)
-        s_wrap = kb.setp("eq", s, p.s)
-        kb.selp(0, s, s_wrap, type_="u32", out=s)
-        kb.add(r, kb.selp(1, 0, s_wrap, type_="u32"), out=r)
-        kb.bra(top)
-        kb.label(end)
-
-    def _async(self, stage_off: Value, k0: Value) -> None:
-        kb, p = self.kb, self.p
-        kk = kb.add(k0, self.kcol)
-        k_ok = kb.setp("lo", kk, p.gk)
-        if self.operand == "a":
-            c, r, s = self.crs
-        dst = kb.add(self.dst, stage_off)
-        for j, row in enumerate(self.rows):
-            if self.operand == "a":
-                ok, off = row.tap(kb, p, c, r, s, k_ok)
-            else:
-                ok, off = kb.and_(row[0], k_ok), kb.add(row[1], kk)
-            src = kb.selp(kb.addr(self.base, off, 2), self.base, ok, type_="u64")
-            size = kb.selp(COPY_BYTES, 0, ok, type_="u32")
-            kb.cp_async(dst, src, COPY_BYTES, "cg", src_size=size, dst_offset=j * self.rpp * ROW_BYTES)
-        if self.operand == "a":
-            self._advance_crs()
-
-    def _gather(self, k0: Value) -> None:
-        kb, p = self.kb, self.p
-        kk = kb.add(k0, self.kcol)
-        if self.operand == "a":
-            pix = self.rows[0]
-            c, r, s = _split_kk(kb, self.spec, p, kk)
-            digits = _digits(self.spec, c, r, s, p)
-        else:
-            n_ok, n_off = self.rows[0]
-            off = kb.add(n_off, kk)
-        for e in range(self.run):
-            k_ok = kb.setp("lo", kk, p.gk)
-            if self.operand == "a":
-                ok, off_e = pix.tap(kb, p, c, r, s, k_ok)
-            else:
-                ok, off_e = kb.and_(n_ok, k_ok), off
-            addr = kb.selp(kb.addr(self.base, off_e, 2), self.base, ok, type_="u64")
-            kb.selp(kb.ld("global", "u16", addr), 0, ok, type_="u16", out=self.staged[e])
-            if e + 1 == self.run:
-                break
-            kb.add(kk, 1, out=kk)
-            if self.operand == "b":
-                kb.add(off, 1, out=off)
-                continue
-            carry = None
-            for value, limit in digits:  # the next (c, r, s) by carries, fastest digit first
-                if carry is None:
-                    kb.add(value, 1, out=value)
-                else:
-                    kb.add(value, kb.selp(1, 0, carry, type_="u32"), out=value)
-                if limit is None:
-                    break
-                carry = kb.setp("eq", value, limit)
-                kb.selp(0, value, carry, type_="u32", out=value)
-
-    def issue(self, stage_off: Value, k0: Value) -> None:
-        if self.is_async:
-            self._async(stage_off, k0)
-        else:
-            self._gather(k0)
-
-    def finish(self, stage_off: Value) -> None:
-        if self.is_async:
-            return
-        kb = self.kb
-        dst = kb.add(self.dst, stage_off)
-        words = [kb.pack(self.staged[2 * i], self.staged[2 * i + 1]) for i in range(self.run // 2)]
-        for q in range(len(words) // 4):
-            kb.st("shared", dst, words[4 * q:4 * q + 4], offset=16 * q)
-
-
 def generate(spec: ConvTensorCoreSpec) -> str:
     """PTX of one tensor-core conv forward kernel (see the module docstring)."""
     kb = KernelBuilder(spec.kernel_name(), arch=spec.arch, math=spec.math)
-    p = _Params(kb)
+    p = Params(kb)
     T, S, dt = spec.threads, spec.stages, spec.dtype
     kb.reqntid(T)
     smem = kb.dynamic_shared("smem", spec.shared_bytes, align=128)
@@ -356,8 +183,8 @@ def generate(spec: ConvTensorCoreSpec) -> str:
     g, t = kb.shr(lane, 2), kb.and_(lane, 3)
     quad, r8 = kb.shr(lane, 3), kb.and_(lane, 7)
     b_region = spec.block_m * ROW_BYTES
-    loaders = [_Loader(kb, spec, p, "a", xg, m0, 0, smem0, tid),
-               _Loader(kb, spec, p, "b", wg, n0, b_region, smem0, tid)]
+    loaders = [Loader(kb, spec, p, "a", xg, m0, 0, smem0, tid),
+               Loader(kb, spec, p, "b", wg, n0, b_region, smem0, tid)]
 
     # this lane's ldmatrix row address in each operand tile (relative to the stage)
     frag_base = {}
@@ -420,7 +247,7 @@ def generate(spec: ConvTensorCoreSpec) -> str:
     return kb.ptx()
 
 
-def _epilogue(kb: KernelBuilder, spec: ConvTensorCoreSpec, p: _Params, yg: Value, grp: Value, acc,
+def _epilogue(kb: KernelBuilder, spec: ConvTensorCoreSpec, p: Params, yg: Value, grp: Value, acc,
               row0: Value, col0: Value, g: Value, t: Value) -> None:
     """y = activation(acc + bias), rounded to the element type, stored where inside the output."""
     lane0, (rg, rt), (cg_, ct) = ACC_PLAN
@@ -432,8 +259,8 @@ def _epilogue(kb: KernelBuilder, spec: ConvTensorCoreSpec, p: _Params, yg: Value
     rows = []
     for c in row_consts:
         m = kb.add(row_base, c)
-        n, rest = _divmod(kb, m, kb.mul(p.oh, p.ow))
-        oh, ow = _divmod(kb, rest, p.ow)
+        n, rest = divmod_u32(kb, m, kb.mul(p.oh, p.ow))
+        oh, ow = divmod_u32(kb, rest, p.ow)
         rows.append((kb.setp("lo", m, p.gm), kb.mad(ow, p.ys_w, kb.mad(oh, p.ys_h, kb.mul(n, p.ys_n)))))
     cols = []
     bias_g = kb.addr(p.bias_ptr, kb.mul(grp, p.kg), 2) if spec.bias else None
