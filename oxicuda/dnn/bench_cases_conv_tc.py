@@ -2,7 +2,9 @@
 issue's four 3x3 shapes in NHWC (channels_last in PyTorch) and NCHW, each against
 ``torch.nn.functional.conv2d`` (cuDNN) on the same data in the same layout and dtype. Family
 ``conv_tc`` (``python -m oxicuda bench conv_tc``). The check is against a float64 convolution
-of the same rounded inputs; on the emulator every case shrinks to a tiny problem."""
+of the same rounded inputs; on the emulator every case shrinks to a tiny problem. The cases pin
+``algo="implicit_gemm_tc"`` (dispatch may route a shape elsewhere, e.g. im2col for reductions of
+4608 and more); an NCHW case includes its two channels-last transposes."""
 
 from __future__ import annotations
 
@@ -80,7 +82,7 @@ def _prep(n: int, c: int, hw: int, k: int, dtype: str, layout: str):
         y = oxicuda.empty((nn, hh, hh, kk) if nhwc else (nn, kk, hh, hh), dtype)
 
         def ours(i: int) -> None:
-            conv2d(x, w, padding=1, layout=layout, out=y)
+            conv2d(x, w, padding=1, layout=layout, algo="implicit_gemm_tc", out=y)
 
         torch = _torch()
         vendor = None
@@ -122,4 +124,4 @@ for _name, _n, _c, _hw, _k in CONV_SHAPES:
             register_case(Case("conv_tc", f"conv3x3_{_tag}_{_layout}_{_name}", _prep(_n, _c, _hw, _k, _dtype, _layout),
                                flops=_flops(_n, _c, _hw, _k), unit="TFLOP/s",
                                quick=_name == CONV_SHAPES[0][0] and _layout == "NHWC",
-                               note=f"tensor cores, {_layout}, dispatch"))
+                               note=f"algo=implicit_gemm_tc, {_layout}"))
