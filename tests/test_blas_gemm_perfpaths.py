@@ -192,11 +192,29 @@ def test_float32_output_over_half_data_matches_reference(rng, dtype, algo, ta, t
         check(got, ref, "float32", k)  # float32 accumulation of exactly representable products
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_float32_output_on_tensor_cores_strided_batch(rng, dtype):
+    # aligned shapes: dispatch takes the mma.sync kernel, which writes f32 C with f32 batch strides
+    m, n, k, batch = 32, 24, 48, 2
+    A = host_random(rng, (batch, k, m), dtype)  # column-major m x k per batch entry
+    B = host_random(rng, (batch, n, k), dtype)
+    dA, dB = to_device(A, dtype, order="C"), to_device(B, dtype, order="C")
+    dC = oxicuda.asarray(np.full((batch, n, m), np.nan, np.float32))
+    with oxicuda.trace() as t:
+        gemm_colmajor("N", "N", m, n, k, 1.0, dA.ptr, m, dB.ptr, k, 0.0, dC.ptr, m, dtype=dtype, c_dtype="float32",
+                      batch=batch, stride_a=m * k, stride_b=k * n, stride_c=m * n)
+    spec = t.launches[0].spec
+    assert spec.family == "gemm_tensor_core" and spec.c_f32, spec
+    ref = np.einsum("zkm,znk->znm", A, B)
+    check(dC.get().astype(np.float64), ref, "float32", k)
+
+
 def test_mixed_output_refuses_what_cannot_write_it(rng):
     a = oxicuda.asarray(np.zeros((4, 4), np.float16))
     c = oxicuda.asarray(np.zeros((4, 4), np.float32))
-    for algo in ("naive", "gemv", "tensor_core"):
-        with pytest.raises(ValueError, match="cannot write float32 C"):
+    for algo, why in (("naive", "cannot write float32 C"), ("gemv", "cannot write float32 C"),
+                      ("wgmma", "cannot run this problem")):
+        with pytest.raises(ValueError, match=why):
             gemm_colmajor("N", "N", 4, 4, 4, 1.0, a.ptr, 4, a.ptr, 4, 0.0, c.ptr, 4, dtype="float16",
                           c_dtype="float32", algo=algo)
     with pytest.raises(ValueError, match="c_dtype=float64"):

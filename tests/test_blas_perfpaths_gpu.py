@@ -107,8 +107,10 @@ def test_forced_split_k_plans_with_grouped_reductions(rng, splits, beta):
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("k", [1000, 20000])
-def test_float32_output_over_half_data(rng, dtype, k):
-    m, n = 300, 260
+@pytest.mark.parametrize("m,family", [(300, "gemm_tiled"), (320, "gemm_tensor_core")])
+def test_float32_output_over_half_data(rng, dtype, k, m, family):
+    # m = 300: lda of 600 bytes is not 16-byte aligned, so SIMT (split-K for the long K); m = 320: mma.sync
+    n = 260
     store = BFLOAT16 if dtype == "bfloat16" else np.dtype(dtype)
     A = host_astype(rng.standard_normal((m, k)).astype(np.float32), store)
     B = host_astype(rng.standard_normal((k, n)).astype(np.float32), store)
@@ -116,7 +118,9 @@ def test_float32_output_over_half_data(rng, dtype, k):
     dC = oxicuda.asarray(np.full((m, n), np.nan, np.float32, order="F"))
     with oxicuda.trace() as t:
         gemm_colmajor("N", "N", m, n, k, 1.0, dA.ptr, m, dB.ptr, k, 0.0, dC.ptr, m, dtype=dtype, c_dtype="float32")
-    assert t.launches[-1].spec.c_dtype == "float32"
+    last = t.launches[-1].spec
+    assert t.launches[0].spec.family == family
+    assert (last.c_f32 if family == "gemm_tensor_core" else last.c_dtype == "float32")
     ref = _matmul64(host_astype(A, np.float64), host_astype(B, np.float64))
     _check(dC.get(), ref, 1e-5, k)
 

@@ -15,8 +15,8 @@ Branches, in order:
 3. ``naive``       tiny problems (m*n*k <= naive_max_work): one thread per output;
 4. ``split_k``     output tiles cannot fill the SMs and K is long: K over grid.z, then a reduction;
 5. ``tiled``       everything else (shared-memory tiles, register blocking).
-A float32 C over float16/bfloat16 data (``c_dtype``) skips 1-3: only the SIMT tiled and split-K
-kernels write a C type other than the data's.
+A float32 C over float16/bfloat16 data (``c_dtype``) skips gemv and naive, and takes tensor cores
+only from a module that declares ``MIXED_C`` (gemm_tensorcore's mma.sync kernels do).
 """
 
 from __future__ import annotations
@@ -190,9 +190,11 @@ def tensor_core_problem(module, problem: GemmProblem):
 def tensor_core_choice(problem: GemmProblem, algo: str | None = None):
     """(module, its problem object) of the first tensor-core module that supports ``problem``
     (restricted to ``algo`` when given), or None."""
-    if problem.pointer_array or problem.mixed:
+    if problem.pointer_array:
         return None
     for module in tensor_core_modules():
+        if problem.mixed and not getattr(module, "MIXED_C", False):
+            continue  # this family would write C in the data's type
         name = getattr(module, "ALGO", None)
         if algo is not None and name != algo:
             continue
@@ -314,9 +316,9 @@ def choose_algo(problem: GemmProblem, device: DeviceInfo, algo: str | None = Non
     if algo is not None and algo not in ALGOS:
         raise ValueError(f"gemm: algo={algo!r}; allowed: {ALGOS} or None")
     p = problem
-    if p.mixed and algo in ("naive", "gemv", "tensor_core", "wgmma"):
-        raise ValueError(f"gemm: algo={algo!r} cannot write {p.c_dtype} C over {p.dtype} data; the tiled and "
-                         "split_k kernels can (or pass algo=None)")
+    if p.mixed and algo in ("naive", "gemv"):
+        raise ValueError(f"gemm: algo={algo!r} cannot write {p.c_dtype} C over {p.dtype} data; the tiled, "
+                         "split_k and tensor_core kernels can (or pass algo=None)")
     is_vector = (p.m == 1 or p.n == 1) and p.batch == 1 and not p.pointer_array and not p.mixed
     if algo == "gemv" or (algo is None and is_vector):
         if not is_vector:

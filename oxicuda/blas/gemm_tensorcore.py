@@ -30,6 +30,8 @@ from oxicuda.ptx.spec import KernelSpec
 
 ALGO = "tensor_core"
 FAMILY = "gemm_tensor_core"
+#: this family writes a float32 C over float16/bfloat16 data (GemmProblem.c_dtype="float32")
+MIXED_C = True
 
 #: data dtype name -> (mma input type, element bytes)
 DATA_TYPES = {"float16": ("f16", 2), "bfloat16": ("bf16", 2), "float32": ("tf32", 4)}
@@ -75,9 +77,14 @@ class GemmProblem:
     ldc: int = 1
     alignment: int = 16
     arch: str = "sm_86"
+    c_dtype: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtype", _dtype_name(self.dtype))
+        if self.c_dtype not in ("", self.dtype) and not (self.c_dtype == "float32"
+                                                        and self.dtype in ("float16", "bfloat16")):
+            raise ValueError(f"GemmProblem: c_dtype={self.c_dtype!r} with dtype {self.dtype}; allowed '' or "
+                             "'float32' over float16/bfloat16 data")
         object.__setattr__(self, "transa", _trans_flag(self.transa, "transa"))
         object.__setattr__(self, "transb", _trans_flag(self.transb, "transb"))
         for name in ("m", "n", "k", "lda", "ldb", "ldc", "alignment"):
@@ -97,7 +104,8 @@ def as_problem(problem: object) -> GemmProblem:
     """``problem`` (a GemmProblem, a mapping, or an object with the same attributes) as a GemmProblem."""
     if isinstance(problem, GemmProblem):
         return problem
-    names = ("m", "n", "k", "dtype", "compute", "transa", "transb", "lda", "ldb", "ldc", "alignment", "arch")
+    names = ("m", "n", "k", "dtype", "compute", "transa", "transb", "lda", "ldb", "ldc", "alignment", "arch",
+             "c_dtype")
     if isinstance(problem, Mapping):
         fields = {k: problem[k] for k in names if k in problem}
     else:
@@ -124,11 +132,14 @@ class GemmTensorCoreSpec(KernelSpec):
     warps_m: int = 2
     warps_n: int = 2
     stages: int = 3
+    c_f32: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.dtype not in MMA_FOR:
             raise ValueError(f"GemmTensorCoreSpec: dtype={self.dtype!r}; allowed {tuple(MMA_FOR)}")
+        if self.c_f32 and self.dtype == "tf32":
+            raise ValueError("GemmTensorCoreSpec: c_f32 is for f16/bf16 data (tf32 data already has f32 C)")
         if self.sm < 80:
             raise ValueError(f"GemmTensorCoreSpec: arch={self.arch!r}; mma.sync bf16/tf32 needs sm_80+")
         kstep = MMA_FOR[self.dtype][1]
@@ -299,10 +310,12 @@ def col_major_ptr(kb: KernelBuilder, base: Value, row: Value, col: Value, ld: Va
     return offset_ptr(kb, base, idx, es)
 
 
-def batch_pointers(kb: KernelBuilder, p: dict[str, Value], es: int) -> tuple[Value, Value, Value]:
-    """A, B and C of batch ctaid.z (element strides)."""
+def batch_pointers(kb: KernelBuilder, p: dict[str, Value], es: int, c_es: int | None = None
+                   ) -> tuple[Value, Value, Value]:
+    """A, B and C of batch ctaid.z (element strides; C's elements are ``c_es`` bytes, default ``es``)."""
     z = kb.cvt(kb.ctaid("z"), "u64")
-    return tuple(offset_ptr(kb, p[x], kb.mul(z, p[f"stride_{x}"], type_="u64"), es) for x in ("a", "b", "c"))
+    sizes = {"a": es, "b": es, "c": es if c_es is None else c_es}
+    return tuple(offset_ptr(kb, p[x], kb.mul(z, p[f"stride_{x}"], type_="u64"), sizes[x]) for x in ("a", "b", "c"))
 
 
 def _load_as_f32(kb: KernelBuilder, ctype: str, addr: Value) -> Value:
@@ -357,7 +370,7 @@ def generate(spec: GemmTensorCoreSpec) -> str:
     p = kernel_params(kb)
     smem = kb.dynamic_shared("smem", spec.shared_bytes, align=128)
     alpha, beta = load_scalars(kb, p)
-    a_g, b_g, c_g = batch_pointers(kb, p, es)
+    a_g, b_g, c_g = batch_pointers(kb, p, es, 4 if spec.c_f32 else es)
     m0 = kb.mul(kb.ctaid("x"), spec.block_m)
     n0 = kb.mul(kb.ctaid("y"), spec.block_n)
     tid = kb.tid()
@@ -492,8 +505,8 @@ def generate(spec: GemmTensorCoreSpec) -> str:
     cols = [kb.add(col_base, c) for c in col_consts]
     values = [(row_consts.index(mt * 16 + lane0[i][0]), col_consts.index(nt * 8 + lane0[i][1]), acc[mt][nt][i])
               for mt in range(MT) for nt in range(NT) for i in range(4)]
-    write_c(kb, "f32" if spec.dtype == "tf32" else spec.dtype, c_g, p["ldc"], p["m"], p["n"], alpha, beta,
-            rows, cols, values)
+    write_c(kb, "f32" if spec.dtype == "tf32" or spec.c_f32 else spec.dtype, c_g, p["ldc"], p["m"], p["n"], alpha,
+            beta, rows, cols, values)
     return kb.ptx()
 
 
@@ -510,15 +523,17 @@ SMALL_PROBLEM_MN = 256 * 256
 
 
 def configurations(arch: str) -> list[GemmTensorCoreSpec]:
-    """Every kernel the family can produce for ``arch``: dtypes x layouts x tiles."""
+    """Every kernel the family can produce for ``arch``: dtypes x layouts x tiles (x float32 C
+    for f16/bf16 data)."""
     out = []
     for dtype, tiles in TILES.items():
         for a_kmajor in (False, True):
             for b_kmajor in (False, True):
                 for bm, bn, bk, wm, wn, st in tiles:
-                    out.append(GemmTensorCoreSpec(arch=arch, dtype=dtype, a_kmajor=a_kmajor, b_kmajor=b_kmajor,
-                                                  block_m=bm, block_n=bn, block_k=bk, warps_m=wm, warps_n=wn,
-                                                  stages=st))
+                    for c_f32 in ((False, True) if dtype != "tf32" else (False,)):
+                        out.append(GemmTensorCoreSpec(arch=arch, dtype=dtype, a_kmajor=a_kmajor, b_kmajor=b_kmajor,
+                                                      block_m=bm, block_n=bn, block_k=bk, warps_m=wm, warps_n=wn,
+                                                      stages=st, c_f32=c_f32))
     return out
 
 
@@ -561,7 +576,8 @@ def choose_spec(problem: object) -> GemmTensorCoreSpec:
     large, small = TILES[dtype]
     bm, bn, bk, wm, wn, st = small if p.m * p.n < SMALL_PROBLEM_MN else large
     return GemmTensorCoreSpec(arch=_spec_arch(p.sm), dtype=dtype, a_kmajor=p.transa, b_kmajor=not p.transb,
-                              block_m=bm, block_n=bn, block_k=bk, warps_m=wm, warps_n=wn, stages=st)
+                              block_m=bm, block_n=bn, block_k=bk, warps_m=wm, warps_n=wn, stages=st,
+                              c_f32=p.c_dtype == "float32" and dtype != "tf32")
 
 
 _optin_done: dict[int, int] = {}
@@ -602,7 +618,8 @@ def launch(problem: object, alpha: float, a_ptr: int, lda: int, b_ptr: int, ldb:
     ``alpha``/``beta``. Asynchronous on ``stream``. Raises ValueError for unsupported problems."""
     p = as_problem(problem)
     if (p.lda, p.ldb, p.ldc) != (lda, ldb, ldc):
-        p = GemmProblem(p.m, p.n, p.k, p.dtype, p.compute, p.transa, p.transb, lda, ldb, ldc, p.alignment, p.arch)
+        p = GemmProblem(p.m, p.n, p.k, p.dtype, p.compute, p.transa, p.transb, lda, ldb, ldc, p.alignment, p.arch,
+                        p.c_dtype)
     spec = choose_spec(p)
     grid = (-(-p.m // spec.block_m), -(-p.n // spec.block_n), int(batch))
     check_launch(p, grid, batch, ALGO)
