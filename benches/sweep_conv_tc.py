@@ -48,18 +48,23 @@ def _reference(x: np.ndarray, w: np.ndarray, stride: int, pad: int) -> np.ndarra
                          w[:, :, i, j]) for i in range(r) for j in range(r))
 
 
-def _variants(layout: str, cg: int) -> list[tuple[str, str | None, int | None, bool]]:
-    """(label, tile, stages, via channels_last) to time; tile None is dispatch's choice."""
+def _variants(layout: str, cg: int) -> list[tuple[str, str | None, int | None, bool, int]]:
+    """(label, tile, stages, via channels_last) to time: "dispatch" is conv2d's own choice (which
+    may not be the tensor-core kernel), "tc" the tensor-core kernel with its own tile choice (and
+    split-K), the rest pin a tile, depth and split-K factor."""
     from oxicuda.dnn.conv_implicit_gemm_tc import TILES
 
     fast = cg % 8 == 0
-    out = [("dispatch", None, None, True)]
+    out = [("dispatch", None, None, True, 1), ("tc", None, None, True, 1)]
+    via = " via NHWC" if layout == "NCHW" else ""
     if fast:
         for tile in TILES:
             for stages in (3, 4):
-                out.append((f"{tile}/{stages}st" + (" via NHWC" if layout == "NCHW" else ""), tile, stages, True))
+                out.append((f"{tile}/{stages}st{via}", tile, stages, True, 1))
+        for splits in (2, 4, 8):
+            out.append((f"small/3st split {splits}{via}", "small", 3, True, splits))
     if layout == "NCHW":
-        out.append(("gather small/3st", "small", 3, False))
+        out.append(("gather small/3st", "small", 3, False, 1))
     return out
 
 
@@ -102,7 +107,7 @@ def main() -> int:
 
     records = []
     rng = np.random.default_rng(0)
-    original_choose, original_route = tc.choose_spec, tc.nchw_via_channels_last
+    original_choose, original_route, original_splits = tc.choose_spec, tc.nchw_via_channels_last, tc.choose_splits
     for name, n, c, hw, k, r, st, pad in SHAPES:
         if args.only not in name:
             continue
@@ -133,7 +138,7 @@ def main() -> int:
 
                 vendor_ms = time_device(vendor, args.repeats).median_ms
             print(f"\n{name} {layout} {dtype}: cuDNN {flops / vendor_ms / 1e9:.1f} TFLOP/s ({vendor_ms:.3f} ms)")
-            for label, tile, stages, via_cl in _variants(layout, c):
+            for label, tile, stages, via_cl, splits in _variants(layout, c):
                 def forced(*a, tile=tile, stages=stages, **kw):
                     spec = original_choose(*a, **kw)
                     if tile is None:
@@ -142,10 +147,13 @@ def main() -> int:
                     return dataclasses.replace(spec, block_m=bm, block_n=bn, warps_m=wm, warps_n=wn, stages=stages)
 
                 tc.choose_spec = forced
+                tc.choose_splits = original_splits if tile is None else (lambda *a, n=splits: n)
                 tc.nchw_via_channels_last = original_route if via_cl else (lambda *a: False)
                 try:
-                    def call(i: int, x=x, w=w, st=st, pad=pad, layout=layout, y=y) -> None:
-                        conv2d(x, w, stride=st, padding=pad, layout=layout, out=y)
+                    algo = None if label == "dispatch" else "implicit_gemm_tc"
+
+                    def call(i: int, x=x, w=w, st=st, pad=pad, layout=layout, y=y, algo=algo) -> None:
+                        conv2d(x, w, stride=st, padding=pad, layout=layout, algo=algo, out=y)
 
                     y.set(np.full(y.shape, np.nan, np.float16) if dtype == "float16"
                           else float32_to_bfloat16_bits(np.full(y.shape, np.nan, np.float32)).view(y.dtype))
@@ -160,6 +168,7 @@ def main() -> int:
                     continue
                 finally:
                     tc.choose_spec, tc.nchw_via_channels_last = original_choose, original_route
+                    tc.choose_splits = original_splits
                 ok = math.isfinite(err) and err <= BOUND[dtype]
                 tflops = flops / tm.median_ms / 1e9
                 print(f"  {label:24s} {tm.median_ms:8.3f} ms {tflops:7.1f} TFLOP/s {vendor_ms / tm.median_ms:5.2f}x cuDNN"
