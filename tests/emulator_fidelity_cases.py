@@ -142,6 +142,12 @@ def to_f32_bits(x) -> np.ndarray:
     return np.where(np.isnan(x), np.uint32(CANON_F32), bits).astype(np.uint32)
 
 
+def ftz_f64(x) -> np.ndarray:
+    """float64 values with magnitudes below the f32 normal range flushed to signed zero."""
+    x = np.asarray(x, np.float64)
+    return np.where(np.abs(x) < 2.0 ** -126, np.copysign(0.0, x), x)
+
+
 def f32_rn(x) -> np.ndarray:
     return to_f32_bits(round_grid(x, 23, -126, 127))
 
@@ -258,6 +264,9 @@ CASES: list[Case] = [
          lambda a: f32_rn(np.sqrt(f32v(a)))),
     Case("cvt_f32_f64", "cvt.rn.f32.f64 %o, %a0;", ("f64",), "f32", lambda rng: [f64_inputs(rng)],
          lambda a: f32_rn(np.asarray(a, np.uint64).view(np.float64))),
+    Case("atom_add_f32", "atom.global.add.f32 %t0, [%ad0], %a0;\nld.global.f32 %o, [%ad0];",
+         ("f32", "f32"), "f32", lambda rng: f32_inputs(rng, 2),
+         lambda a, b: to_f32_bits(ftz_f64(round_grid(ftz_f64(f32v(a)) + ftz_f64(f32v(b)), 23, -126, 127)))),
     Case("cvt_f32_f16", "cvt.f32.f16 %o, %a0;", ("f16",), "f32",
          lambda rng: half_inputs(rng, "f16", False, 1), lambda a: to_f32_bits(half_vals(a, "f16"))),
     Case("cvt_rn_f16_f32", "cvt.rn.f16.f32 %o, %a0;", ("f32",), "f16",

@@ -223,7 +223,7 @@ BAR_RED = ("\tsetp.ne.u32 %p1, %r2, 0;\n\tbar.red.popc.u32 %r4, 0, %p1;\n"
 
 # lanes < 16 of each warp take the first branch: they write s[tid], __syncwarp at one PC, then read
 # their partner's value s[tid ^ 16]; lanes >= 16 first spin, then write and __syncwarp at another PC
-WARP_SYNC = ("\tand.b32 %r4, %r1, 31;\n\tsetp.lt.u32 %p1, %r4, 16;\n\txor.b32 %r5, %r1, 16;\n"
+WARP_SYNC = ("\tbar.warp.sync -1;\n\tand.b32 %r4, %r1, 31;\n\tsetp.lt.u32 %p1, %r4, 16;\n\txor.b32 %r5, %r1, 16;\n"
              "\tshl.b32 %r5, %r5, 2;\n\tadd.u32 %r5, %r8, %r5;\n\t@!%p1 bra $HIGH;\n"
              "\tst.shared.u32 [%r9], %r2;\n\tbar.warp.sync -1;\n\tld.shared.u32 %r7, [%r5];\n"
              "\tbra $DONE;\n$HIGH:\n\tmov.u32 %r6, 0;\n$SPIN:\n\tadd.u32 %r6, %r6, 1;\n"

@@ -8,7 +8,12 @@ a numpy array with one lane per thread, stepping the group of threads with the l
 counter (so structured code reconverges); ``bar.sync`` waits for all live threads; named and
 partial barriers (``bar.sync id, count``, ``bar.arrive``) are in ``named_barriers.py``; warp
 collectives require every thread their member mask names to be at the same instruction.
-``call``/``.func`` are inlined at load (``calls.py``). ``OXICUDA_EMULATOR_STRICT=1`` (or
+``bar.warp.sync`` and ``bar.red`` are in ``barrier_ops.py``. ``call``/``.func`` are inlined at load
+(``calls.py``). Floating point follows the hardware where PTX programs can observe it: f32, f16
+and bf16 results that are NaN are the canonical NaN (0x7FFFFFFF, 0x7FFF) while moves, abs, neg
+and copysign keep payloads (``floatmath.canon``); ``.approx`` instructions are computed exactly
+and rounded once, with the ISA's special values, ``.ftz`` and the sin/cos argument reduction
+modelled (``approx.py``, whose ``MAX_ERROR`` gives the tolerances for tests). ``OXICUDA_EMULATOR_STRICT=1`` (or
 ``strict.strict_mode()``) faults on reads of registers and shared memory that the CTA never
 wrote (``strict.py``).
 

@@ -40,6 +40,13 @@ def warp_sync_arrive(cta, nb, arriving: np.ndarray, live: np.ndarray) -> np.ndar
     masks = np.broadcast_to(np.asarray(nb[0](), dtype=np.uint32), (n,))
     state = cta.__dict__.setdefault("warp_sync", {})
     lanes = np.flatnonzero(arriving)
+    if not state:  # the common case: one mask, every named live thread arrives now
+        m0 = masks[lanes[0]]
+        if not np.count_nonzero(masks[lanes] != m0):
+            named = ((m0 >> cta.lane) & np.uint32(1)).astype(bool)
+            if np.count_nonzero(named[lanes]) == len(lanes) and \
+                    not np.count_nonzero(named & live & ~arriving):
+                return arriving.copy()
     if not (((masks[lanes] >> cta.lane[lanes]) & np.uint32(1)).astype(bool)).all():
         k = int(lanes[np.argmin((masks[lanes] >> cta.lane[lanes]) & np.uint32(1))])
         raise Fault(LAUNCH_FAILED, f"bar.warp.sync: thread's member mask 0x{int(masks[k]):08x} "

@@ -183,11 +183,14 @@ def _atom_fn(op: str, t: str):
     if op == "add":
         if t in ("f16", "bf16", "f16x2", "bf16x2"):
             return lambda old, v: fm.pack(t, [x + y for x, y in zip(fm.unpack(t, old), fm.unpack(t, v))])
+        if t == "f32":  # PTX: rounds to nearest even and flushes subnormal inputs and results
+            return lambda old, v: fm.canon(fm.ftz(fm.ftz(old) + fm.ftz(v)))
         return lambda old, v: old + v
     if op in ("min", "max"):
         f = np.minimum if op == "min" else np.maximum
         if t in ("f32", "f64"):
-            f = np.fmin if op == "min" else np.fmax
+            g = np.fmin if op == "min" else np.fmax
+            f = (lambda old, v: fm.canon(g(old, v))) if t == "f32" else g
         return f
     if op in ("and", "or", "xor"):
         return {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[op]

@@ -130,7 +130,11 @@ class Cta:
     def _plain_reader(self, op, ptype: str):
         dt = DTYPES[ptype]
         if isinstance(op, Imm):
-            c = immediate(op.text, ptype)
+            if ptype == "b128":  # a 128-bit literal as its (low, high) 64-bit halves
+                v = int(op.text.strip().rstrip("Uu"), 0) & ((1 << 128) - 1)
+                c = np.array([v & 0xFFFFFFFFFFFFFFFF, v >> 64], dtype=np.uint64)
+            else:
+                c = immediate(op.text, ptype)
             return lambda: c
         if isinstance(op, Reg):
             name = op.name
