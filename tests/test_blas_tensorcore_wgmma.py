@@ -87,6 +87,16 @@ def test_wgmma_production_tile_two_consumers_wraps_stages_and_accumulates_beta(r
     assert tr.launches[0].block[0] == 256
 
 
+def test_wgmma_three_consumer_sweep_tile(rng):
+    """The 192x256 sweep candidate: three consumer warpgroups, three MN-major A boxes."""
+    _skip_unless_sm90()
+    tile = next(t for t in wg.SWEEP_TILES if t[2] == 3)
+    ops = Operands(rng, 200, 300, 130, "bfloat16", False, False, poison=True)
+    old = ops.c_host.copy()
+    _run(ops, False, False, 1.0, 0.0, tile)
+    _check(ops, 1.0, 0.0, old)
+
+
 def test_wgmma_small_problem_tile_tf32_and_fp16(rng):
     _skip_unless_sm90()
     for dtype, (ta, tb) in (("float32", (True, False)), ("float16", (False, True))):

@@ -100,11 +100,11 @@ class GemmWgmmaSpec(KernelSpec):
             raise ValueError(f"GemmWgmmaSpec: arch={self.arch!r}; wgmma needs 'sm_90a'")
         if self.dtype not in TMA_DATA_TYPE:
             raise ValueError(f"GemmWgmmaSpec: dtype={self.dtype!r}; allowed {tuple(TMA_DATA_TYPE)}")
-        if (self.consumers not in (1, 2) or self.block_m % (64 * self.consumers) or self.block_m > 256
+        if (self.consumers not in (1, 2, 3) or self.block_m % (64 * self.consumers) or self.block_m > 256
                 or self.block_n % 8 or not 8 <= self.block_n <= 256 or self.stages < 2):
             raise ValueError(f"GemmWgmmaSpec: block {self.block_m}x{self.block_n}, {self.consumers} consumers, "
                              f"{self.stages} stages: block_m a multiple of 64 per consumer (<= 256), block_n a "
-                             "multiple of 8 in 8..256, 1 or 2 consumers, stages >= 2")
+                             "multiple of 8 in 8..256, 1 to 3 consumers, stages >= 2")
         if self.dtype == "tf32" and not (self.a_kmajor and self.b_kmajor):
             raise ValueError("GemmWgmmaSpec: tf32 wgmma reads K-major operands only (no transpose immediates); "
                              f"got a_kmajor={self.a_kmajor}, b_kmajor={self.b_kmajor}")
@@ -337,8 +337,8 @@ def generate(spec: GemmWgmmaSpec) -> str:
 #: small ones. Provisional until benches/sweep_wgmma.py has measured the candidates on the H200.
 TILES = ((128, 256, 2, 4, 8), (128, 128, 1, 6, 0))
 #: Further candidates the sweep times (bf16 with row-major operands, tf32 TN); ptxas checks them.
-SWEEP_TILES = ((128, 256, 2, 4, 0), (128, 256, 2, 3, 8), (256, 128, 2, 4, 8), (128, 128, 2, 6, 8),
-               (128, 192, 2, 5, 8))
+SWEEP_TILES = ((128, 256, 2, 4, 0), (128, 256, 2, 3, 8), (256, 128, 2, 4, 8), (192, 256, 3, 4, 8),
+               (128, 128, 2, 3, 8), (128, 192, 2, 5, 8))
 #: Layouts of the sweep candidates: (dtype, a_kmajor, b_kmajor).
 SWEEP_LAYOUTS = (("bf16", False, True), ("tf32", True, True))
 SMALL_PROBLEM_MN = 1024 * 1024
