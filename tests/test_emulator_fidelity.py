@@ -319,3 +319,15 @@ def test_mma_sync_with_a_nan_operand_writes_the_canonical_nan(emu):
     a, want = mma_nan_case()
     got = run_ptx(emu, MMA_NAN, "mma_nan", (1, 1, 1), (32, 1, 1), [np.zeros((32, 4), np.uint32), a])[0]
     np.testing.assert_array_equal(got, want)
+
+
+def test_registers_declared_in_a_nested_block_shadow_the_outer_ones(emu):
+    """nvcc's inline-asm blocks ({ .reg .pred %p1; ... }) reuse outer register names: the outer
+    %p1 must keep its value after the block."""
+    body = ("\tsetp.lt.u32 %p1, %r1, 40;\n\t{\n\t.reg .pred %p1;\n\t.reg .b32 %r2;\n"
+            "\tsetp.ge.u32 %p1, %r1, 40;\n\tselp.u32 %r2, 7, 9, %p1;\n\tmov.u32 %r6, %r2;\n\t}\n"
+            "\tselp.u32 %r5, 1, 0, %p1;\n\tshl.b32 %r6, %r6, 4;\n\tor.b32 %r7, %r5, %r6;\n")
+    x = np.zeros(64, np.uint32)
+    got = run_ptx(emu, _block_kernel(body), "bk", (1, 1, 1), (64, 1, 1), [np.zeros(64, np.uint32), x])[0]
+    t = np.arange(64)
+    np.testing.assert_array_equal(got, np.where(t < 40, 1 | (9 << 4), 0 | (7 << 4)))

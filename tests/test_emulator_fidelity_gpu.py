@@ -20,6 +20,8 @@ import numpy as np
 import pytest
 from emulator_fidelity_cases import APPROX_CASES, CASES, INT_CASES, Case, N, f32_inputs
 from test_emulator_fidelity import MMA_NAN, block_cases, mma_nan_case, run_case
+from test_emulator_nvcc import bit_half_case, bit_half_reference
+from test_emulator_nvcc import ptx as nvcc_ptx
 
 from oxicuda.driver.emulator import EmulatorAPI
 from oxicuda.ptx.interp.approx import MAX_ERROR
@@ -164,3 +166,20 @@ def test_mma_sync_nan_results_agree_with_the_gpu(both):
             for api in both]
     np.testing.assert_array_equal(outs[0], outs[1], err_msg="GPU vs emulator")
     np.testing.assert_array_equal(outs[0], want, err_msg="GPU vs expectation")
+
+
+def test_nvcc_bit_and_half_intrinsics_agree_with_the_gpu(both, rng):
+    """tests/data/nvcc/bit_half_intrinsics.cu (shf, prmt, 64-bit bit counts, packed half
+    conversions and fma, __syncthreads_count/and/or, __syncwarp) on both backends."""
+    n, block = 200, 128
+    ins = bit_half_case(rng, n)
+    res = []
+    for api in both:
+        outs = [np.zeros((n, 8), np.uint32), np.zeros((n, 4), np.uint32), np.full(n, -1, np.int32),
+                np.zeros(n, np.uint32)]
+        res.append(run_ptx(api, nvcc_ptx("bit_half_intrinsics"), "bit_half_intrinsics",
+                           ((n + block - 1) // block, 1, 1), (block, 1, 1), [*ins, *outs, n])[5:9])
+    want = bit_half_reference(*ins, block)
+    for k, name in enumerate(("bits", "halves", "votes", "ring")):
+        np.testing.assert_array_equal(res[0][k], want[k], err_msg=f"{name}: GPU vs reference")
+        np.testing.assert_array_equal(res[1][k], res[0][k], err_msg=f"{name}: emulator vs GPU")

@@ -110,13 +110,13 @@ def test_int_intrinsics_dp4a_dp2a_mul24_int128_and_named_barrier(emu, rng):
     dot4, dot2, m24, um24, s128, swapped = res[3:9]
     i = np.arange(n, dtype=np.int64)
     ab, bb = a.view(np.int8).reshape(n, 4).astype(np.int64), b.view(np.int8).reshape(n, 4).astype(np.int64)
-    wrap = lambda v: ((np.asarray(v) + 2**31) % 2**32 - 2**31).astype(np.int32)  # noqa: E731
+    wrap = lambda v: ((np.asarray(v) + 2**31) % 2**32 - 2**31).astype(np.int32)
     np.testing.assert_array_equal(dot4, wrap((ab * bb).sum(1) + i))
     ah = a.view(np.int16).reshape(n, 2).astype(np.int64)
     np.testing.assert_array_equal(dot2, wrap((ah * bb[:, 2:4]).sum(1) - i))
-    s24 = lambda v: ((v.astype(np.int64) & 0xFFFFFF) ^ 0x800000) - 0x800000  # noqa: E731
+    s24 = lambda v: ((v.astype(np.int64) & 0xFFFFFF) ^ 0x800000) - 0x800000
     np.testing.assert_array_equal(m24, wrap(s24(a) * s24(b)))
-    u24 = lambda v: v.astype(np.int64) & 0xFFFFFF  # noqa: E731
+    u24 = lambda v: v.astype(np.int64) & 0xFFFFFF
     np.testing.assert_array_equal(um24, ((u24(a) * u24(b)) & 0xFFFFFFFF).astype(np.uint32))
     ref = []
     for k in range(n):
@@ -130,3 +130,97 @@ def test_int_intrinsics_dp4a_dp2a_mul24_int128_and_named_barrier(emu, rng):
     base = (t // half) * half
     src = i - t + base + half - 1 - (t - base)
     np.testing.assert_array_equal(swapped, src.astype(np.int32))
+
+
+def bit_half_case(rng, n: int = 200):
+    """Inputs of the bit_half_intrinsics kernel (NaN, inf and f16-overflowing values among x, y)
+    and the float64/integer references of everything it writes."""
+    a = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    b = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    c = rng.integers(0, 2**64, n, dtype=np.uint64)
+    c[:3] = [0, 1, 2**63]
+    x = (rng.standard_normal(n) * 3).astype(np.float32)
+    y = (rng.standard_normal(n) * 3).astype(np.float32)
+    x[:4] = [np.nan, np.inf, 70000.0, -0.0]
+    y[4:7] = [np.nan, -np.inf, 1e-6]
+    return [a, b, c, x, y]
+
+
+def bit_half_reference(a, b, c, x, y, block: int):
+    n = len(a)
+    bits = np.zeros((n, 8), np.uint32)
+    for i in range(n):
+        lo, hi, s = int(a[i]), int(b[i]), int(b[i])
+        v = (hi << 32) | lo
+        bits[i, 0] = ((v << (s & 63 & 31)) >> 32) & 0xFFFFFFFF
+        bits[i, 1] = (v >> min(s & 63, 32)) & 0xFFFFFFFF
+        src = v.to_bytes(8, "little")
+        bits[i, 2] = sum(src[(s >> (4 * k)) & 7] << (8 * k) for k in range(4))
+        cv = int(c[i])
+        bits[i, 3] = 64 - cv.bit_length()
+        bits[i, 4] = cv.bit_count()
+        r = int(f"{cv:064b}"[::-1], 2)
+        bits[i, 5], bits[i, 6] = r & 0xFFFFFFFF, r >> 32
+        bits[i, 7] = (v >> (s & 31)) & 0xFFFFFFFF
+    with np.errstate(all="ignore"):
+        def f16(v):
+            h = np.asarray(v, np.float64).astype(np.float16)
+            return np.where(np.isnan(h), np.uint16(0x7FFF), h.view(np.uint16)).astype(np.uint32)
+
+        def bf16(v):
+            v = np.asarray(v, np.float64)
+            e = np.floor(np.log2(np.where(np.isfinite(v) & (v != 0), np.abs(v), 1.0)))
+            q = np.where(np.isfinite(v) & (v != 0), np.rint(v / 2.0 ** (e - 7)) * 2.0 ** (e - 7), v)
+            bits16 = (q.astype(np.float32).view(np.uint32) >> 16).astype(np.uint32)
+            return np.where(np.isnan(v), np.uint32(0x7FFF), bits16)
+
+        def f16v(bits16):
+            return np.asarray(bits16, np.uint16).view(np.float16).astype(np.float64)
+
+        def bf16v(bits16):
+            return (np.asarray(bits16, np.uint32) << 16).view(np.float32).astype(np.float64)
+
+        hx, hy = f16(x), f16(y)
+        h = hx | (hy << 16)
+        h2 = [f16(f16v(p) * f16v(p) + f16v(q)) for p, q in ((hx, hy), (hy, hx))]
+        dbl = [f16(2 * f16v(p)) for p in (hx, hy)]
+        mx = []
+        for u, w in zip(h2, dbl):
+            uv, wv = f16v(u), f16v(w)
+            m = np.where(np.isnan(uv), w, np.where(np.isnan(wv), u, np.where(uv >= wv, u, w)))
+            mx.append(np.where(np.isnan(uv) & np.isnan(wv), np.uint32(0x7FFF), m))
+        h3 = mx[0] | (mx[1] << 16)
+        gx, gy = bf16(x), bf16(y)
+        g = gx | (gy << 16)
+        g2 = [bf16(bf16v(p) * bf16v(p) + bf16v(q)) for p, q in ((gx, gy), (gy, gx))]
+        halves = np.stack([h, h3, g, g2[0] | (g2[1] << 16)], axis=1).astype(np.uint32)
+    grid = (n + block - 1) // block
+    av = np.zeros(grid * block, np.uint32)
+    av[:n] = a
+    pred = (av & 1).astype(bool)
+    pred[n:] = False
+    votes = np.zeros(n, np.int32)
+    ring = np.zeros(n, np.uint32)
+    for blk in range(grid):
+        sl = slice(blk * block, (blk + 1) * block)
+        cnt = int(pred[sl].sum())
+        v = cnt * 4 + 2 * int(cnt == block) + int(cnt > 0)
+        for i in range(blk * block, min(n, (blk + 1) * block)):
+            votes[i] = v
+            w0 = i - i % 32
+            ring[i] = av[w0 + (i + 6) % 32] + 1
+    return bits, halves, votes, ring
+
+
+def test_bit_and_half_intrinsics_shf_prmt_packed_halves_syncwarp_and_syncthreads_count(emu, rng):
+    n, block = 200, 128
+    ins = bit_half_case(rng, n)
+    outs = [np.zeros((n, 8), np.uint32), np.zeros((n, 4), np.uint32), np.full(n, -1, np.int32),
+            np.zeros(n, np.uint32)]
+    res = run_ptx(emu, ptx("bit_half_intrinsics"), "bit_half_intrinsics", ((n + block - 1) // block, 1, 1),
+                  (block, 1, 1), [*ins, *outs, n])
+    bits, halves, votes, ring = bit_half_reference(*ins, block)
+    np.testing.assert_array_equal(res[5], bits)
+    np.testing.assert_array_equal(res[6], halves)
+    np.testing.assert_array_equal(res[7], votes)
+    np.testing.assert_array_equal(res[8], ring)

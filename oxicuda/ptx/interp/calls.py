@@ -12,7 +12,9 @@ ABI form::
 inside the body become per-thread *local* variables (renamed per scope, ``ld/st.param`` on them
 become ``ld/st.local``); each ``call`` is replaced by a copy of the callee whose registers,
 labels and variables carry a per-call-site suffix, whose parameters are the caller's argument
-variables and whose ``ret`` branches to the end of the copy. Recursion and indirect calls
+variables and whose ``ret`` branches to the end of the copy. Registers declared in a nested
+``{ }`` block are renamed for that block (nvcc's inline-asm blocks declare ``%p1`` inside and
+use the outer ``%p1`` after). Recursion and indirect calls
 (through a register, with a prototype) raise ``Unsupported`` naming the call.
 """
 
@@ -102,12 +104,17 @@ class _Flattener:
                     if isinstance(d, VarDecl) and d.space in ("param", "local") and \
                             (d.space == "param" or suffix is not None):
                         inner[d.name] = d.name + self._fresh("b")
+                    elif isinstance(d, RegDecl):  # block-scoped: may shadow an outer register
+                        tag = self._fresh("s")
+                        for nm in _names(d):
+                            inner[nm] = nm + tag
                 self.walk(st.body, inner, lines, depth, ret_label, suffix, stack)
             elif isinstance(st, RegDecl):
-                if suffix is None:
+                names = _names(st)
+                if all(ren.get(nm, nm) == nm for nm in names):
                     self.out.append(st)
                 else:
-                    self.out += [RegDecl(st.type, ren[nm]) for nm in _names(st)]
+                    self.out += [RegDecl(st.type, ren.get(nm, nm)) for nm in names]
             elif isinstance(st, VarDecl):
                 name = ren.get(st.name, st.name)
                 if st.space == "param":
