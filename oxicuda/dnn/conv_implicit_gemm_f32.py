@@ -41,7 +41,7 @@ from oxicuda.ptx import registry
 from oxicuda.ptx.builder import KernelBuilder, Value
 from oxicuda.ptx.spec import KernelSpec
 
-from ._common import load_kernel, stream_of
+from ._common import current_arch, load_kernel, stream_of
 from .conv_epilogue import ACTIVATIONS, emit_activation
 
 FAMILY = "conv_implicit_gemm_f32"
@@ -464,50 +464,88 @@ def plan_vectors(geo, x: DeviceArray, w: DeviceArray, y: DeviceArray) -> tuple[i
     return vec_a, vec_b, vec_y
 
 
-def run_implicit_gemm_f32(geo, x: DeviceArray, w: DeviceArray, y: DeviceArray, bias: DeviceArray | None,
-                          activation: str, tile: str | None = None, splits: int | None = None) -> None:
-    """conv2d forward (float32) over validated, C-contiguous x, w, y; ``tile`` (a TILES name) and
-    ``splits`` default to what ``conv_dispatch.choose_igemm_tile`` picks."""
-    from .conv import _arch
-    from .conv_dispatch import choose_igemm_tile, device_sm_count
+@dataclass(frozen=True)
+class _Plan:
+    """Everything of one launch configuration but the pointers (built once per problem)."""
 
+    fn: object
+    grid: tuple[int, int, int]
+    threads: int
+    table: DeviceArray
+    tail: tuple[int, ...]  # the scalar parameters
+    reduce_fn: object | None
+    reduce_grid: tuple[int]
+    reduce_tail: tuple[int, ...]
+    workspace_count: int
+
+
+_PLANS: OrderedDict[tuple, _Plan] = OrderedDict()
+_MAX_PLANS = 256
+
+
+def _make_plan(geo, tile: str, splits: int, vecs: tuple[int, int, int], has_bias: bool, activation: str) -> _Plan:
     p = geo.problem
     cg, kg = p.c // p.groups, p.k // p.groups
     gm, gk = p.n * p.oh * p.ow, cg * p.r * p.s
-    if tile is None or splits is None:
-        auto_tile, auto_splits = choose_igemm_tile(p, device_sm_count())
-        tile = auto_tile if tile is None else tile
-        splits = auto_splits if splits is None else splits
-    if tile not in TILES:
-        raise ValueError(f"conv2d: tile={tile!r}; allowed {tuple(TILES)}")
     cfg = TILES[tile]
     k_chunk = -(-gk // splits)
     k_chunk = -(-k_chunk // cfg.bk) * cfg.bk
     splits = -(-gk // k_chunk)
     rows = (-(-gk // cfg.bk) + 1) * cfg.bk
     table = _device_table((geo.layout, p.c, cg, p.h, p.w, p.r, p.s, p.dilation, rows))
-    vec_a, vec_b, vec_y = plan_vectors(geo, x, w, y)
-    arch, stream = _arch(), stream_of(y)
+    arch = current_arch()
     split_k = splits > 1
     spec = ConvFpropF32Spec(arch=arch, layout=geo.layout, bm=cfg.bm, bn=cfg.bn, bk=cfg.bk, tm=cfg.tm,
-                            tn=cfg.tn, vec_a=vec_a, vec_b=vec_b, vec_y=vec_y,
-                            activation="none" if split_k else activation,
-                            bias=bias is not None and not split_k, split_k=split_k)
+                            tn=cfg.tn, vec_a=vecs[0], vec_b=vecs[1], vec_y=vecs[2],
+                            activation="none" if split_k else activation, bias=has_bias and not split_k,
+                            split_k=split_k)
     total = gm * p.k
-    out = workspace(("float32", splits * total), stream) if split_k else y
     if geo.layout == "NCHW":
         xs = (p.c * p.h * p.w, p.w, 1, cg * p.h * p.w)
     else:
         xs = (p.h * p.w * p.c, p.w * p.c, p.c, cg)
-    args = [x, w, out, bias if bias is not None and not split_k else 0, table, gm, kg, gk, p.oh * p.ow, p.ow,
-            p.h, p.w, p.stride[0], p.stride[1], p.padding[0], p.padding[1], *xs, p.k, splits, k_chunk, total]
+    tail = (gm, kg, gk, p.oh * p.ow, p.ow, p.h, p.w, p.stride[0], p.stride[1], p.padding[0], p.padding[1], *xs,
+            p.k, splits, k_chunk, total)
     grid = (-(-gm // cfg.bm), -(-kg // cfg.bn), p.groups * splits)
-    load_kernel(spec)(grid, cfg.threads, args, stream=stream)
+    reduce_fn, reduce_grid, reduce_tail = None, (0,), ()
     if split_k:
-        red = ConvSplitKReduceSpec(arch=arch, activation=activation, bias=bias is not None)
-        inner = p.oh * p.ow if geo.layout == "NCHW" else 1
-        load_kernel(red)((-(-total // REDUCE_BLOCK),), REDUCE_BLOCK,
-                         [out, y, bias if bias is not None else 0, total, splits, inner, p.k], stream=stream)
+        reduce_fn = load_kernel(ConvSplitKReduceSpec(arch=arch, activation=activation, bias=has_bias))
+        reduce_grid = (-(-total // REDUCE_BLOCK),)
+        reduce_tail = (total, splits, p.oh * p.ow if geo.layout == "NCHW" else 1, p.k)
+    return _Plan(load_kernel(spec), grid, cfg.threads, table, tail, reduce_fn, reduce_grid, reduce_tail,
+                 splits * total if split_k else 0)
+
+
+def run_implicit_gemm_f32(geo, x: DeviceArray, w: DeviceArray, y: DeviceArray, bias: DeviceArray | None,
+                          activation: str, tile: str | None = None, splits: int | None = None) -> None:
+    """conv2d forward (float32) over validated, C-contiguous x, w, y; ``tile`` (a TILES name) and
+    ``splits`` default to what ``conv_dispatch.choose_igemm_tile`` picks. The launch plan of a
+    problem is built once (per context) and reused, so a repeated call only packs pointers."""
+    from oxicuda.driver.context import ensure_context
+
+    from .conv_dispatch import choose_igemm_tile, device_sm_count
+
+    if tile is None or splits is None:
+        auto_tile, auto_splits = choose_igemm_tile(geo.problem, device_sm_count())
+        tile = auto_tile if tile is None else tile
+        splits = auto_splits if splits is None else splits
+    if tile not in TILES:
+        raise ValueError(f"conv2d: tile={tile!r}; allowed {tuple(TILES)}")
+    vecs = plan_vectors(geo, x, w, y)
+    key = (ensure_context(), geo, tile, splits, vecs, bias is not None, activation)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _PLANS[key] = _make_plan(geo, tile, splits, vecs, bias is not None, activation)
+        while len(_PLANS) > _MAX_PLANS:
+            _PLANS.popitem(last=False)
+    stream = stream_of(y)
+    zero_or_bias = bias if bias is not None else 0
+    if plan.reduce_fn is None:
+        plan.fn(plan.grid, plan.threads, [x, w, y, zero_or_bias, plan.table, *plan.tail], stream=stream)
+        return
+    ws = workspace(("float32", plan.workspace_count), stream)
+    plan.fn(plan.grid, plan.threads, [x, w, ws, 0, plan.table, *plan.tail], stream=stream)
+    plan.reduce_fn(plan.reduce_grid, REDUCE_BLOCK, [ws, y, zero_or_bias, *plan.reduce_tail], stream=stream)
 
 
 def configurations(arch: str) -> list[ConvFpropF32Spec]:

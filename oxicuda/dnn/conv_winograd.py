@@ -36,7 +36,7 @@ from oxicuda.ptx import registry
 from oxicuda.ptx.builder import KernelBuilder, Value
 from oxicuda.ptx.spec import KernelSpec
 
-from ._common import ELEMENT_BYTES, load_f32, load_kernel, store_f32, stream_of
+from ._common import ELEMENT_BYTES, current_arch, load_f32, load_kernel, store_f32, stream_of
 from .conv_epilogue import ACTIVATIONS, emit_activation
 
 FAMILY_FILTER = "conv_winograd_filter"
@@ -310,12 +310,12 @@ def run_winograd(geo, x: DeviceArray, w: DeviceArray, y: DeviceArray, bias: Devi
     """conv2d forward by F(tile x tile, 3x3) over validated, C-contiguous x, w, y (see conv.py)."""
     from oxicuda.blas.gemm_core import gemm_colmajor
 
-    from .conv import _arch, element_strides_nchw
+    from .conv import element_strides_nchw
 
     p = geo.problem
     cg, kg = p.c // p.groups, p.k // p.groups
     t2 = (tile + 2) ** 2
-    arch, stream = _arch(), stream_of(y)
+    arch, stream = current_arch(), stream_of(y)
     tiles_h, tiles_w = -(-p.oh // tile), -(-p.ow // tile)
     per_img = tiles_h * tiles_w
     chunk = winograd_chunk(p.n, p.c, p.k, per_img, tile)
