@@ -59,8 +59,8 @@ def run_attention(rng, b, hq, hkv, sq, sk, d, causal=False, scale=None, dtype="b
     return t.launches[0].spec
 
 
-@pytest.mark.parametrize("sq, sk", [(1, 1), (150, 150), (17, 150), (150, 17)])
-@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("sq, sk, causal", [(1, 1, False), (150, 150, True), (17, 150, True), (150, 17, False),
+                                            (150, 17, True), (200, 200, False)])
 def test_wgmma_attention_d64_bf16_matches_reference_for_tails_and_unequal_lengths(rng, sq, sk, causal):
     _skip_unless_sm90()
     spec = run_attention(rng, 1, 1, 1, sq, sk, 64, causal, dtype="bfloat16")
@@ -102,14 +102,14 @@ def test_wgmma_key_tiles_wrap_the_k_and_v_rings(rng, causal, overlap):
     # 5 key tiles over 2 ring slots: every slot is refilled by the last warpgroup to release it and
     # its barrier phase flips twice; causal: 5 query blocks, the diagonal in every one
     _skip_unless_sm90()
-    sq = 600 if causal else 20
-    spec = run_attention(rng, 1, 1, 1, sq, 600, 64 if causal else 128, causal=causal)
+    sq = 520 if causal else 20
+    spec = run_attention(rng, 1, 1, 1, sq, 520, 64 if causal else 128, causal=causal)
     assert spec.overlap == overlap
 
 
 def test_wgmma_serial_pipeline_matches_reference_for_tails(rng, overlap):
     _skip_unless_sm90()
-    for sq, sk, causal in ((1, 1, False), (150, 130, True), (40, 150, False)):
+    for sq, sk, causal in ((150, 130, True), (40, 150, False)):
         assert run_attention(rng, 1, 1, 1, sq, sk, 64, causal=causal).overlap == overlap
 
 
