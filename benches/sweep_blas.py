@@ -5,7 +5,7 @@ support.
     python benches/sweep_blas.py [--json PATH] [--repeats N] [--only SUBSTRING] [--budget-s S]
 
 Cases: sgemm 4096^3 and 8192^3, strided batched 64 x 512^3, dgemm 4096^3 (every registered tile
-of the dtype, forced), the skinny 128x128x131072, 512x512x65536 and 64x4096x16384 (split-K over
+of the dtype, forced; for dgemm also every DMMA tensor-core tile of ``gemm_dmma``), the skinny 128x128x131072, 512x512x65536 and 64x4096x16384 (split-K over
 every split-K tile candidate and a ladder of split counts, plus the unsplit large tile), and
 what dispatch picks on its own for each. cuBLAS runs through CuPy (or PyTorch) on the same
 device arrays, TF32 off. Every variant's output is compared on the GPU with the vendor's float64
@@ -147,6 +147,11 @@ def _variants(name: str, m: int, n: int, k: int, batch: int, dtype: str, kind: s
         for cfg in TILE_CONFIGS[dtype]:
             if cfg.bm * cfg.bn >= 64 * 64:
                 out.append((f"tiled {cfg.name}", gd.tiled_spec(problem, info, cfg=cfg)))
+        if dtype == "float64" and int(info.arch[3:].rstrip("a")) >= 80:
+            from oxicuda.blas.gemm_dmma import TILES as DMMA_TILES
+
+            for tile in DMMA_TILES:
+                out.append(("dmma {}x{}x{}_w{}x{}".format(*tile), gd.dmma_spec(problem, info, tile)))
         return out
     out.append((f"tiled {gd.TILES[dtype]['large'].name}", gd.tiled_spec(problem, info, cfg=gd.TILES[dtype]["large"])))
     natural = gd.split_k_count(problem, info)

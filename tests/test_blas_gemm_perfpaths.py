@@ -10,7 +10,7 @@ import pytest
 from test_blas_gemm import check, from_device, host_random, op, run_case, to_device
 
 import oxicuda
-from oxicuda.blas import gemm_core
+from oxicuda.blas import gemm_core, gemm_dmma
 from oxicuda.blas import gemm_dispatch as gd
 from oxicuda.blas.gemm_core import gemm_colmajor
 from oxicuda.blas.gemm_splitk import GemmSplitKReduceSpec
@@ -47,8 +47,8 @@ def test_every_tile_with_vector_loads_and_vector_c_matches_reference(rng, dtype,
     check(got, ref, dtype, 24)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("ta,tb", REAL_TRANS)
+@pytest.mark.parametrize("dtype,ta,tb", [("float32", "N", "N"), ("float32", "T", "T"), ("float64", "T", "N"),
+                                         ("float64", "N", "T")])
 def test_large_tiles_scalar_paths_odd_shapes_all_transposes(rng, dtype, ta, tb):
     # interior pointers and lda > m: scalar loads, scalar C, partial tiles in M, N and K
     cfg = gd.TILES[dtype]["large"]
@@ -66,6 +66,38 @@ def test_forced_specs_that_do_not_fit_the_call_are_refused(rng):
     partial = spec_for(gd.TILES["float32"]["large"], arch=_arch(), dtype="float32", raw_out=True)
     with pytest.raises(ValueError, match="raw_out"):
         run_case(rng, "float32", "N", "N", 8, 8, 8, algo=partial)
+
+
+# -- float64 on DMMA tensor cores -------------------------------------------------------------
+
+@pytest.mark.parametrize("tile,trans,aligned", [(t, REAL_TRANS[i], i % 2 == 0) for i, t in enumerate(gemm_dmma.TILES)],
+                         ids=str)
+def test_every_dmma_tile_matches_reference(rng, tile, trans, aligned):
+    ta, tb = trans
+    bm, bn, bk, wm, wn = tile
+    v = 2 if aligned else 1
+    spec = gemm_dmma.GemmDmmaSpec(arch=_arch(), transa=ta, transb=tb, bm=bm, bn=bn, bk=bk, warps_m=wm, warps_n=wn,
+                                  vec_a=v, vec_b=v)
+    if aligned:  # 16-byte loads; beta != 0 reads C
+        got, ref, t = run_case(rng, "float64", ta, tb, 20, 12, 24, algo=spec, beta=0.5, pad=4, offset=(0, 0))
+    else:  # interior pointers, odd shapes, beta = 0 over NaN
+        got, ref, t = run_case(rng, "float64", ta, tb, 17, 33, 19, algo=spec, beta=0.0)
+    assert [x.spec for x in t.launches] == [spec]
+    check(got, ref, "float64", 24)
+
+
+def test_dmma_is_reachable_by_algo_and_by_the_dispatch_flag(rng, monkeypatch):
+    got, ref, t = run_case(rng, "float64", "T", "N", 1, 127, 9, algo="dmma", beta=0.0)
+    assert t.launches[0].spec.family == "gemm_dmma"
+    check(got, ref, "float64", 9)
+    p = _problem(4096, 4096, 4096, "float64")
+    assert gd.choose_algo(p, H200).algo == "tiled"  # off until measured on the H200
+    monkeypatch.setitem(gd.THRESHOLDS, "float64_dmma", True)
+    plan = gd.choose_algo(p, H200)
+    assert plan.algo == "dmma" and (plan.spec.bm, plan.spec.bn) == gd.DMMA_TILES["large"][:2]
+    assert (plan.spec.vec_a, plan.spec.vec_b) == (2, 2)
+    with pytest.raises(ValueError, match="dmma"):
+        gd.choose_algo(_problem(64, 64, 64, "float32"), H200, algo="dmma")
 
 
 # -- split-K -----------------------------------------------------------------------------------
@@ -168,9 +200,8 @@ def test_reduction_specs_refuse_widths_their_types_cannot_take():
 
 # -- float32 C over float16 / bfloat16 data (gemmEx, COMPUTE_32F) ------------------------------
 
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("algo", [None, "split_k"])
-@pytest.mark.parametrize("ta,tb", [("N", "N"), ("T", "T")])
+@pytest.mark.parametrize("dtype,algo,ta,tb", [("float16", None, "N", "N"), ("bfloat16", None, "T", "T"),
+                                              ("float16", "split_k", "T", "N"), ("bfloat16", "split_k", "N", "T")])
 def test_float32_output_over_half_data_matches_reference(rng, dtype, algo, ta, tb):
     m, n, k = (20, 7, 40) if algo is None else (17, 9, 96)
     A = host_random(rng, (m, k) if ta == "N" else (k, m), dtype)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from oxicuda.blas import gemm_naive, gemm_splitk, gemm_tiled, gemv  # noqa: F401  (registers families)
+from oxicuda.blas import gemm_dmma, gemm_naive, gemm_splitk, gemm_tiled, gemv  # noqa: F401  (registers families)
 from oxicuda.blas.gemm_tiled import GemmTiledSpec
 from oxicuda.ptx import registry, validate
 
-FAMILIES = ("gemm_naive", "gemm_tiled", "gemm_splitk_reduce", "gemv")
+FAMILIES = ("gemm_naive", "gemm_tiled", "gemm_splitk_reduce", "gemv", "gemm_dmma")
 
 
 def _ptxas_or_skip():

@@ -10,6 +10,7 @@ import pytest
 
 import oxicuda
 from oxicuda.blas import gemm_dispatch as gd
+from oxicuda.blas import gemm_dmma
 from oxicuda.blas.gemm_core import gemm_colmajor
 from oxicuda.blas.gemm_tiled import TILE_CONFIGS, spec_for
 from oxicuda.memory.dtypes import BFLOAT16, host_astype
@@ -70,6 +71,25 @@ def test_every_tile_matches_float64(rng, dtype, cfg, ta, tb, aligned):
     if beta:
         ref += beta * C.astype(dtype).astype(np.float64)
     _check(dC.get(), ref, 1e-5 if dtype == "float32" else 1e-12, k)
+
+
+@pytest.mark.parametrize("tile", gemm_dmma.TILES, ids=str)
+@pytest.mark.parametrize("ta,tb", [("N", "N"), ("T", "N"), ("N", "T"), ("T", "T")])
+def test_every_dmma_tile_matches_float64(rng, tile, ta, tb):
+    for aligned in (True, False):
+        m, n, k = (1024, 768, 520) if aligned else (1001, 777, 517)
+        v = 2 if aligned else 1
+        bm, bn, bk, wm, wn = tile
+        spec = gemm_dmma.GemmDmmaSpec(arch=oxicuda.Device(0).arch.rstrip("a"), transa=ta, transb=tb, bm=bm, bn=bn,
+                                      bk=bk, warps_m=wm, warps_n=wn, vec_a=v, vec_b=v)
+        A, B = _operands(rng, m, n, k, ta, tb, np.float64)
+        dA, dB = oxicuda.asarray(np.asfortranarray(A)), oxicuda.asarray(np.asfortranarray(B))
+        dC = oxicuda.asarray(np.full((m, n), np.nan, order="F"))
+        with oxicuda.trace() as t:
+            gemm_colmajor(ta, tb, m, n, k, 1.0, dA.ptr, A.shape[0], dB.ptr, B.shape[0], 0.0, dC.ptr, m,
+                          dtype="float64", algo=spec)
+        assert [x.spec for x in t.launches] == [spec]
+        _check(dC.get(), _matmul64(A if ta == "N" else A.T.copy(), B if tb == "N" else B.T.copy()), 1e-12, k)
 
 
 @pytest.mark.parametrize("m,n,k", [(128, 128, 131072), (512, 512, 65536), (64, 4096, 16384), (127, 129, 40000)])

@@ -44,7 +44,11 @@ def test_every_swept_variant_is_a_valid_configuration(name):
             assert algo.algo == "split_k" and algo.spec.raw_out and algo.reduce is not None
             chunk = gd.split_k_chunk(gd.GemmProblem(m, n, k, dtype), algo.splits, algo.spec.bk)
             assert algo.splits == math.ceil(k / chunk) and k // algo.splits >= 64, label
+        elif algo.family == "gemm_dmma":
+            assert dtype == "float64" and label.startswith("dmma")
         else:
             assert algo.family == "gemm_tiled" and not algo.raw_out and algo.dtype == dtype
     if kind == "skinny":
         assert any(isinstance(a, gd.GemmPlan) for _, a in variants)
+    if dtype == "float64":
+        assert any(lbl.startswith("dmma") for lbl in labels)

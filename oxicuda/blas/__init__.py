@@ -33,7 +33,7 @@ _LAZY = {
 }
 
 _GENERATORS = (
-    "gemm_naive", "gemm_tiled", "gemm_splitk", "gemv", "gemm_tensorcore", "gemm_wgmma",
+    "gemm_naive", "gemm_tiled", "gemm_splitk", "gemv", "gemm_tensorcore", "gemm_wgmma", "gemm_dmma",
     "level1_kernels", "level2_kernels", "level3_kernels",
 )
 KERNEL_MODULES = tuple(m for m in _GENERATORS if importlib.util.find_spec(f"{__name__}.{m}") is not None)

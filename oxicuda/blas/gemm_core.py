@@ -23,6 +23,7 @@ from oxicuda.ptx import cache
 
 from . import gemm_codegen as cg
 from .gemm_dispatch import DeviceInfo, GemmPlan, GemmProblem, choose_algo, device_info
+from .gemm_dmma import GemmDmmaSpec
 from .gemm_naive import BLOCK as NAIVE_BLOCK
 from .gemm_naive import GemmNaiveSpec
 from .gemm_splitk import launch_reduce
@@ -130,7 +131,8 @@ def gemm_colmajor(transa: str, transb: str, m: int, n: int, k: int, alpha, a_ptr
     ``a_array_ptr``/``b_array_ptr``/``c_array_ptr`` are nonzero, device arrays of ``batch``
     pointers (``a_ptr``/``b_ptr``/``c_ptr`` are then ignored). ``alpha_ptr``/``beta_ptr``
     nonzero: the kernels read the scalars (of ``scalar_dtype(dtype)``) from device memory.
-    ``algo``: force "naive", "tiled", "split_k", "gemv", "tensor_core", "wgmma", or pass a
+    ``algo``: force "naive", "tiled", "split_k", "gemv", "tensor_core", "wgmma", "dmma" (float64 on
+    tensor cores, sm_80+), or pass a
     ``GemmTiledSpec``/``GemmNaiveSpec`` to run that exact configuration, or a split-K
     ``GemmPlan`` from ``gemm_dispatch.split_k_plan`` (benchmark sweeps). One launch covers the
     whole batch (two for split_k). Raises ValueError on bad arguments, before any launch.
@@ -250,6 +252,9 @@ def _validated_plan(transa, transb, m, n, k, alpha, a_ptr, lda, b_ptr, ldb, beta
     elif isinstance(algo, GemmPlan):
         _check_forced_plan(algo, problem)
         plan = algo
+    elif isinstance(algo, GemmDmmaSpec):
+        _check_forced_dmma(algo, problem)
+        plan = GemmPlan("dmma", algo)
     else:
         plan = _cached_choice(problem, info, algo)
     call_plan = GemmCallPlan(plan, problem, info, stride_a, stride_b, stride_c)
@@ -300,7 +305,7 @@ class GemmCallPlan:
         self.b_span = _extent(0, rows_b, cols_b, p.ldb, es, p.batch, stride_b)[1]
         self.c_span = _extent(0, p.m, p.n, p.ldc, ces, p.batch, stride_c)[1]
         self._launch = self._args = None
-        if plan.algo in ("naive", "tiled") and p.batch <= MAX_GRID_Z and not p.pointer_array:
+        if plan.algo in ("naive", "tiled", "dmma") and p.batch <= MAX_GRID_Z and not p.pointer_array:
             _check_32bit_indexing(p)
             self._prepare_simt_launch(plan, p, info, stride_a, stride_b, stride_c)
 
@@ -392,6 +397,18 @@ def _c_dtype(c_dtype: object, dt: str) -> str:
     return cdt
 
 
+def _check_forced_dmma(spec: GemmDmmaSpec, p: GemmProblem) -> None:
+    """A forced DMMA spec must match the call: float64, its transposes, aligned vector loads."""
+    if p.dtype != "float64" or p.pointer_array:
+        raise ValueError(f"gemm: forced spec {spec.key()} runs float64 without pointer arrays; got dtype {p.dtype}, "
+                         f"pointer_array {p.pointer_array}")
+    if (spec.transa, spec.transb) != ("N" if p.transa == "N" else "T", "N" if p.transb == "N" else "T"):
+        raise ValueError(f"gemm: forced spec {spec.key()} does not match transa={p.transa}, transb={p.transb}")
+    for name, v, align in (("vec_a", spec.vec_a, p.align_a), ("vec_b", spec.vec_b, p.align_b)):
+        if v > 1 and align < 8 * v:
+            raise ValueError(f"gemm: forced spec {name}={v} needs {8 * v}-byte aligned operands; got {align}")
+
+
 def _check_forced_plan(plan: GemmPlan, p: GemmProblem) -> None:
     """A forced GemmPlan must be a split-K plan built for this problem's dtypes and transposes."""
     if plan.algo != "split_k" or plan.reduce is None or p.batch != 1 or p.pointer_array:
@@ -441,7 +458,7 @@ def run_plan(plan: GemmPlan, p: GemmProblem, info: DeviceInfo, alpha, beta, ptrs
     if plan.algo == "gemv":
         _run_gemv(p, alpha, beta, ptrs, stream)
         return
-    if plan.algo not in ("naive", "tiled", "split_k"):
+    if plan.algo not in ("naive", "tiled", "split_k", "dmma"):
         module, tp = plan.spec
         module.launch(tp, alpha, ptrs["a_ptr"], p.lda, ptrs["b_ptr"], p.ldb, beta, ptrs["c_ptr"], p.ldc,
                       batch=p.batch, stride_a=stride_a, stride_b=stride_b, stride_c=stride_c,

@@ -14,7 +14,8 @@ Branches, in order:
                    ``gemm_wgmma``/``gemm_tensorcore`` is importable and its ``supports(problem)``;
 3. ``naive``       tiny problems (m*n*k <= naive_max_work): one thread per output;
 4. ``split_k``     output tiles cannot fill the SMs and K is long: K over grid.z, then a reduction;
-5. ``tiled``       everything else (shared-memory tiles, register blocking).
+5. ``dmma``        float64 on sm_80+ when THRESHOLDS["float64_dmma"] (off until measured);
+6. ``tiled``       everything else (shared-memory tiles, register blocking).
 A float32 C over float16/bfloat16 data (``c_dtype``) skips gemv and naive, and takes tensor cores
 only from a module that declares ``MIXED_C`` (gemm_tensorcore's mma.sync kernels do).
 """
@@ -39,7 +40,13 @@ THRESHOLDS = {
     "split_k_max_splits": 256,
     "split_k_waves": 2,                # aim for this many 256-thread CTAs per SM after splitting
     "big_tile_min_tiles_per_sm": 1.0,  # the large CTA tile when it makes at least this many per SM
+    # float64 on DMMA tensor cores (gemm_dmma, sm_80+) instead of the SIMT tiles. Off until the H200
+    # has run tests/test_blas_perfpaths_gpu.py and benches/sweep_blas.py shows DMMA ahead.
+    "float64_dmma": False,
 }
+
+#: DMMA tile (bm, bn, bk, warps_m, warps_n) by role, from gemm_dmma.TILES. PROVISIONAL.
+DMMA_TILES = {"large": (128, 64, 8, 4, 2), "small": (64, 64, 16, 2, 2)}
 
 
 def _cfg(dtype: str, bm: int, bn: int, bk: int, tm: int, tn: int, min_ctas: int = 0) -> TileConfig:
@@ -54,8 +61,8 @@ def _cfg(dtype: str, bm: int, bn: int, bk: int, tm: int, tn: int, min_ctas: int 
 #: PROVISIONAL like THRESHOLDS.
 TILES: dict[str, dict[str, object]] = {
     "float32": {"large": _cfg("float32", 128, 128, 8, 8, 8), "small": _cfg("float32", 64, 64, 8, 4, 4),
-                "split_k": (_cfg("float32", 128, 128, 8, 8, 8), _cfg("float32", 64, 128, 8, 8, 8, 4),
-                            _cfg("float32", 128, 64, 8, 8, 8, 4))},
+                "split_k": (_cfg("float32", 128, 128, 8, 8, 8), _cfg("float32", 64, 128, 8, 8, 8),
+                            _cfg("float32", 128, 64, 8, 8, 8))},
     "float16": {"large": _cfg("float16", 128, 128, 8, 8, 8), "small": _cfg("float16", 64, 64, 8, 4, 4),
                 "split_k": (_cfg("float16", 64, 64, 8, 4, 4),)},
     "bfloat16": {"large": _cfg("bfloat16", 128, 128, 8, 8, 8), "small": _cfg("bfloat16", 64, 64, 8, 4, 4),
@@ -137,7 +144,7 @@ class GemmPlan:
     reduce: GemmSplitKReduceSpec | None = None
 
 
-ALGOS = ("naive", "tiled", "split_k", "gemv", "tensor_core", "wgmma")
+ALGOS = ("naive", "tiled", "split_k", "gemv", "tensor_core", "wgmma", "dmma")
 
 
 @functools.cache
@@ -310,6 +317,29 @@ def split_k_plan(problem: GemmProblem, device: DeviceInfo, splits: int, cfg: Til
     return GemmPlan("split_k", spec, splits, red)
 
 
+def dmma_spec(problem: GemmProblem, device: DeviceInfo, tile: tuple | None = None):
+    """The DMMA spec for a float64 problem: DMMA_TILES' large tile when it fills the SMs."""
+    from .gemm_dmma import TILES as DMMA_REGISTERED
+    from .gemm_dmma import GemmDmmaSpec
+
+    if tile is None:
+        big = DMMA_TILES["large"]
+        tiles = math.ceil(problem.m / big[0]) * math.ceil(problem.n / big[1]) * problem.batch
+        tile = big if tiles >= THRESHOLDS["big_tile_min_tiles_per_sm"] * device.sm_count else DMMA_TILES["small"]
+    if tile not in DMMA_REGISTERED:
+        raise AssertionError(f"DMMA tile {tile} is not registered in gemm_dmma.TILES")
+    bm, bn, bk, wm, wn = tile
+    cfg = TileConfig(bm, bn, bk, 1, 1)
+    return GemmDmmaSpec(arch=device.arch.rstrip("a"), transa="N" if problem.transa == "N" else "T",
+                        transb="N" if problem.transb == "N" else "T", bm=bm, bn=bn, bk=bk, warps_m=wm, warps_n=wn,
+                        vec_a=_vector_width(problem, "a", cfg, problem.k),
+                        vec_b=_vector_width(problem, "b", cfg, problem.k))
+
+
+def _dmma_ok(p: GemmProblem, device: DeviceInfo) -> bool:
+    return p.dtype == "float64" and not p.pointer_array and int(device.arch[3:].rstrip("a")) >= 80
+
+
 def choose_algo(problem: GemmProblem, device: DeviceInfo, algo: str | None = None) -> GemmPlan:
     """The plan for ``problem`` on ``device``; ``algo`` forces a family (ValueError when that
     family cannot run the problem)."""
@@ -346,8 +376,15 @@ def choose_algo(problem: GemmProblem, device: DeviceInfo, algo: str | None = Non
                              f"pointer_array={p.pointer_array}")
         natural = split_k_count(p, device)
         return split_k_plan(p, device, natural if natural > 1 else FORCED_SPLITS)
+    if algo == "dmma":
+        if not _dmma_ok(p, device):
+            raise ValueError(f"gemm: algo='dmma' needs float64 data, no pointer arrays and sm_80+; got dtype "
+                             f"{p.dtype}, pointer_array={p.pointer_array}, arch {device.arch}")
+        return GemmPlan("dmma", dmma_spec(p, device))
     if algo is None:
         splits = split_k_count(p, device)
         if splits > 1:
             return split_k_plan(p, device, splits)
+        if THRESHOLDS["float64_dmma"] and _dmma_ok(p, device):
+            return GemmPlan("dmma", dmma_spec(p, device))
     return GemmPlan("tiled", tiled_spec(p, device))

@@ -55,8 +55,8 @@ class TileConfig:
 
 _T128 = TileConfig(128, 128, 8, 8, 8)             # ~120-125 registers: 2 CTAs/SM unbounded
 _T128_K16_2CTA = TileConfig(128, 128, 16, 8, 8, 2)  # ~145 registers unbounded; bounded to 128
-_T64x128 = TileConfig(64, 128, 8, 8, 8, 4)
-_T128x64 = TileConfig(128, 64, 8, 8, 8, 4)
+_T64x128 = TileConfig(64, 128, 8, 8, 8)  # ~139 registers, 128 threads: 3 CTAs/SM unbounded
+_T128x64 = TileConfig(128, 64, 8, 8, 8)
 _T64 = TileConfig(64, 64, 8, 4, 4)
 _T32 = TileConfig(32, 32, 8, 2, 2)
 
@@ -153,14 +153,17 @@ class GemmTiledSpec(KernelSpec):
 MIXED_OUTPUTS = (("float16", "float32"), ("bfloat16", "float32"))
 
 
-class _TileLoader:
-    """Global -> register -> shared copy of one operand tile (``X`` rows of M or N by ``bk``)."""
+class TileLoader:
+    """Global -> register -> shared copy of one operand tile (``X`` rows of M or N by ``bk``),
+    stored K-major: element (p, x) at ``p * row_stride + x`` (``row_stride`` defaults to X; the
+    tensor-core f64 kernel pads it). ``spec`` needs ``bk`` and ``threads``."""
 
-    def __init__(self, kb: KernelBuilder, spec: GemmTiledSpec, kind: cg.ElementKind, base: Value,
+    def __init__(self, kb: KernelBuilder, spec, kind: cg.ElementKind, base: Value,
                  ld: Value, extent: Value, tid: Value, x0: Value, X: int, along_k: bool, vec: int,
-                 conj: bool, smem_offset: int) -> None:
+                 conj: bool, smem_offset: int, row_stride: int | None = None) -> None:
         self.kb, self.kind, self.vec, self.conj, self.along_k = kb, kind, vec, conj, along_k
         bk, nt, es, sz = spec.bk, spec.threads, kind.nbytes, kind.acc_nbytes
+        RS = X if row_stride is None else row_stride
         per_row = (bk if along_k else X) // vec
         nvec = X * bk // vec
         self.slots = []
@@ -182,13 +185,13 @@ class _TileLoader:
             else:
                 off = kb.add(kb.cvt(gx, "u64"), kb.mul(kb.cvt(p, "u64"), ld))
             gptr = kb.addr(base, off, es)
-            sm = kb.mad(p, X * sz, kb.mul(x, sz), type_="u32")
+            sm = kb.mad(p, RS * sz, kb.mul(x, sz), type_="u32")
             sm = kb.add(sm, smem_offset)
             regs = tuple(kb.mov(0.0, kind.acc) for _ in range(vec * kind.comps))
             self.slots.append((gptr, inb, p, sm, regs, live))
         self.step = kb.mul(ld, bk * es) if not along_k else None
         self.step_const = bk * es
-        self.X = X
+        self.X = RS
 
     def fetch(self, k_base: Value, kz: Value) -> None:
         """Registers <- global tile starting at K = ``k_base`` (zero outside the matrix)."""
@@ -263,9 +266,9 @@ def generate(spec: GemmTiledSpec) -> str:
     c = cg.batch_operand(kb, c0, sc, z, spec.c_kind.nbytes, spec.pointer_array)
     kz = kb.min(kb.sub(k, kb.mul(z, k_split)), k_split) if spec.raw_out else k
 
-    load_a = _TileLoader(kb, spec, kind, a, lda, m, tid, i0, bm, spec.transa == "T", spec.vec_a,
+    load_a = TileLoader(kb, spec, kind, a, lda, m, tid, i0, bm, spec.transa == "T", spec.vec_a,
                          spec.conj_a, 0)
-    load_b = _TileLoader(kb, spec, kind, b, ldb, n, tid, j0, bn, spec.transb == "N", spec.vec_b,
+    load_b = TileLoader(kb, spec, kind, b, ldb, n, tid, j0, bn, spec.transb == "N", spec.vec_b,
                          spec.conj_b, bk * bm * sz)
     base = kb.shared_addr(smem)
     buf = kb.mov(0, "u32")
