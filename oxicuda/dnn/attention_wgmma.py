@@ -169,6 +169,15 @@ class AttentionWgmmaSpec(KernelSpec):
         return self.q_bytes + 2 * STAGES * self.tile_bytes + 8 * (1 + 2 * STAGES) + 4 * 2 * STAGES + ATOM_BYTES
 
 
+def _tree(op, values: list[Value]) -> Value:
+    """``op`` folded over ``values`` as a balanced tree: depth log2(n) instead of a chain of n
+    dependent instructions (the row max and row sum of a 64-column fragment)."""
+    while len(values) > 1:
+        paired = [op(values[i], values[i + 1]) for i in range(0, len(values) - 1, 2)]
+        values = paired + values[len(paired) * 2:]
+    return values[0]
+
+
 def _pack_half2(kb: KernelBuilder, lo: Value, hi: Value, dtype: str) -> Value:
     """Two f32 rounded (rn) to f16/bf16 and packed into one b32 (lo in bits 0-15)."""
     return kb.bitcast(kb.pack(kb.cvt(lo, dtype), kb.cvt(hi, dtype)), "b32")
@@ -330,10 +339,7 @@ def generate(spec: AttentionWgmmaSpec) -> str:
                 kb.selp(s[i], _NEG_INF, ok, type_="f32", out=s[i])
         m_use = []
         for slot in (0, 1):
-            mine = [s[i] for i in range(n_s) if ROW_SLOT[i] == slot]
-            mx = mine[0]
-            for x in mine[1:]:
-                mx = kb.max(mx, x)
+            mx = _tree(kb.max, [s[i] for i in range(n_s) if ROW_SLOT[i] == slot])
             for step in (1, 2):
                 mx = kb.max(mx, kb.shfl_sync("bfly", mx, step))
             m_new = kb.max(m[slot], mx)
@@ -344,8 +350,9 @@ def generate(spec: AttentionWgmmaSpec) -> str:
             kb.assign(m[slot], m_new)
             m_use.append(mu)
         for i in range(n_s):
-            p = kb.ex2(kb.sub(s[i], m_use[ROW_SLOT[i]]), out=s[i])
-            kb.add(lsum[ROW_SLOT[i]], p, out=lsum[ROW_SLOT[i]])
+            kb.ex2(kb.sub(s[i], m_use[ROW_SLOT[i]]), out=s[i])
+        for slot in (0, 1):
+            kb.add(lsum[slot], _tree(kb.add, [s[i] for i in range(n_s) if ROW_SLOT[i] == slot]), out=lsum[slot])
 
     def rescale_and_pack() -> None:
         """O *= alpha per row; P rounded to the input type into the register-A operand."""
