@@ -453,14 +453,14 @@ def _device_table(args: tuple) -> DeviceArray:
     return arr
 
 
-def plan_vectors(geo, x: DeviceArray, w: DeviceArray, y: DeviceArray) -> tuple[int, int, int]:
+def plan_vectors(geo, x_ptr: int, w_ptr: int, y_ptr: int) -> tuple[int, int, int]:
     """(vec_a, vec_b, vec_y): 4 where the layout, sizes and 16-byte pointer alignment allow."""
     p = geo.problem
     cg, kg = p.c // p.groups, p.k // p.groups
-    vec_a = W if geo.layout == "NHWC" and cg % W == 0 and x.ptr % 16 == 0 else 1
-    vec_b = W if (cg * p.r * p.s) % W == 0 and w.ptr % 16 == 0 else 1
+    vec_a = W if geo.layout == "NHWC" and cg % W == 0 and x_ptr % 16 == 0 else 1
+    vec_b = W if (cg * p.r * p.s) % W == 0 and w_ptr % 16 == 0 else 1
     inner_ok = (p.oh * p.ow) % W == 0 if geo.layout == "NCHW" else kg % W == 0
-    vec_y = W if inner_ok and y.ptr % 16 == 0 else 1
+    vec_y = W if inner_ok and y_ptr % 16 == 0 else 1
     return vec_a, vec_b, vec_y
 
 
@@ -516,11 +516,11 @@ def _make_plan(geo, tile: str, splits: int, vecs: tuple[int, int, int], has_bias
                  splits * total if split_k else 0)
 
 
-def run_implicit_gemm_f32(geo, x: DeviceArray, w: DeviceArray, y: DeviceArray, bias: DeviceArray | None,
-                          activation: str, tile: str | None = None, splits: int | None = None) -> None:
-    """conv2d forward (float32) over validated, C-contiguous x, w, y; ``tile`` (a TILES name) and
-    ``splits`` default to what ``conv_dispatch.choose_igemm_tile`` picks. The launch plan of a
-    problem is built once (per context) and reused, so a repeated call only packs pointers."""
+def igemm_plan(geo, ptrs: tuple[int, int, int], has_bias: bool, activation: str, tile: str | None = None,
+               splits: int | None = None) -> _Plan:
+    """The launch plan for ``geo`` with x, w, y at ``ptrs`` (their alignment picks the vector
+    paths); ``tile``/``splits`` default to ``conv_dispatch.choose_igemm_tile``. Cached per
+    problem and context. ``plan.workspace_count``: float32 elements of split-K partials (0: none)."""
     from oxicuda.driver.context import ensure_context
 
     from .conv_dispatch import choose_igemm_tile, device_sm_count
@@ -531,21 +531,37 @@ def run_implicit_gemm_f32(geo, x: DeviceArray, w: DeviceArray, y: DeviceArray, b
         splits = auto_splits if splits is None else splits
     if tile not in TILES:
         raise ValueError(f"conv2d: tile={tile!r}; allowed {tuple(TILES)}")
-    vecs = plan_vectors(geo, x, w, y)
-    key = (ensure_context(), geo, tile, splits, vecs, bias is not None, activation)
+    vecs = plan_vectors(geo, *ptrs)
+    key = (ensure_context(), geo, tile, splits, vecs, has_bias, activation)
     plan = _PLANS.get(key)
     if plan is None:
-        plan = _PLANS[key] = _make_plan(geo, tile, splits, vecs, bias is not None, activation)
+        plan = _PLANS[key] = _make_plan(geo, tile, splits, vecs, has_bias, activation)
         while len(_PLANS) > _MAX_PLANS:
             _PLANS.popitem(last=False)
-    stream = stream_of(y)
+    return plan
+
+
+def launch_igemm(plan: _Plan, x: DeviceArray, w: DeviceArray, y: DeviceArray, bias: DeviceArray | None,
+                 stream: object, partials: DeviceArray | None = None) -> None:
+    """Run ``plan`` (``partials``: at least ``plan.workspace_count`` float32 elements when it
+    splits K)."""
     zero_or_bias = bias if bias is not None else 0
     if plan.reduce_fn is None:
         plan.fn(plan.grid, plan.threads, [x, w, y, zero_or_bias, plan.table, *plan.tail], stream=stream)
         return
-    ws = workspace(("float32", plan.workspace_count), stream)
-    plan.fn(plan.grid, plan.threads, [x, w, ws, 0, plan.table, *plan.tail], stream=stream)
-    plan.reduce_fn(plan.reduce_grid, REDUCE_BLOCK, [ws, y, zero_or_bias, *plan.reduce_tail], stream=stream)
+    plan.fn(plan.grid, plan.threads, [x, w, partials, 0, plan.table, *plan.tail], stream=stream)
+    plan.reduce_fn(plan.reduce_grid, REDUCE_BLOCK, [partials, y, zero_or_bias, *plan.reduce_tail], stream=stream)
+
+
+def run_implicit_gemm_f32(geo, x: DeviceArray, w: DeviceArray, y: DeviceArray, bias: DeviceArray | None,
+                          activation: str, tile: str | None = None, splits: int | None = None) -> None:
+    """conv2d forward (float32) over validated, C-contiguous x, w, y; ``tile`` (a TILES name) and
+    ``splits`` default to what ``conv_dispatch.choose_igemm_tile`` picks. The launch plan of a
+    problem is built once (per context) and reused, so a repeated call only packs pointers."""
+    plan = igemm_plan(geo, (x.ptr, w.ptr, y.ptr), bias is not None, activation, tile, splits)
+    stream = stream_of(y)
+    partials = workspace(("float32", plan.workspace_count), stream) if plan.workspace_count else None
+    launch_igemm(plan, x, w, y, bias, stream, partials)
 
 
 def configurations(arch: str) -> list[ConvFpropF32Spec]:

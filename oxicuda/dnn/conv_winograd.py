@@ -4,18 +4,18 @@ as three transforms around one strided-batched SGEMM in the transformed domain.
 With T = m + 2 and P the output tiles (n, tile row, tile column) of a chunk of images:
 
 1. filter transform: ``U[t][k][c] = (G g[k, c] G^T)[t]`` (one thread per (k, c));
-2. input transform: ``V[t][c][p] = (B^T d[c, p] B)[t]`` for the T x T input patch d of tile p
-   (zero outside x; one thread per (c, p));
-3. ``M[t] = U[t] @ V[t]`` for the T*T points t, per group, through
-   ``oxicuda.blas.gemm_core.gemm_colmajor`` (the tiled SIMT SGEMM, full float32);
-4. output transform: ``y[k, tile p] = activation(A^T M[:, k, p] A + bias[k])`` (one thread per
-   (k, p)), cropped to the output.
+2. input transform: ``V[p][t][c] = (B^T d[c, p] B)[t]`` for the T x T input patch d of tile p
+   (zero outside x; one thread per (p, c), channels fastest);
+3. ``M[p][t][k] = sum_c V[p][t][c] U[t][k][c]`` for every point t: a 1x1 convolution over an
+   image of 1 x P pixels in NHWC with T*T*groups groups, run by the float32 implicit-GEMM kernel
+   (``conv_implicit_gemm_f32``: its tiles, split-K and dispatch, full float32);
+4. output transform: ``y[k, tile p] = activation(A^T M[p][:][k] A + bias[k])`` (one thread per
+   (p, k), channels fastest), cropped to the output.
 
-NCHW keeps V and M as [t][channel][p] and maps consecutive threads to consecutive tiles; NHWC
-keeps them as [t][p][channel] and maps consecutive threads to consecutive channels, so both
-read and write their transforms' buffers coalesced. U, V and M live in one cached workspace; a
-problem whose buffers would pass ``WORKSPACE_BYTES`` is run in chunks of images. Any element
-type: the transforms widen to and narrow from float32; the GEMM is float32.
+Channels-fastest threads keep every V and M access coalesced; x and y are addressed through
+element strides, so NCHW and NHWC share the kernels. U, V, M (and the GEMM's split-K partials)
+live in one cached workspace; a problem whose buffers would pass ``WORKSPACE_BYTES`` runs in
+chunks of images. Any element type: the transforms widen to and narrow from float32.
 
 The transforms are the standard ones (points 0, +-1, +-2, +-1/2 for m = 4); ``TRANSFORMS`` holds
 them as data and ``winograd_reference`` runs them in numpy (the tests check both against a direct
@@ -43,7 +43,6 @@ FAMILY_FILTER = "conv_winograd_filter"
 FAMILY_INPUT = "conv_winograd_input"
 FAMILY_OUTPUT = "conv_winograd_output"
 BLOCK = 128
-LAYOUTS = ("NCHW", "NHWC")
 #: the most bytes U, V and M may take together; bigger problems run in chunks of images
 WORKSPACE_BYTES = 512 << 20
 
@@ -102,38 +101,33 @@ class WinogradFilterSpec(KernelSpec):
 
 @dataclass(frozen=True)
 class WinogradInputSpec(KernelSpec):
-    """The input transform of one element type, tile size and layout (thread order)."""
+    """The input transform of one element type and tile size."""
 
     family: ClassVar[str] = FAMILY_INPUT
     dtype: str = "f32"
     tile: int = 2
-    layout: str = "NCHW"
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.dtype not in ELEMENT_BYTES or self.tile not in TRANSFORMS or self.layout not in LAYOUTS:
-            raise ValueError(f"WinogradInputSpec: dtype={self.dtype!r}, tile={self.tile}, layout={self.layout!r}; "
-                             f"allowed {tuple(ELEMENT_BYTES)}, {tuple(TRANSFORMS)}, {LAYOUTS}")
+        if self.dtype not in ELEMENT_BYTES or self.tile not in TRANSFORMS:
+            raise ValueError(f"WinogradInputSpec: dtype={self.dtype!r}, tile={self.tile}; allowed "
+                             f"{tuple(ELEMENT_BYTES)} and {tuple(TRANSFORMS)}")
 
 
 @dataclass(frozen=True)
 class WinogradSpec(KernelSpec):
-    """The output transform with the fused epilogue: element type, tile size, layout, bias,
-    activation."""
+    """The output transform with the fused epilogue: element type, tile size, bias, activation."""
 
     family: ClassVar[str] = FAMILY_OUTPUT
     dtype: str = "f32"
     tile: int = 2
-    layout: str = "NCHW"
     activation: str = "none"
     bias: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if (self.dtype not in ELEMENT_BYTES or self.tile not in TRANSFORMS or self.activation not in ACTIVATIONS
-                or self.layout not in LAYOUTS):
-            raise ValueError(f"WinogradSpec: dtype={self.dtype!r}, tile={self.tile}, layout={self.layout!r}, "
-                             f"activation={self.activation!r}")
+        if self.dtype not in ELEMENT_BYTES or self.tile not in TRANSFORMS or self.activation not in ACTIVATIONS:
+            raise ValueError(f"WinogradSpec: dtype={self.dtype!r}, tile={self.tile}, activation={self.activation!r}")
 
 
 def _apply(kb: KernelBuilder, matrix, vec: list[Value]) -> list[Value]:
@@ -199,11 +193,8 @@ def _store_points(kb: KernelBuilder, base: Value, i: Value, stride: Value, value
         kb.st("global", ptr, v)
 
 
-def _split_index(kb: KernelBuilder, layout: str, i: Value, channels: Value, tiles: Value) -> tuple[Value, Value]:
-    """(channel, tile) of thread ``i``: tiles fastest for NCHW, channels fastest for NHWC."""
-    if layout == "NCHW":
-        ch = kb.div(i, tiles)
-        return ch, kb.sub(i, kb.mul(ch, tiles))
+def _split_index(kb: KernelBuilder, i: Value, channels: Value) -> tuple[Value, Value]:
+    """(channel, tile) of thread ``i`` (channels fastest)."""
     p = kb.div(i, channels)
     return kb.sub(i, kb.mul(p, channels)), p
 
@@ -219,11 +210,12 @@ def _tile_origin(kb: KernelBuilder, p: Value, prm: dict[str, Value], m: int) -> 
 
 
 def generate_input(spec: WinogradInputSpec) -> str:
-    """V[t * total + i] = (B^T d B)[t] of the T x T patch of (channel, tile) i. Parameters: x, v;
-    u32 total, tiles, channels, h, w, tiles_h, tiles_w, pad_h, pad_w, n0, xs_n, xs_c, xs_h, xs_w."""
+    """V[(p * T*T + t) * channels + c] = (B^T d B)[t] of the T x T patch of thread i = p * channels
+    + c. Parameters: x, v; u32 total, channels, h, w, tiles_h, tiles_w, pad_h, pad_w, n0, xs_n,
+    xs_c, xs_h, xs_w."""
     kb = KernelBuilder(spec.kernel_name(), arch=spec.arch, math=spec.math)
     x, v = kb.param_ptr("x"), kb.param_ptr("v")
-    names = ("total", "tiles", "channels", "h", "w", "tiles_h", "tiles_w", "pad_h", "pad_w", "n0",
+    names = ("total", "channels", "h", "w", "tiles_h", "tiles_w", "pad_h", "pad_w", "n0",
              "xs_n", "xs_c", "xs_h", "xs_w")
     prm = {n: kb.param(n, "u32") for n in names}
     kb.maxntid(BLOCK)
@@ -232,7 +224,7 @@ def generate_input(spec: WinogradInputSpec) -> str:
     bt, _, _ = TRANSFORMS[m]
     i = kb.mad(kb.ctaid(), kb.ntid(), kb.tid())
     with kb.if_(kb.setp("lo", i, prm["total"])):
-        ch, p = _split_index(kb, spec.layout, i, prm["channels"], prm["tiles"])
+        ch, p = _split_index(kb, i, prm["channels"])
         n, oh0, ow0 = _tile_origin(kb, p, prm, m)
         ih0, iw0 = kb.sub(oh0, prm["pad_h"]), kb.sub(ow0, prm["pad_w"])
         base = kb.mad(ch, prm["xs_c"], kb.mul(n, prm["xs_n"]))
@@ -252,17 +244,18 @@ def generate_input(spec: WinogradInputSpec) -> str:
                     kb.assign(val, load_f32(kb, spec.dtype, kb.addr(x, kb.add(row, col_off[b]), es))[0])
                 d[a][b] = val
         vmat = _sandwich(kb, bt, d, bt)
-        _store_points(kb, v, i, prm["total"], [e for row in vmat for e in row])
+        first = kb.mad(kb.mul(p, (t * t - 1)), prm["channels"], i)  # (p * T*T) * channels + c
+        _store_points(kb, v, first, prm["channels"], [e for row in vmat for e in row])
     return kb.ptx()
 
 
 def generate_output(spec: WinogradSpec) -> str:
-    """y[tile of (channel, tile) i] = activation(A^T M A + bias) from M[t * total + i], cropped.
-    Parameters: mt, y, bias; u32 total, tiles, channels, oh, ow, tiles_h, tiles_w, n0, ys_n, ys_c,
-    ys_h, ys_w."""
+    """y[tile of thread i = p * channels + k] = activation(A^T M A + bias[k]) from
+    M[(p * T*T + t) * channels + k], cropped. Parameters: mt, y, bias; u32 total, channels, oh, ow,
+    tiles_h, tiles_w, n0, ys_n, ys_c, ys_h, ys_w."""
     kb = KernelBuilder(spec.kernel_name(), arch=spec.arch, math=spec.math)
     mt, y, bias = kb.param_ptr("mt"), kb.param_ptr("y"), kb.param_ptr("bias")
-    names = ("total", "tiles", "channels", "oh", "ow", "tiles_h", "tiles_w", "n0", "ys_n", "ys_c", "ys_h", "ys_w")
+    names = ("total", "channels", "oh", "ow", "tiles_h", "tiles_w", "n0", "ys_n", "ys_c", "ys_h", "ys_w")
     prm = {n: kb.param(n, "u32") for n in names}
     kb.maxntid(BLOCK)
     m, es = spec.tile, ELEMENT_BYTES[spec.dtype]
@@ -270,10 +263,10 @@ def generate_output(spec: WinogradSpec) -> str:
     _, _, at = TRANSFORMS[m]
     i = kb.mad(kb.ctaid(), kb.ntid(), kb.tid())
     with kb.if_(kb.setp("lo", i, prm["total"])):
-        ch, p = _split_index(kb, spec.layout, i, prm["channels"], prm["tiles"])
+        ch, p = _split_index(kb, i, prm["channels"])
         n, oh0, ow0 = _tile_origin(kb, p, prm, m)
-        ptr = kb.addr(mt, i, 4)
-        step = kb.mul(kb.cvt(prm["total"], "u64"), 4)
+        ptr = kb.addr(mt, kb.mad(kb.mul(p, (t * t - 1)), prm["channels"], i), 4)
+        step = kb.mul(kb.cvt(prm["channels"], "u64"), 4)
         pts = []
         for q in range(t * t):
             if q:
@@ -308,47 +301,43 @@ def winograd_chunk(n: int, c: int, k: int, tiles_per_image: int, tile: int) -> i
 def run_winograd(geo, x: DeviceArray, w: DeviceArray, y: DeviceArray, bias: DeviceArray | None,
                  activation: str, tile: int) -> None:
     """conv2d forward by F(tile x tile, 3x3) over validated, C-contiguous x, w, y (see conv.py)."""
-    from oxicuda.blas.gemm_core import gemm_colmajor
-
-    from .conv import element_strides_nchw
+    from .conv import element_strides_nchw, make_geometry
+    from .conv_implicit_gemm_f32 import igemm_plan, launch_igemm
 
     p = geo.problem
-    cg, kg = p.c // p.groups, p.k // p.groups
+    cg = p.c // p.groups
     t2 = (tile + 2) ** 2
     arch, stream = current_arch(), stream_of(y)
     tiles_h, tiles_w = -(-p.oh // tile), -(-p.ow // tile)
     per_img = tiles_h * tiles_w
     chunk = winograd_chunk(p.n, p.c, p.k, per_img, tile)
-    tiles = chunk * per_img
-    u_len, v_len, m_len = _aligned(t2 * p.k * cg), _aligned(t2 * p.c * tiles), _aligned(t2 * p.k * tiles)
-    ws = workspace(("float32", u_len + v_len + m_len), stream)
-    u_ptr, v_ptr, m_ptr = ws.ptr, ws.ptr + 4 * u_len, ws.ptr + 4 * (u_len + v_len)
-    u, v, mt = ws[:u_len], ws[u_len:u_len + v_len], ws[u_len + v_len:]
-    total_f = p.k * cg
-    load_kernel(WinogradFilterSpec(arch=arch, dtype=p.dtype, tile=tile))(
-        (-(-total_f // BLOCK),), BLOCK, [w, u, total_f, cg, *element_strides_nchw(w, geo.layout)], stream=stream)
-    f_in = load_kernel(WinogradInputSpec(arch=arch, dtype=p.dtype, tile=tile, layout=geo.layout))
-    f_out = load_kernel(WinogradSpec(arch=arch, dtype=p.dtype, tile=tile, layout=geo.layout,
-                                     activation=activation, bias=bias is not None))
+    f_filter = load_kernel(WinogradFilterSpec(arch=arch, dtype=p.dtype, tile=tile))
+    f_in = load_kernel(WinogradInputSpec(arch=arch, dtype=p.dtype, tile=tile))
+    f_out = load_kernel(WinogradSpec(arch=arch, dtype=p.dtype, tile=tile, activation=activation,
+                                     bias=bias is not None))
     xs, ys = element_strides_nchw(x, geo.layout), element_strides_nchw(y, geo.layout)
-    nchw = geo.layout == "NCHW"
+    u, u_for = None, None
     for n0 in range(0, p.n, chunk):
         nt = min(chunk, p.n - n0) * per_img
+        # M[p][t][k] = sum_c V[p][t][c] U[t][k][c]: a grouped 1x1 NHWC conv of a 1 x nt image
+        gemm = make_geometry((1, 1, nt, t2 * p.c), (t2 * p.k, 1, 1, cg), 1, 0, 1, t2 * p.groups, "NHWC", "f32",
+                             "conv2d (Winograd GEMM)")
+        plan = igemm_plan(gemm, (0, 0, 0), False, "none")
+        u_len, v_len, m_len = _aligned(t2 * p.k * cg), _aligned(nt * t2 * p.c), _aligned(nt * t2 * p.k)
+        ws = workspace(("float32", u_len + v_len + m_len + plan.workspace_count), stream)
+        v = ws[u_len:u_len + v_len][:nt * t2 * p.c].reshape(gemm.x_shape)
+        mt = ws[u_len + v_len:u_len + v_len + m_len][:nt * t2 * p.k].reshape(gemm.y_shape)
+        partials = ws[u_len + v_len + m_len:] if plan.workspace_count else None
+        if u_for != nt:  # the filter transform: once per workspace (a short last chunk gets its own)
+            u, u_for = ws[:t2 * p.k * cg].reshape(gemm.w_shape), nt
+            total_f = p.k * cg
+            f_filter((-(-total_f // BLOCK),), BLOCK, [w, u, total_f, cg, *element_strides_nchw(w, geo.layout)],
+                     stream=stream)
         total_in, total_out = p.c * nt, p.k * nt
-        f_in((-(-total_in // BLOCK),), BLOCK, [x, v, total_in, nt, p.c, p.h, p.w, tiles_h, tiles_w, p.padding[0],
+        f_in((-(-total_in // BLOCK),), BLOCK, [x, v, total_in, p.c, p.h, p.w, tiles_h, tiles_w, p.padding[0],
                                                p.padding[1], n0, *xs], stream=stream)
-        for g in range(p.groups):
-            if nchw:
-                # M[t] (K x tiles, row-major) = U[t] (K x C) @ V[t] (C x tiles), as column-major M^T = V^T U^T
-                gemm_colmajor("N", "N", nt, kg, cg, 1.0, v_ptr + 4 * g * cg * nt, nt, u_ptr + 4 * g * kg * cg, cg,
-                              0.0, m_ptr + 4 * g * kg * nt, nt, dtype="float32", batch=t2, stride_a=p.c * nt,
-                              stride_b=p.k * cg, stride_c=p.k * nt, stream=stream)
-            else:
-                # M[t] (tiles x K, row-major) is column-major (K x tiles) = U[t] (K x C) @ V[t]^T
-                gemm_colmajor("T", "N", kg, nt, cg, 1.0, u_ptr + 4 * g * kg * cg, cg, v_ptr + 4 * g * cg, p.c,
-                              0.0, m_ptr + 4 * g * kg, p.k, dtype="float32", batch=t2, stride_a=p.k * cg,
-                              stride_b=nt * p.c, stride_c=nt * p.k, stream=stream)
-        f_out((-(-total_out // BLOCK),), BLOCK, [mt, y, bias if bias is not None else 0, total_out, nt, p.k, p.oh,
+        launch_igemm(plan, v, u, mt, None, stream, partials)
+        f_out((-(-total_out // BLOCK),), BLOCK, [mt, y, bias if bias is not None else 0, total_out, p.k, p.oh,
                                                  p.ow, tiles_h, tiles_w, n0, *ys], stream=stream)
 
 
@@ -357,13 +346,11 @@ def _filter_configurations(arch: str) -> list[WinogradFilterSpec]:
 
 
 def _input_configurations(arch: str) -> list[WinogradInputSpec]:
-    return [WinogradInputSpec(arch=arch, dtype=d, tile=m, layout=lay) for d in ELEMENT_BYTES for m in TRANSFORMS
-            for lay in LAYOUTS]
+    return [WinogradInputSpec(arch=arch, dtype=d, tile=m) for d in ELEMENT_BYTES for m in TRANSFORMS]
 
 
 def _output_configurations(arch: str) -> list[WinogradSpec]:
-    out = [WinogradSpec(arch=arch, dtype=d, tile=m, layout=lay) for d in ELEMENT_BYTES for m in TRANSFORMS
-           for lay in LAYOUTS]
+    out = [WinogradSpec(arch=arch, dtype=d, tile=m) for d in ELEMENT_BYTES for m in TRANSFORMS]
     out += [WinogradSpec(arch=arch, tile=m, activation=a, bias=True) for m in TRANSFORMS for a in ACTIVATIONS]
     return out
 
