@@ -142,3 +142,25 @@ def test_f32_implicit_gemm_strides_and_1x1_match_torch(rng, kw, r):
     y = conv2d(oxicuda.asarray(hx), oxicuda.asarray(hw_), algo="implicit_gemm", **kw)
     ref = _torch_ref(torch, hx, hw_, **kw)
     assert np.abs(y.get() - ref).max() / np.abs(ref).max() < 2e-6
+
+
+@pytest.mark.parametrize("algo", ["winograd_2x2", "winograd_4x4"])
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_winograd_groups_bias_activation_layouts_match_torch(rng, algo, layout):
+    torch = _torch()
+    n, c, h, w, k, g = 3, 96, 19, 22, 128, 2
+    hx = rng.standard_normal((n, c, h, w), dtype=np.float32)
+    hw_ = rng.standard_normal((k, c // g, 3, 3), dtype=np.float32)
+    hb = rng.standard_normal(k, dtype=np.float32)
+    to_l = (lambda a: np.ascontiguousarray(a.transpose(0, 2, 3, 1))) if layout == "NHWC" else (lambda a: a)
+    out_shape = (n, k, h, w) if layout == "NCHW" else (n, h, w, k)
+    out = oxicuda.full(out_shape, np.nan, "float32")
+    with oxicuda.trace() as t:
+        conv2d(oxicuda.asarray(to_l(hx)), oxicuda.asarray(to_l(hw_)), oxicuda.asarray(hb), padding=1, groups=g,
+               layout=layout, activation="silu", algo=algo, out=out)
+    assert "WinogradSpec" in [type(r.spec).__name__ for r in t.launches]
+    got = out.get() if layout == "NCHW" else out.get().transpose(0, 3, 1, 2)
+    ref = _torch_ref(torch, hx, hw_, padding=1, groups=g) + hb[None, :, None, None]
+    ref = ref / (1.0 + np.exp(-ref))
+    err = np.abs(got - ref).max() / np.abs(ref).max()
+    assert np.isfinite(got).all() and err < 2e-5, f"{algo} {layout}: {err:.3g}"
