@@ -245,7 +245,8 @@ def gemm(a: object, b: object, c: object = None, *, alpha=1.0, beta=0.0, transa=
     ``__cuda_array_interface__``/DLPack producers), C or F order or strided views with a unit
     stride along one axis; dtype float32, float64, float16, bfloat16, complex64 or complex128,
     the same for all. ``transa``/``transb``: False/True or "N"/"T"/"C" (conjugate transpose).
-    ``algo``: "naive", "tiled", "split_k", "gemv", "tensor_core", "wgmma" or None (dispatch).
+    ``algo``: "naive", "tiled", "split_k", "gemv", "tensor_core", "wgmma", "dmma" (float64 on tensor
+    cores, sm_80+) or None (dispatch).
     Raises ValueError (shapes, dtypes, overlapping output) before touching the device."""
     return gemm_arrays(a, b, c, alpha=alpha, beta=beta, transa=transa, transb=transb, algo=algo, stream=stream)
 
