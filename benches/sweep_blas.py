@@ -158,7 +158,8 @@ def _variants(name: str, m: int, n: int, k: int, batch: int, dtype: str, kind: s
     cands = list(dict.fromkeys((*gd.TILES[dtype]["split_k"], *[c for c in TILE_CONFIGS[dtype] if c.bm * c.bn >= 64 * 64])))
     for cfg in cands:
         tiles = math.ceil(m / cfg.bm) * math.ceil(n / cfg.bn)
-        ladder = {2, 4} | {max(2, round(w * info.sm_count * max(1, 256 // cfg.threads) / tiles)) for w in (0.5, 1, 2, 4)}
+        ladder = {2, 4} | {max(2, round(w * info.sm_count * max(1, 256 // cfg.threads) / tiles))
+                            for w in (0.5, 0.75, 1, 1.5, 2, 3, 4)}
         if natural > 1:
             ladder.add(natural)
         for splits in sorted(ladder):
