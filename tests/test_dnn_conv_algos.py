@@ -55,6 +55,21 @@ def test_winograd_runs_big_problems_in_chunks_of_images(rng, monkeypatch, layout
     assert np.abs(got - ref).max() / np.abs(ref).max() <= WINOGRAD_F32_BOUND
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("algo", ["winograd_2x2", "winograd_4x4"])
+def test_winograd_stores_whole_tile_rows_as_vectors(rng, algo, dtype):
+    # OW = 8 is a multiple of both tiles (row vectors); OH = 7 leaves a cropped last tile row
+    with oxicuda.trace() as t:
+        got, ref = run_conv(rng, 2, 4, 7, 8, 6, 3, 3, padding=1, dtype=dtype, bias=True, activation="gelu",
+                            algo=algo)
+    assert [r.spec.row_vectors for r in t.launches if type(r.spec).__name__ == "WinogradSpec"] == [True]
+    if dtype == "float32":
+        assert np.isfinite(got).all()
+        assert np.abs(got - ref).max() / np.abs(ref).max() <= WINOGRAD_F32_BOUND
+    else:
+        assert_close(got, ref, dtype)
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_winograd_half_types(rng, dtype):
     got, ref = run_conv(rng, 1, 4, 6, 6, 3, 3, 3, padding=1, dtype=dtype, bias=True, algo="winograd_4x4")

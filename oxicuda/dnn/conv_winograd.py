@@ -116,13 +116,16 @@ class WinogradInputSpec(KernelSpec):
 
 @dataclass(frozen=True)
 class WinogradSpec(KernelSpec):
-    """The output transform with the fused epilogue: element type, tile size, bias, activation."""
+    """The output transform with the fused epilogue: element type, tile size, bias, activation;
+    ``row_vectors``: a tile row is stored as one vector (y's rows are contiguous, their length a
+    multiple of the tile and the pointer aligned to the vector)."""
 
     family: ClassVar[str] = FAMILY_OUTPUT
     dtype: str = "f32"
     tile: int = 2
     activation: str = "none"
     bias: bool = False
+    row_vectors: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -279,6 +282,12 @@ def generate_output(spec: WinogradSpec) -> str:
             oh = kb.add(oh0, a)
             y_row = kb.mad(oh, prm["ys_h"], y_base)
             oh_ok = kb.setp("lo", oh, prm["oh"])
+            if spec.row_vectors:  # whole tile rows are inside y (OW is a multiple of the tile)
+                vals = [res[a][b] if b_val is None else kb.add(res[a][b], b_val) for b in range(m)]
+                with kb.if_(oh_ok):
+                    store_f32(kb, spec.dtype, kb.addr(y, kb.add(y_row, ow0), es),
+                              [emit_activation(kb, v, spec.activation) for v in vals])
+                continue
             for b in range(m):
                 ow = kb.add(ow0, b)
                 val = res[a][b] if b_val is None else kb.add(res[a][b], b_val)
@@ -313,9 +322,11 @@ def run_winograd(geo, x: DeviceArray, w: DeviceArray, y: DeviceArray, bias: Devi
     chunk = winograd_chunk(p.n, p.c, p.k, per_img, tile)
     f_filter = load_kernel(WinogradFilterSpec(arch=arch, dtype=p.dtype, tile=tile))
     f_in = load_kernel(WinogradInputSpec(arch=arch, dtype=p.dtype, tile=tile))
-    f_out = load_kernel(WinogradSpec(arch=arch, dtype=p.dtype, tile=tile, activation=activation,
-                                     bias=bias is not None))
     xs, ys = element_strides_nchw(x, geo.layout), element_strides_nchw(y, geo.layout)
+    es = ELEMENT_BYTES[p.dtype]
+    row_vectors = ys[3] == 1 and p.ow % tile == 0 and y.ptr % (tile * es) == 0
+    f_out = load_kernel(WinogradSpec(arch=arch, dtype=p.dtype, tile=tile, activation=activation,
+                                     bias=bias is not None, row_vectors=row_vectors))
     u, u_for = None, None
     for n0 in range(0, p.n, chunk):
         nt = min(chunk, p.n - n0) * per_img
@@ -352,6 +363,8 @@ def _input_configurations(arch: str) -> list[WinogradInputSpec]:
 def _output_configurations(arch: str) -> list[WinogradSpec]:
     out = [WinogradSpec(arch=arch, dtype=d, tile=m) for d in ELEMENT_BYTES for m in TRANSFORMS]
     out += [WinogradSpec(arch=arch, tile=m, activation=a, bias=True) for m in TRANSFORMS for a in ACTIVATIONS]
+    out += [WinogradSpec(arch=arch, dtype=d, tile=m, row_vectors=True) for d in ELEMENT_BYTES for m in TRANSFORMS]
+    out += [WinogradSpec(arch=arch, tile=m, activation="gelu", bias=True, row_vectors=True) for m in TRANSFORMS]
     return out
 
 
