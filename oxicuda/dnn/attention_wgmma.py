@@ -38,8 +38,10 @@ tile ``STAGES`` ahead, so there is no CTA barrier in the loop and the warpgroups
 (their softmax phases overlap the other's GEMMs). With ``overlap`` (the default), a warpgroup
 also keeps two wgmma groups in flight: per key tile j it issues S_j = Q K_j^T and
 O += P_{j-1} V_{j-1}, waits for S_j only, runs the softmax of S_j while P V runs on the tensor
-cores, then waits, rescales O and packs P_j (FlashAttention-3's intra-warpgroup overlap); without
-it every chain is waited for at once. Causal CTAs run the longest query blocks first.
+cores, then waits, rescales O and packs P_j (FlashAttention-3's intra-warpgroup overlap), and
+the warpgroups take turns issuing their chains (named barriers 1..consumers, FlashAttention-3's
+ping-pong) so that one's softmax meets the others' GEMMs; without ``overlap`` every chain is
+waited for at once and the warpgroups do not take turns. Causal CTAs run the longest query blocks first.
 
 Launch: grid (ceil(Sq / block_q), Hq, B), block ``128 * consumers``, dynamic shared memory
 ``spec.shared_bytes``. Parameters: o, lse pointers; u32 sq, sk, hq, hkv, group; f32 scale_log2;
@@ -365,16 +367,45 @@ def generate(spec: AttentionWgmmaSpec) -> str:
 
     kb.mbarrier_wait_parity(bars, 0)  # Q has landed
     if spec.overlap:
+        # Turns (FlashAttention-3's ping-pong): warpgroup c issues its wgmma chains only between
+        # a bar.sync on barrier 1 + c and a bar.arrive on the next warpgroup's, so the chains of
+        # the warpgroups alternate and each one's softmax runs while the others' GEMMs do. The
+        # last warpgroup opens the first turn and skips its final hand-over, so every barrier
+        # sees as many arrivals as syncs.
+        turn_count = 2 * 128
+        my_turn = kb.add(wg, 1)
+        next_turn = kb.selp(1, kb.add(wg, 2), kb.setp("eq", wg, NC - 1), type_="u32")
+        is_last_wg = kb.setp("eq", wg, NC - 1)
+
+        def take_turn() -> None:
+            kb.named_barrier_sync(my_turn, turn_count)
+
+        def pass_turn(final: bool = False) -> None:
+            if final:
+                with kb.if_(kb.setp("ne", wg, NC - 1)):
+                    kb.named_barrier_arrive(next_turn, turn_count)
+            else:
+                kb.named_barrier_arrive(next_turn, turn_count)
+
+        if NC > 1:
+            with kb.if_(is_last_wg):
+                kb.named_barrier_arrive(1, turn_count)
+        else:
+            take_turn = pass_turn = lambda final=False: None  # one warpgroup: no turns
+
         # tile 0 alone; then per tile j: S_j and P_{j-1} V_{j-1} in flight together, the softmax of
         # S_j running while the tensor cores do P V; the last P V after the loop
+        take_turn()
         slot0 = wait_tile(0, 0)
         kb.wgmma_fence()
         issue_s(slot0)
+        pass_turn()
         kb.wgmma_wait_group(0)
         release(0, slot0, 0)
         softmax(0)
         rescale_and_pack()
         with kb.loop(1, ntiles, 1, type_="u32") as j:
+            take_turn()
             ks = wait_tile(0, j)
             kb.wgmma_fence()
             issue_s(ks)
@@ -382,6 +413,7 @@ def generate(spec: AttentionWgmmaSpec) -> str:
             vs = wait_tile(1, prev)
             kb.wgmma_fence()  # ptxas would inject it: the P registers were written before the S chain
             issue_pv(vs)
+            pass_turn()
             kb.wgmma_wait_group(1)  # S_j is done (groups complete in order)
             release(0, ks, j)
             softmax(j)
@@ -389,9 +421,11 @@ def generate(spec: AttentionWgmmaSpec) -> str:
             release(1, vs, prev)
             rescale_and_pack()
         last = kb.sub(ntiles, 1)
+        take_turn()
         vs = wait_tile(1, last)
         kb.wgmma_fence()
         issue_pv(vs)
+        pass_turn(final=True)
         kb.wgmma_wait_group(0)
     else:
         with kb.loop(0, ntiles, 1, type_="u32") as j:

@@ -1,5 +1,7 @@
 """Hopper (sm_90a) instructions for ``KernelBuilder`` beyond those of ``builder_tensorcore``:
-``wgmma.mma_async`` with the A operand in registers, and ``setmaxnreg``.
+``wgmma.mma_async`` with the A operand in registers, ``setmaxnreg``, and the named-barrier pair
+(``bar.sync`` / ``bar.arrive`` with a register id and a thread count) that warp-specialized
+Hopper kernels use to hand turns between warpgroups.
 
 A in registers (PTX ISA "Register Fragments" of wgmma): for ``m64nNk16`` with f16/bf16 inputs
 each warp ``w`` of the warpgroup holds rows ``16w .. 16w + 15`` of A in the m16n8k16 A fragment
@@ -57,6 +59,22 @@ class HopperMixin(BuilderBase):
         imms = (ir.Imm("1"), ir.Imm("1"), ir.Imm(str(trans_b)))
         self._emit("wgmma", mods, (ir.Vec(tuple(o.reg for o in outs)), ir.Vec(a_ops), desc, p, *imms))
         return outs
+
+    def named_barrier_sync(self, bar: Value | int, count: int) -> None:
+        """``bar.sync bar, count``: wait at barrier ``bar`` (0..15, a warp-uniform register or an
+        int) until ``count`` threads (a multiple of 32; arrivals included) have reached it."""
+        self._emit("bar", ("sync",), self._named_barrier_operands(bar, count, "named_barrier_sync"))
+
+    def named_barrier_arrive(self, bar: Value | int, count: int) -> None:
+        """``bar.arrive bar, count``: count this warp at barrier ``bar`` without waiting."""
+        self._emit("bar", ("arrive",), self._named_barrier_operands(bar, count, "named_barrier_arrive"))
+
+    def _named_barrier_operands(self, bar: Value | int, count: int, what: str) -> tuple[ir.Operand, ...]:
+        if isinstance(bar, int) and not 0 <= bar <= 15:
+            raise ValueError(f"{what}: barrier {bar}; allowed 0..15")
+        if not isinstance(count, int) or count <= 0 or count % 32:
+            raise ValueError(f"{what}: count={count!r}; a positive multiple of 32")
+        return (self._src(bar, "u32", what), ir.Imm(str(count)))
 
     def setmaxnreg(self, count: int, increase: bool) -> None:
         """``setmaxnreg.{inc,dec}.sync.aligned.u32 count``: move this warpgroup's per-thread
