@@ -104,8 +104,9 @@ def test_dispatch_splits_the_skinny_shapes_on_this_gpu(rng, m, n, k):
     info = gd.device_info(0)
     part = t.launches[0]
     assert part.spec.raw_out and part.grid[2] > 1
-    ctas = part.grid[0] * part.grid[1] * part.grid[2] * part.spec.threads / 256
-    assert ctas >= info.sm_count, (part.grid, info.sm_count)
+    ctas = part.grid[0] * part.grid[1] * part.grid[2]
+    cfg = gd.TileConfig(part.spec.bm, part.spec.bn, part.spec.bk, part.spec.tm, part.spec.tn)
+    assert info.sm_count <= ctas <= gd.resident_ctas(cfg) * info.sm_count, (part.grid, info.sm_count)
     _check(dC.get(), _matmul64(A, B), 1e-5, k)
 
 

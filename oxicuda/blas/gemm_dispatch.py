@@ -38,7 +38,7 @@ THRESHOLDS = {
     "split_k_fill_fraction": 0.5,      # ... and the output tiles fill less than this share of SMs
     "split_k_min_chunk": 256,          # each split keeps at least this much K
     "split_k_max_splits": 256,
-    "split_k_waves": 2,                # aim for this many 256-thread CTAs per SM after splitting
+    "split_k_waves": 1,                # tiles x splits fill this many whole waves of resident CTAs
     "big_tile_min_tiles_per_sm": 1.0,  # the large CTA tile when it makes at least this many per SM
     # float64 on DMMA tensor cores (gemm_dmma, sm_80+) instead of the SIMT tiles. Off until the H200
     # has run tests/test_blas_perfpaths_gpu.py and benches/sweep_blas.py shows DMMA ahead.
@@ -74,6 +74,18 @@ TILES: dict[str, dict[str, object]] = {
     "complex128": {"large": _cfg("complex128", 32, 32, 8, 2, 2), "small": _cfg("complex128", 32, 32, 8, 2, 2),
                    "split_k": (_cfg("complex128", 32, 32, 8, 2, 2),)},
 }
+
+#: CTAs of a split-K tile resident per SM (from ptxas: the 16-byte-load float32 variants use ~125
+#: registers at 128x128 (256 threads) -> 2, ~140 at 64x128/128x64 (128 threads) -> 3, ~70 at
+#: 64x64 (256 threads) -> 3); others default to 16 warps per SM. A split count that overshoots a
+#: whole wave by a few CTAs doubles the time, so split_k_count rounds down to whole waves.
+RESIDENT_CTAS = {(128, 128, 8, 8): 2, (64, 128, 8, 8): 3, (128, 64, 8, 8): 3, (64, 64, 4, 4): 3}
+
+
+def resident_ctas(cfg: TileConfig) -> int:
+    """CTAs of ``cfg`` that fit on one SM at once (RESIDENT_CTAS, else 512 threads' worth)."""
+    return RESIDENT_CTAS.get((cfg.bm, cfg.bn, cfg.tm, cfg.tn), max(1, 512 // cfg.threads))
+
 
 #: splits used when algo="split_k" is forced on a problem the thresholds would not split
 FORCED_SPLITS = 4
@@ -285,8 +297,9 @@ def tiled_spec(problem: GemmProblem, device: DeviceInfo, *, k_extent: int | None
 
 
 def split_k_count(problem: GemmProblem, device: DeviceInfo) -> int:
-    """How many K splits split_k uses (1 means: do not split): enough that tiles x splits make
-    ``split_k_waves`` 256-thread CTAs per SM, each split keeping ``split_k_min_chunk`` of K."""
+    """How many K splits split_k uses (1 means: do not split): the most that keep tiles x splits
+    within ``split_k_waves`` whole waves of resident CTAs (a partial extra wave would cost a full
+    one), each split keeping ``split_k_min_chunk`` of K."""
     t = THRESHOLDS
     if problem.batch != 1 or problem.pointer_array or problem.k < t["split_k_min_k"]:
         return 1
@@ -294,9 +307,9 @@ def split_k_count(problem: GemmProblem, device: DeviceInfo) -> int:
     tiles = _tiles(problem, cfg)
     if tiles >= t["split_k_fill_fraction"] * device.sm_count:
         return 1
-    per_sm = t["split_k_waves"] * max(1, 256 // cfg.threads)
-    want = math.ceil(per_sm * device.sm_count / tiles)
-    return max(1, min(want, problem.k // t["split_k_min_chunk"], t["split_k_max_splits"]))
+    want = (t["split_k_waves"] * resident_ctas(cfg) * device.sm_count) // tiles
+    splits = min(want, problem.k // t["split_k_min_chunk"], t["split_k_max_splits"])
+    return splits if splits >= 2 else 1
 
 
 def split_k_chunk(problem: GemmProblem, splits: int, bk: int) -> int:
