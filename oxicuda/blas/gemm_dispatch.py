@@ -1,12 +1,14 @@
 """GEMM dispatch: a pure function from the problem and the device to the kernel that runs it.
 
 ``choose_algo(problem, device) -> GemmPlan``. Nothing here touches the device. Every number
-dispatch uses lives in two tables with one owner (this module): ``THRESHOLDS`` (when to take
-which branch) and ``TILES`` (which CTA tile each role gets, per dtype). Both are PROVISIONAL:
-derived from first principles (tiles per SM, K per split, register budgets) and to be replaced
-by the H200 measurements of ``benches/sweep_blas.py``, which times every candidate of
-``gemm_tiled.TILE_CONFIGS`` and split counts on issue 5's shapes and prints the table entries
-its timings support.
+dispatch uses lives in the tables at the top of this module (their one owner): ``THRESHOLDS``
+(when to take which branch), ``TILES`` (which SIMT CTA tile each role gets, per dtype),
+``DMMA_TILES`` (float64 tensor-core tiles) and ``RESIDENT_CTAS`` (CTAs per SM of the split-K
+tiles, read off ptxas's register counts). They are PROVISIONAL: derived from first principles
+(tiles per SM, whole waves, K per split, register budgets) and to be replaced by the H200
+measurements of ``benches/sweep_blas.py``, which times every candidate of
+``gemm_tiled.TILE_CONFIGS`` / ``gemm_dmma.TILES`` and a ladder of split counts on issue 5's
+shapes beside cuBLAS, and prints the fastest correct variant per shape.
 
 Branches, in order:
 1. ``gemv``        m == 1 or n == 1 (one matrix-vector product, batch 1, strided operands);
