@@ -47,7 +47,7 @@ BOUND = 2e-5
 def _variants(problem, sm_count: int) -> list[tuple[str, str | None, int | None]]:
     """(algo, tile, splits) to time: every tile without split, split-K where the grid is small,
     each Winograd tile where eligible, im2col where its workspace is moderate."""
-    from oxicuda.dnn.conv_dispatch import igemm_ctas
+    from oxicuda.dnn.conv_dispatch import IGEMM_TILES, igemm_ctas
     from oxicuda.dnn.conv_implicit_gemm_f32 import TILES
 
     out: list[tuple[str, str | None, int | None]] = [("dispatch", None, None)]
@@ -58,7 +58,10 @@ def _variants(problem, sm_count: int) -> list[tuple[str, str | None, int | None]
             if ctas * splits <= 4 * sm_count and problem.reduction // splits >= 64:
                 out.append(("implicit_gemm", tile, splits))
     if problem.winograd_eligible:
-        out += [("winograd_2x2", None, None), ("winograd_4x4", None, None)]
+        # the transformed-domain GEMM's tile too (as rules pick it, then each of the rules' tiles)
+        for algo in ("winograd_2x2", "winograd_4x4"):
+            out.append((algo, None, None))
+            out += [(algo, tile, 1) for tile in IGEMM_TILES]
     if problem.im2col_bytes <= 1 << 30:
         out.append(("im2col", None, None))
     return out
@@ -94,6 +97,7 @@ def main() -> int:
     from oxicuda.dnn import conv_dispatch
     from oxicuda.dnn.conv import conv2d, make_geometry
     from oxicuda.dnn.conv_dispatch import choose_algo, choose_igemm_tile, device_sm_count, shape_key
+    from oxicuda.dnn.conv_winograd import winograd_gemm_geometry, winograd_tiles_per_chunk
 
     if oxicuda.get_backend() != "cuda" and not args.smoke:
         print("sweep_conv: the live backend is the emulator; run this on a GPU (or pass --smoke)",
@@ -152,8 +156,14 @@ def main() -> int:
         saved = conv_dispatch.MEASURED.pop(key, None)
         try:
             for algo, tile, splits in _variants(problem, sms):
+                # the key whose MEASURED entry pins the tile: the conv's own, or Winograd's GEMM's
+                tile_key = key
+                if algo.startswith("winograd"):
+                    m = 4 if algo == "winograd_4x4" else 2
+                    tile_key = shape_key(winograd_gemm_geometry(problem, m, winograd_tiles_per_chunk(problem, m))
+                                         .problem)
                 if tile is not None:
-                    conv_dispatch.MEASURED[key] = ("implicit_gemm", tile, splits)
+                    conv_dispatch.MEASURED[tile_key] = ("implicit_gemm", tile, splits)
                 forced = None if algo == "dispatch" else algo
 
                 def call(i: int, forced=forced, x=x, wt=wt, st=st, pad=pad, layout=layout, y=y) -> None:
@@ -173,7 +183,7 @@ def main() -> int:
                                     "splits": splits, "error": str(exc)})
                     continue
                 finally:
-                    conv_dispatch.MEASURED.pop(key, None)
+                    conv_dispatch.MEASURED.pop(tile_key, None)
                 ok = err <= BOUND and math.isfinite(err)
                 tflops = flops / tm.median_ms / 1e9
                 ratio = vendor_ms / tm.median_ms
@@ -183,16 +193,22 @@ def main() -> int:
                                 "median_ms": tm.median_ms, "min_ms": tm.min_ms, "tflops": tflops,
                                 "vs_cudnn": ratio, "rel_err": err, "ok": ok})
                 if ok and algo != "dispatch" and (best is None or tm.median_ms < best[0]):
-                    best = (tm.median_ms, algo, tile, splits)
+                    best = (tm.median_ms, algo, tile, splits, tile_key)
         finally:
             if saved is not None:
                 conv_dispatch.MEASURED[key] = saved
         records.append({"shape": name, "layout": layout, "algo": "cudnn", "median_ms": vendor_ms,
                         "tflops": flops / vendor_ms / 1e9})
         if best is not None:
-            print(f"  best: {best[1]} {best[2] or ''} {best[3] or ''} ({best[0]:.3f} ms)")
+            ms, algo, tile, splits, tile_key = best
+            print(f"  best: {algo} {tile or ''} {splits or ''} ({ms:.3f} ms)")
             if key not in winners or layout == "NCHW":
-                winners[key] = best[1:]
+                if algo.startswith("winograd"):
+                    winners[key] = (algo, None, None)
+                    if tile is not None:
+                        winners[tile_key] = ("implicit_gemm", tile, splits)
+                else:
+                    winners[key] = (algo, tile, splits)
     elapsed = time.perf_counter() - t_start
     print(f"\nMEASURED entries for oxicuda/dnn/conv_dispatch.py ({dev.name}, {sms} SMs, {elapsed:.0f} s):")
     for key, (algo, tile, splits) in winners.items():

@@ -307,10 +307,28 @@ def winograd_chunk(n: int, c: int, k: int, tiles_per_image: int, tile: int) -> i
     return max(1, min(n, WORKSPACE_BYTES // max(1, per_image)))
 
 
+def winograd_gemm_geometry(problem, tile: int, tiles: int):
+    """The transformed-domain GEMM of ``tiles`` output tiles as conv geometry: a grouped 1x1 NHWC
+    conv of a 1 x tiles image with (tile+2)^2 * groups groups (its MEASURED key picks its tile)."""
+    from .conv import make_geometry
+
+    t2 = (tile + 2) ** 2
+    p = problem
+    return make_geometry((1, 1, tiles, t2 * p.c), (t2 * p.k, 1, 1, p.c // p.groups), 1, 0, 1, t2 * p.groups,
+                         "NHWC", "f32", "conv2d (Winograd GEMM)")
+
+
+def winograd_tiles_per_chunk(problem, tile: int) -> int:
+    """Output tiles in the first chunk of images (the GEMM size the sweep tunes)."""
+    p = problem
+    per_img = -(-p.oh // tile) * -(-p.ow // tile)
+    return winograd_chunk(p.n, p.c, p.k, per_img, tile) * per_img
+
+
 def run_winograd(geo, x: DeviceArray, w: DeviceArray, y: DeviceArray, bias: DeviceArray | None,
                  activation: str, tile: int) -> None:
     """conv2d forward by F(tile x tile, 3x3) over validated, C-contiguous x, w, y (see conv.py)."""
-    from .conv import element_strides_nchw, make_geometry
+    from .conv import element_strides_nchw
     from .conv_implicit_gemm_f32 import igemm_plan, launch_igemm
 
     p = geo.problem
@@ -331,8 +349,7 @@ def run_winograd(geo, x: DeviceArray, w: DeviceArray, y: DeviceArray, bias: Devi
     for n0 in range(0, p.n, chunk):
         nt = min(chunk, p.n - n0) * per_img
         # M[p][t][k] = sum_c V[p][t][c] U[t][k][c]: a grouped 1x1 NHWC conv of a 1 x nt image
-        gemm = make_geometry((1, 1, nt, t2 * p.c), (t2 * p.k, 1, 1, cg), 1, 0, 1, t2 * p.groups, "NHWC", "f32",
-                             "conv2d (Winograd GEMM)")
+        gemm = winograd_gemm_geometry(p, tile, nt)
         plan = igemm_plan(gemm, (0, 0, 0), False, "none")
         u_len, v_len, m_len = _aligned(t2 * p.k * cg), _aligned(nt * t2 * p.c), _aligned(nt * t2 * p.k)
         ws = workspace(("float32", u_len + v_len + m_len + plan.workspace_count), stream)
