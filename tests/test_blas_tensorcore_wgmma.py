@@ -87,6 +87,23 @@ def test_wgmma_production_tile_two_consumers_wraps_stages_and_accumulates_beta(r
     assert tr.launches[0].block[0] == 256
 
 
+@pytest.mark.parametrize("m,n,k", [(75, 130, 201), (70, 200, 40), (64, 64, 0)])
+def test_wgmma_persistent_tiles_share_one_stage_ring(rng, monkeypatch, m, n, k):
+    """Two CTAs loop over 6 (or 8, 1) output tiles; with k=40 (one K tile, 2 stages) the
+    prologue already loads the next output tile, with k=0 only beta * C is written."""
+    _skip_unless_sm90()
+    from oxicuda.blas import gemm_dispatch
+
+    monkeypatch.setattr(gemm_dispatch, "device_info", lambda ordinal: gemm_dispatch.DeviceInfo("sm_90", 2, 2048))
+    monkeypatch.setattr(wg.GemmWgmmaSpec, "ctas_per_sm", property(lambda self: 1))  # a 2-CTA wave
+    ops = Operands(rng, m, n, k, "bfloat16", False, True, poison=k > 0)
+    old = ops.c_host.copy()
+    with oxicuda.trace() as tr:
+        _run(ops, False, True, 1.5, 0.0 if k else 0.5, SMALL + (True,))
+    _check(ops, 1.5, 0.0 if k else 0.5, old)
+    assert tr.launches[0].grid[0] == min(2, -(-m // 64) * -(-n // 64))
+
+
 def test_wgmma_three_consumer_sweep_tile(rng):
     """The 192x256 sweep candidate: three consumer warpgroups, three MN-major A boxes."""
     _skip_unless_sm90()

@@ -40,6 +40,7 @@ epilogue predicates stores. ``raster`` > 0 maps a 1-D grid onto output tiles in 
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -81,7 +82,9 @@ class GemmWgmmaSpec(KernelSpec):
     """One wgmma GEMM kernel: input type, operand majorness (``a_kmajor``: op(A) contiguous along
     K, i.e. transa; ``b_kmajor``: op(B) contiguous along K, i.e. not transb), CTA tile (block_m x
     block_n, K step of 128 bytes), consumer warpgroups (each owns block_m / consumers rows, in
-    m64 wgmma tiles), pipeline stages and the tile raster group (0: a 2-D grid)."""
+    m64 wgmma tiles), pipeline stages, the tile raster group (0: a 2-D grid) and ``persistent``
+    (a grid of at most one wave of CTAs, each looping over output tiles with one continuous
+    stage ring, so the next tile's first loads fly during this tile's epilogue)."""
 
     family: ClassVar[str] = FAMILY
     arch: str = "sm_90a"
@@ -93,6 +96,7 @@ class GemmWgmmaSpec(KernelSpec):
     consumers: int = 1
     stages: int = 4
     raster: int = 0
+    persistent: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -150,9 +154,17 @@ class GemmWgmmaSpec(KernelSpec):
     def shared_bytes(self) -> int:
         return self.stages * self.stage_bytes + 16 * self.stages + 1024  # + 2 barriers/stage + alignment slack
 
-    def grid(self, m: int, n: int, batch: int) -> tuple[int, int, int]:
-        """The launch grid of an m x n output with ``batch`` entries."""
+    @property
+    def ctas_per_sm(self) -> int:
+        """Resident CTAs per sm_90 SM by shared memory (228 KB, 1 KB reserved per CTA) and threads."""
+        return max(1, min(233472 // (self.shared_bytes + 1024), 2048 // self.threads))
+
+    def grid(self, m: int, n: int, batch: int, sm_count: int = 132) -> tuple[int, int, int]:
+        """The launch grid of an m x n output with ``batch`` entries (persistent: at most one
+        wave of ``sm_count`` SMs)."""
         tm, tn = -(-m // self.block_m), -(-n // self.block_n)
+        if self.persistent:
+            return (max(1, min(tm * tn, sm_count * self.ctas_per_sm)), 1, batch)
         return (tm * tn, 1, batch) if self.raster else (tm, tn, batch)
 
 
@@ -181,14 +193,18 @@ def operand_geometry(spec: GemmWgmmaSpec, operand: str) -> tuple[int, int, int, 
     return spec.block_k * SWIZZLE_BYTES, 1024, spec.block_k * SWIZZLE_BYTES, spec.k_step * SWIZZLE_BYTES
 
 
-def _tile_origin(kb: KernelBuilder, spec: GemmWgmmaSpec, p) -> tuple[object, object]:
-    """(m0, n0) of this CTA's output tile: ctaid.x/y, or the grouped raster of a 1-D grid."""
+def _tile_origin(kb: KernelBuilder, spec: GemmWgmmaSpec, p, pid=None) -> tuple[object, object]:
+    """(m0, n0) of output tile ``pid`` (a linear index; None: this CTA's, from ctaid.x/y or,
+    with a raster, ctaid.x): grouped in ``raster`` tile rows, or M fastest without a raster."""
     BM, BN, G = spec.block_m, spec.block_n, spec.raster
-    if not G:
+    if pid is None and not G:
         return kb.mul(kb.ctaid("x"), BM), kb.mul(kb.ctaid("y"), BN)
+    pid = kb.ctaid("x") if pid is None else pid
     tm = kb.div(kb.add(p["m"], BM - 1), BM)
+    if not G:
+        q = kb.div(pid, tm)
+        return kb.mul(kb.sub(pid, kb.mul(q, tm)), BM), kb.mul(q, BN)
     tn = kb.div(kb.add(p["n"], BN - 1), BN)
-    pid = kb.ctaid("x")
     per_group = kb.mul(tn, G)
     group = kb.div(pid, per_group)
     first_m = kb.mul(group, G)
@@ -243,7 +259,6 @@ def generate(spec: GemmWgmmaSpec) -> str:
     wg, lane_wg = kb.shr(tid, 7), kb.and_(tid, 127)
     leader = kb.setp("eq", tid, 0)
     warp_lead = kb.setp("eq", kb.and_(tid, 31), 0)
-    m0, n0 = _tile_origin(kb, spec, p)
     z = kb.ctaid("z")
     raw = kb.shared_addr(smem)
     tiles = kb.and_(kb.add(raw, 1023), 0xFFFFFC00)  # swizzled tiles need 1024-byte alignment
@@ -255,69 +270,63 @@ def generate(spec: GemmWgmmaSpec) -> str:
         kb.fence_proxy_async("shared::cta")
     kb.bar_sync()
     ktiles = kb.div(kb.add(p["k"], BK - 1), BK)
+    if spec.persistent:  # tiles first, first + step, ... of this batch entry
+        first, step = kb.ctaid("x"), kb.nctaid("x")
+        count = kb.mul(kb.div(kb.add(p["m"], BM - 1), BM), kb.div(kb.add(p["n"], BN - 1), BN))
+        my_tiles = kb.div(kb.add(kb.sub(count, first), kb.sub(step, 1)), step)
+        total = kb.mul(my_tiles, ktiles)
+    else:
+        total = ktiles
     a_lbo, a_sbo, a_tile, a_kstep = operand_geometry(spec, "a")
     b_lbo, b_sbo, _, b_kstep = operand_geometry(spec, "b")
 
-    def issue(stage, k_tile, pred) -> None:
-        """Thread 0 (where ``pred``) loads K tile ``k_tile`` into ``stage``: expect_tx, then the
-        A and B boxes, all completing on the stage's full barrier. Guards, not branches."""
+    fixed = None if spec.persistent else _tile_origin(kb, spec, p)
+
+    def origin(local_tile):
+        return fixed if fixed is not None else _tile_origin(kb, spec, p, kb.mad(local_tile, step, first))
+
+    # the next load: K tile ld_kt of local output tile ld_tile (the same counters in every
+    # thread; only thread 0 issues)
+    ld_kt, ld_tile = kb.mov(0, "u32"), kb.mov(0, "u32")
+
+    def issue(stage, pred, advance) -> None:
+        """Thread 0 (where ``pred``) loads the next K tile into ``stage``: expect_tx, then the A and
+        B boxes, all completing on the stage's full barrier (guards, not branches); every thread
+        then advances the load counters where ``advance`` holds."""
+        lm0, ln0 = origin(ld_tile)
         base = kb.add(tiles, kb.mul(stage, spec.stage_bytes))
         full = kb.add(bars, kb.shl(stage, 3))
         kb.mbarrier_arrive_expect_tx(full, spec.stage_bytes, pred=pred)
-        k0 = kb.mul(k_tile, BK)
+        k0 = kb.mul(ld_kt, BK)
         if spec.a_kmajor:
-            kb.cp_async_bulk_tensor(3, base, tmap_a, (k0, m0, z), full, pred=pred)
+            kb.cp_async_bulk_tensor(3, base, tmap_a, (k0, lm0, z), full, pred=pred)
         else:
             for j in range(BM // MN_BOX):
-                kb.cp_async_bulk_tensor(3, kb.add(base, j * a_tile), tmap_a, (kb.add(m0, MN_BOX * j), k0, z), full,
+                kb.cp_async_bulk_tensor(3, kb.add(base, j * a_tile), tmap_a, (kb.add(lm0, MN_BOX * j), k0, z), full,
                                         pred=pred)
         b_base = kb.add(base, spec.a_bytes)
         if spec.b_kmajor:
-            kb.cp_async_bulk_tensor(3, b_base, tmap_b, (k0, n0, z), full, pred=pred)
+            kb.cp_async_bulk_tensor(3, b_base, tmap_b, (k0, ln0, z), full, pred=pred)
         else:
             for j in range(BN // MN_BOX):
                 kb.cp_async_bulk_tensor(3, kb.add(b_base, j * BK * SWIZZLE_BYTES), tmap_b,
-                                        (kb.add(n0, MN_BOX * j), k0, z), full, pred=pred)
+                                        (kb.add(ln0, MN_BOX * j), k0, z), full, pred=pred)
+        nk = kb.add(ld_kt, 1)
+        wrap = kb.setp("eq", nk, ktiles)
+        kb.selp(kb.selp(0, nk, wrap, type_="u32"), ld_kt, advance, out=ld_kt)
+        kb.selp(kb.add(ld_tile, kb.selp(1, 0, wrap, type_="u32")), ld_tile, advance, out=ld_tile)
 
     for s in range(S):  # the prologue fills every stage
-        issue(kb.mov(s, "u32"), kb.mov(s, "u32"), kb.and_(leader, kb.setp("lt", kb.mov(s, "u32"), ktiles)))
+        more = kb.setp("lt", kb.mov(s, "u32"), total)
+        issue(kb.mov(s, "u32"), kb.and_(leader, more), more)
 
     mtiles = BM // 64 // C
     nregs = fragments.wgmma_accumulator_regs(BN)
     acc = [[kb.mov(0.0, "f32") for _ in range(nregs)] for _ in range(mtiles)]
     stage, phase = kb.mov(0, "u32"), kb.mov(0, "u32")
     prev_stage, prev_phase = kb.mov(0, "u32"), kb.mov(0, "u32")
+    it = kb.mov(0, "u32")  # K tiles consumed so far, over all of this CTA's output tiles
     a_first = kb.mul(wg, mtiles * a_tile)  # this warpgroup's first m64 tile in the A stage
-    with kb.loop(0, ktiles, 1, type_="u32") as kt:
-        kb.mbarrier_wait_parity(kb.add(bars, kb.shl(stage, 3)), phase)
-        base = kb.add(tiles, kb.mul(stage, spec.stage_bytes))
-        a_desc = kb.wgmma_descriptor(kb.add(base, a_first), a_lbo, a_sbo, "128B")
-        b_desc = kb.wgmma_descriptor(kb.add(base, spec.a_bytes), b_lbo, b_sbo, "128B")
-        kb.wgmma_fence()
-        for kk in range(BK // spec.k_step):
-            bd = kb.add(b_desc, (kk * b_kstep) >> 4, type_="u64") if kk else b_desc
-            for mt in range(mtiles):
-                off = mt * a_tile + kk * a_kstep
-                ad = kb.add(a_desc, off >> 4, type_="u64") if off else a_desc
-                kb.wgmma_mma_async(BN, spec.dtype, acc[mt], ad, bd, scale_d=1,
-                                   trans_a=0 if spec.a_kmajor else 1, trans_b=0 if spec.b_kmajor else 1)
-        kb.wgmma_commit_group()
-        kb.wgmma_wait_group(1)  # the previous K tile's chain is done reading its stage: release it
-        has_prev = kb.setp("gt", kt, 0)
-        prev_empty = kb.add(bars, kb.shl(kb.add(prev_stage, S), 3))
-        kb.mbarrier_arrive(prev_empty, pred=kb.and_(warp_lead, has_prev))
-        nxt = kb.add(kt, S - 1)  # the K tile that reuses the previous tile's stage
-        refill = kb.and_(kb.and_(leader, has_prev), kb.setp("lt", nxt, ktiles))
-        kb.mbarrier_wait_parity(prev_empty, prev_phase, only=refill)
-        issue(prev_stage, nxt, refill)
-        kb.assign(prev_stage, stage)
-        kb.assign(prev_phase, phase)
-        kb.add(stage, 1, out=stage)
-        wrapped = kb.setp("eq", stage, S)
-        kb.selp(0, stage, wrapped, out=stage)
-        kb.xor(phase, kb.selp(1, 0, wrapped, type_="u32"), out=phase)
-    kb.wgmma_wait_group(0)
-
     lane0, (rw, rg, rt), (cw, cg, ct) = _accumulator_affine(BN)
     warp, lane = kb.shr(lane_wg, 5), kb.and_(lane_wg, 31)
     g, t = kb.shr(lane, 2), kb.and_(lane, 3)
@@ -325,20 +334,56 @@ def generate(spec: GemmWgmmaSpec) -> str:
     def lin(w0, a, b, c):
         return kb.add(kb.add(kb.mul(warp, a), kb.mul(g, b)), kb.add(kb.mul(t, c), w0))
 
-    row_base = lin(kb.add(m0, kb.mul(wg, BM // C)), rw, rg, rt)
-    col_base = lin(n0, cw, cg, ct)
-    cells = [(mt * 64 + lane0[i][0], lane0[i][1], acc[mt][i]) for mt in range(mtiles) for i in range(nregs)]
-    store_c(kb, "f32" if spec.dtype == "tf32" else spec.dtype, c_g, p["ldc"], p["m"], p["n"], alpha, beta,
-            row_base, col_base, cells)
+    with kb.loop(0, my_tiles, 1, type_="u32") if spec.persistent else nullcontext() as tile_i:
+        if spec.persistent:
+            for row in acc:
+                for r in row:
+                    kb.assign(r, 0.0)
+        with kb.loop(0, ktiles, 1, type_="u32"):
+            kb.mbarrier_wait_parity(kb.add(bars, kb.shl(stage, 3)), phase)
+            base = kb.add(tiles, kb.mul(stage, spec.stage_bytes))
+            a_desc = kb.wgmma_descriptor(kb.add(base, a_first), a_lbo, a_sbo, "128B")
+            b_desc = kb.wgmma_descriptor(kb.add(base, spec.a_bytes), b_lbo, b_sbo, "128B")
+            kb.wgmma_fence()
+            for kk in range(BK // spec.k_step):
+                bd = kb.add(b_desc, (kk * b_kstep) >> 4, type_="u64") if kk else b_desc
+                for mt in range(mtiles):
+                    off = mt * a_tile + kk * a_kstep
+                    ad = kb.add(a_desc, off >> 4, type_="u64") if off else a_desc
+                    kb.wgmma_mma_async(BN, spec.dtype, acc[mt], ad, bd, scale_d=1,
+                                       trans_a=0 if spec.a_kmajor else 1, trans_b=0 if spec.b_kmajor else 1)
+            kb.wgmma_commit_group()
+            kb.wgmma_wait_group(1)  # the previous K tile's chain is done reading its stage: release it
+            has_prev = kb.setp("gt", it, 0)
+            prev_empty = kb.add(bars, kb.shl(kb.add(prev_stage, S), 3))
+            kb.mbarrier_arrive(prev_empty, pred=kb.and_(warp_lead, has_prev))
+            more = kb.and_(has_prev, kb.setp("lt", kb.add(it, S - 1), total))  # a K tile is left to load
+            refill = kb.and_(leader, more)
+            kb.mbarrier_wait_parity(prev_empty, prev_phase, only=refill)
+            issue(prev_stage, refill, more)
+            kb.assign(prev_stage, stage)
+            kb.assign(prev_phase, phase)
+            kb.add(stage, 1, out=stage)
+            wrapped = kb.setp("eq", stage, S)
+            kb.selp(0, stage, wrapped, out=stage)
+            kb.xor(phase, kb.selp(1, 0, wrapped, type_="u32"), out=phase)
+            kb.add(it, 1, out=it)
+        kb.wgmma_wait_group(0)
+        m0, n0 = origin(tile_i)
+        row_base = lin(kb.add(m0, kb.mul(wg, BM // C)), rw, rg, rt)
+        col_base = lin(n0, cw, cg, ct)
+        cells = [(mt * 64 + lane0[i][0], lane0[i][1], acc[mt][i]) for mt in range(mtiles) for i in range(nregs)]
+        store_c(kb, "f32" if spec.dtype == "tf32" else spec.dtype, c_g, p["ldc"], p["m"], p["n"], alpha, beta,
+                row_base, col_base, cells)
     return kb.ptx()
 
 
-#: (block_m, block_n, consumers, stages, raster): the first for large problems, the second for
+#: (block_m, block_n, consumers, stages, raster[, persistent]): the first for large problems, the second for
 #: small ones. Provisional until benches/sweep_wgmma.py has measured the candidates on the H200.
 TILES = ((128, 256, 2, 4, 8), (128, 128, 1, 6, 0))
 #: Further candidates the sweep times (bf16 with row-major operands, tf32 TN); ptxas checks them.
 SWEEP_TILES = ((128, 256, 2, 4, 0), (128, 256, 2, 3, 8), (256, 128, 2, 4, 8), (192, 256, 3, 4, 8),
-               (128, 128, 2, 3, 8), (128, 192, 2, 5, 8))
+               (128, 128, 2, 3, 8), (128, 192, 2, 5, 8), (128, 256, 2, 4, 8, True), (192, 256, 3, 4, 8, True))
 #: Layouts of the sweep candidates: (dtype, a_kmajor, b_kmajor).
 SWEEP_LAYOUTS = (("bf16", False, True), ("tf32", True, True))
 SMALL_PROBLEM_MN = 1024 * 1024
@@ -348,10 +393,11 @@ LAYOUTS = {"f16": ((True, True), (False, True), (True, False), (False, False)),
            "tf32": ((True, True),)}
 
 
-def _spec(dtype: str, a_kmajor: bool, b_kmajor: bool, tile: tuple[int, int, int, int, int]) -> GemmWgmmaSpec:
-    bm, bn, c, s, r = tile
+def _spec(dtype: str, a_kmajor: bool, b_kmajor: bool, tile: tuple) -> GemmWgmmaSpec:
+    """The spec of ``tile`` = (block_m, block_n, consumers, stages, raster[, persistent])."""
+    bm, bn, c, s, r = tile[:5]
     return GemmWgmmaSpec(dtype=dtype, a_kmajor=a_kmajor, b_kmajor=b_kmajor, block_m=bm, block_n=bn,
-                         consumers=c, stages=s, raster=r)
+                         consumers=c, stages=s, raster=r, persistent=bool(tile[5]) if len(tile) > 5 else False)
 
 
 def configurations(arch: str) -> list[GemmWgmmaSpec]:
@@ -439,7 +485,14 @@ def launch(problem: object, alpha: float, a_ptr: int, lda: int, b_ptr: int, ldb:
                          f"b_kmajor={spec.b_kmajor}; this problem needs {natural.dtype}, {natural.a_kmajor}, "
                          f"{natural.b_kmajor}")
     es = spec.elem_bytes
-    grid = spec.grid(p.m, p.n, int(batch))
+    sm_count = 132
+    if spec.persistent:
+        from oxicuda.driver.context import current_device_ordinal
+
+        from .gemm_dispatch import device_info
+
+        sm_count = device_info(current_device_ordinal()).sm_count
+    grid = spec.grid(p.m, p.n, int(batch), sm_count)
     check_launch(p, grid, batch, ALGO)
     if grid[0] >= 2**31:
         raise ValueError(f"wgmma gemm: {grid[0]} output tiles exceed the grid's x limit")
