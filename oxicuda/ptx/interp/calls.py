@@ -126,6 +126,9 @@ class _Flattener:
                 continue
             elif isinstance(st, Instr):
                 line = next(lines, 0)
+                if not ren and st.opcode not in ("call", "ret"):  # nothing to rename: as parsed
+                    self.emit(st, line)
+                    continue
                 pred = Pred(_rename(st.pred.reg, ren), st.pred.negated) if st.pred else None
                 if st.opcode == "call":
                     self.call(st, ren, pred, line, depth, stack)

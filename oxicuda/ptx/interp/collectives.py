@@ -13,6 +13,8 @@ from .alu import Unsupported_, ptype_of
 from .faults import LAUNCH_FAILED, Fault
 from .registry import Op, register_handler
 
+_LANES = np.arange(32, dtype=np.uint32)
+
 
 def _member_matrix(cta, membermask, m):
     """(nwarps, 32) bool of lanes named by the mask; fault if one named lane is not active."""
@@ -20,20 +22,22 @@ def _member_matrix(cta, membermask, m):
     mm = np.broadcast_to(np.asarray(membermask, dtype=np.uint32), (n,))
     active = np.ones(n, bool) if m is None else m
     named = ((mm >> cta.lane) & np.uint32(1)).astype(bool)
-    # each active thread's mask must name lanes that are active (and in range)
+    # each active thread's mask must name lanes that are active (and in range); the mask of a
+    # warp is the one its first active lane passes (vectorized: this runs per shfl/vote)
     nw = cta.nwarps
     act = np.zeros(nw * 32, bool)
     act[:n] = active
     act = act.reshape(nw, 32)
-    for w in np.unique(cta.warp[active]) if m is not None else range(nw):
-        lanes_in = np.flatnonzero(active & (cta.warp == w))
-        mask = int(mm[lanes_in[0]])
-        want = np.array([(mask >> i) & 1 for i in range(32)], bool)
-        if (want & ~act[w]).any():
-            missing = int(np.flatnonzero(want & ~act[w])[0])
-            raise Fault(LAUNCH_FAILED, f"warp collective with member mask 0x{mask:08x}: lane "
-                        f"{missing} of warp {int(w)} is not at this instruction (divergent or "
-                        "exited threads)", int(lanes_in[0]))
+    has = np.count_nonzero(act, axis=1) > 0
+    first = np.minimum(np.arange(nw) * 32 + np.argmax(act, axis=1), n - 1)
+    maskw = np.where(has, mm[first], np.uint32(0))
+    want = ((maskw[:, None] >> _LANES) & np.uint32(1)).astype(bool)
+    miss = want & ~act
+    if np.count_nonzero(miss):
+        w, missing = divmod(int(np.flatnonzero(miss)[0]), 32)
+        raise Fault(LAUNCH_FAILED, f"warp collective with member mask 0x{int(maskw[w]):08x}: lane "
+                    f"{missing} of warp {w} is not at this instruction (divergent or "
+                    "exited threads)", int(first[w]))
     return named
 
 

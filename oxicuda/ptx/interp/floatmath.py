@@ -90,9 +90,10 @@ def fma_f32(a, b, c):
     c = np.asarray(c, np.float64)
     s = p + c
     # RN(RN64(x)) differs from RN(x) only when RN64(x) lands exactly halfway between two
-    # floats (low 29 mantissa bits 1000...0) or in the f32 subnormal range: fix those only
+    # floats (low 29 mantissa bits 1000...0) or in the f32 subnormal range: fix those only (an
+    # f64 sum of zero is exact: p has 48 significant bits and f64 underflows gradually)
     halfway = (s.view(np.uint64) & np.uint64(0x1FFFFFFF)) == np.uint64(0x10000000)
-    if np.count_nonzero(halfway) or np.count_nonzero(np.abs(s) < 1.1754943508222875e-38):
+    if np.count_nonzero(halfway) or np.count_nonzero((np.abs(s) < 1.1754943508222875e-38) & (s != 0)):
         s = round_odd_add(p, c)
     return s.astype(np.float32)
 
