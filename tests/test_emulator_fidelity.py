@@ -331,3 +331,30 @@ def test_registers_declared_in_a_nested_block_shadow_the_outer_ones(emu):
     got = run_ptx(emu, _block_kernel(body), "bk", (1, 1, 1), (64, 1, 1), [np.zeros(64, np.uint32), x])[0]
     t = np.arange(64)
     np.testing.assert_array_equal(got, np.where(t < 40, 1 | (9 << 4), 0 | (7 << 4)))
+
+
+def test_a_kernel_relaunched_with_another_grid_reads_the_new_nctaid(emu):
+    """The binding of a kernel is reused across grid sizes (same block): %nctaid must follow."""
+    ptx = module([kernel("k", "mov.u32 %t0, %nctaid.x;\nmov.u32 %t1, %ctaid.x;\n"
+                              "mad.lo.u32 %o, %t0, 1000, %t1;", ["b32"], "b32")])
+    mod = emu.module_load_data(ptx.encode())
+    try:
+        fn = emu.module_get_function(mod, "k")
+        import struct
+
+        from oxicuda.driver.params import entry_layouts
+
+        layout = entry_layouts(ptx)["k"]
+        for grid in (2, 5, 3):
+            buf_in, buf_out = emu.mem_alloc(4 * 32 * grid), emu.mem_alloc(4 * 32 * grid)
+            pbuf = emu.param_buffer(layout)
+            struct.pack_into("<QQ", pbuf.data, 0, buf_in, buf_out)
+            emu.launch_kernel(fn, (grid, 1, 1), (32, 1, 1), 0, 0, pbuf)
+            out = np.zeros(32 * grid, np.uint32)
+            emu.memcpy_dtoh(out.ctypes.data, buf_out, out.nbytes)
+            emu.mem_free(buf_in)
+            emu.mem_free(buf_out)
+            # thread i of block b writes out[i] (the template indexes by tid only): the last block wins
+            assert (out[:32] == grid * 1000 + grid - 1).all(), (grid, out[:4])
+    finally:
+        emu.module_unload(mod)

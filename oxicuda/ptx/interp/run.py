@@ -48,8 +48,9 @@ def _with_mask(cta, step):
 
 
 def _bind(kernel, grid, block, dynamic_smem, heap, strict=False):
-    key = (grid, block, dynamic_smem, id(heap), strict)
+    key = (block, dynamic_smem, id(heap), strict)  # not the grid: see Cta.set_grid
     if kernel._bound_key == key:
+        kernel._bound[0].set_grid(grid)
         return kernel._bound
     cta = Cta(kernel, block, grid, dynamic_smem, heap, strict=strict)
     steps, kinds, targets, guards, named = [], [], [], [], []

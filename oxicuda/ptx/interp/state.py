@@ -58,6 +58,13 @@ class Cta:
         self.steps = 0
         self.specials = self._specials()
 
+    def set_grid(self, grid: tuple[int, int, int]) -> None:
+        """A new launch of the same block shape: ``%nctaid`` changes in place (bound readers
+        keep reading the live 0-d arrays), so the binding is reused across grid sizes."""
+        self.grid = grid
+        for i, ax in enumerate(_SPECIAL_AXES):
+            self.specials[f"%nctaid.{ax}"][()] = grid[i]
+
     def set_block(self, ctaid: tuple[int, int, int]) -> None:
         """Point the CTA at block ``ctaid``."""
         for a, v in zip(self.ctaid, ctaid):
