@@ -139,3 +139,22 @@ def test_unaligned_pointers_fall_back_to_scalar_access(rng, layout):
     assert [(r.spec.vec_a, r.spec.vec_b) for r in t.launches] == [(1, 1)]
     got = y.get() if layout == "NCHW" else y.get().transpose(0, 3, 1, 2)
     assert_close(got.astype(np.float64), conv2d_ref(hx, hw, (1, 1), (1, 1)))
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("tile", ["128x128", "128x128k16"])  # the register-heaviest tiles
+def test_tile_kernels_assemble_without_spills(tile, layout):
+    from oxicuda.dnn.conv_implicit_gemm_f32 import ConvFpropF32Spec
+    from oxicuda.ptx import registry, validate
+
+    try:
+        validate.find_ptxas()
+    except Exception as exc:  # noqa: BLE001 (no ptxas on this machine)
+        pytest.skip(f"ptxas not available: {exc}")
+    cfg = TILES[tile]
+    for arch in ("sm_86", "sm_90"):
+        spec = ConvFpropF32Spec(arch=arch, layout=layout, bm=cfg.bm, bn=cfg.bn, bk=cfg.bk, tm=cfg.tm, tn=cfg.tn,
+                                vec_a=4 if layout == "NHWC" else 1, vec_b=4, vec_y=4)
+        report = validate.assemble(registry.generate_ptx(spec), arch)
+        # one CTA of 256 threads must fit the 64K-register file
+        assert report.ok and report.spill_stores == 0 and report.registers * cfg.threads <= 65536, (arch, report)
