@@ -1,6 +1,6 @@
 """Sweep the tensor-core conv2d (float16/bfloat16 forward) over its tiles, pipeline depths and NCHW
 routes on a set of shapes, beside cuDNN (PyTorch, same dtype and memory format), to replace the
-provisional choices of ``oxicuda/dnn/conv_implicit_gemm_tc.py`` (``TILES``, ``MIN_LARGE_CTAS``,
+provisional choices of ``oxicuda/dnn/conv_implicit_gemm_tc.py`` (``TILES``, ``LARGE_MIN_CTAS_PER_SM``,
 ``nchw_via_channels_last``) with measured ones.
 
     python benches/sweep_conv_tc.py [--dtype float16|bfloat16] [--repeats N] [--only SUBSTRING] [--json PATH]

@@ -121,7 +121,7 @@ def test_smooth_activations_are_fused(rng, activation):
 
 @pytest.mark.parametrize("tile, k", [("wide", 40), ("large", 136)])
 def test_large_tiles_match_reference(rng, monkeypatch, tile, k):
-    monkeypatch.setattr(tc, "MIN_LARGE_CTAS", 1)
+    monkeypatch.setattr(tc, "LARGE_MIN_CTAS_PER_SM", 0.0)
     got, ref, specs = run_tc(rng, 1, 8, 12, 11, k, 3, 3, padding=1, dtype="bfloat16")
     spec = _only_tc(specs)
     assert (spec.block_m, spec.block_n) == tc.TILES[tile][:2]
@@ -219,6 +219,8 @@ def test_choose_spec_takes_cp_async_only_where_layout_channels_and_alignment_all
     odd = tc.choose_spec(_problem(c=3), "NHWC", "sm_90", True, True)
     assert (odd.a_async, odd.b_async, odd.block_m) == (False, False, 64)  # gk = 27
     assert tc.choose_spec(_problem(1, 8, 4, 8), "NHWC", "sm_90", True, True).block_m == 64  # a small grid
+    # 196 CTAs of the large tile: one wave on the H200's 132 SMs, not on a 264-SM device
+    assert tc.choose_spec(_problem(32, 128, 28, 128), "NHWC", "sm_90", True, True, sm_count=264).block_m == 64
     assert tc.choose_spec(_problem(), "NHWC", "sm_90a", True, True).arch == "sm_90"
 
 

@@ -105,7 +105,7 @@ def test_conv3x3_half_matches_float64_and_cudnn(rng, dtype, layout, n, c, hw, k)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("tile, k", [("large", 192), ("wide", 64)])
 def test_large_tiles_on_big_problems(rng, dtype, tile, k):
-    # 16 x 48 x 48 pixels = 288 CTAs of 128 rows: above MIN_LARGE_CTAS, so the big tiles run
+    # 16 x 48 x 48 pixels = 288 CTAs of 128 rows: at least one per SM on the H200, so the big tiles run
     got, ref, theirs, spec = _run(rng, 16, 64, 48, 48, k, 3, 3, "NHWC", dtype, padding=1)
     assert (spec.block_m, spec.block_n) == tc.TILES[tile][:2]
     _check(got, ref, theirs, dtype)

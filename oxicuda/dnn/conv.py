@@ -245,10 +245,12 @@ def run_tensor_core(geo: ConvGeometry, x: DeviceArray, w: DeviceArray, y: Device
         launch_channels_last(tc.spec_arch(arch), int(x.ptr), x_arg, p.n, p.c, p.h * p.w, stream)
         launch_channels_last(tc.spec_arch(arch), int(w.ptr), w_arg, p.k, cg, p.r * p.s, stream)
         layout, x_strides = "NHWC", (p.h * p.w * p.c, 1, p.w * p.c, p.c)
+    sm_count = device_sm_count()
     spec = tc.choose_spec(p, layout, arch, x_aligned=x_aligned, w_aligned=w_aligned, activation=activation,
-                          bias=bias is not None, y_layout=geo.layout, y_aligned=int(y.ptr) % 4 == 0)
+                          bias=bias is not None, y_layout=geo.layout, y_aligned=int(y.ptr) % 4 == 0,
+                          sm_count=sm_count)
     y_strides = element_strides_nchw(y, geo.layout)
-    splits = tc.choose_splits(p, spec, device_sm_count())
+    splits = tc.choose_splits(p, spec, sm_count)
     if splits == 1:
         tc.launch(spec, p, x_arg, w_arg, y, bias, x_strides, y_strides, stream=stream)
         return

@@ -71,8 +71,9 @@ LAYOUTS = ("NCHW", "NHWC")
 ARCHS = ("sm_80", "sm_86", "sm_90")
 #: (block_m, block_n, warps_m, warps_n, stages): provisional, to be measured on the H200
 TILES = {"large": (128, 128, 2, 2, 4), "wide": (128, 64, 2, 2, 4), "small": (64, 64, 2, 2, 3)}
-#: a problem whose large-tile grid has fewer CTAs than this uses the small tile (provisional)
-MIN_LARGE_CTAS = 132
+#: a problem whose large-tile grid has fewer CTAs than this many per SM uses the small tile
+#: (provisional)
+LARGE_MIN_CTAS_PER_SM = 1.0
 #: split-K: each split reduces at least this many k-tiles; at most this many splits (provisional)
 SPLIT_MIN_KTILES = 8
 SPLIT_MAX = 16
@@ -360,12 +361,13 @@ def nchw_via_channels_last(problem, x_aligned: bool, w_aligned: bool) -> bool:
 
 
 def choose_spec(problem, layout: str, arch: str, x_aligned: bool, w_aligned: bool, activation: str = "none",
-                bias: bool = False, y_layout: str | None = None, y_aligned: bool = False) -> ConvTensorCoreSpec:
+                bias: bool = False, y_layout: str | None = None, y_aligned: bool = False,
+                sm_count: int = 132) -> ConvTensorCoreSpec:
     """The kernel for a conv problem (``conv_dispatch.ConvProblem``), a pure function of it: the
     cp.async paths where layout (of x and w), channel counts and 16-byte alignment allow, paired
     stores where y is NHWC (``y_layout``, default ``layout``) with even K/groups and 4-byte
     alignment (``y_aligned``), the large tile (or the 128x64 one when K/groups <= 64) unless its
-    grid would be small."""
+    grid would have fewer than ``LARGE_MIN_CTAS_PER_SM`` CTAs per SM of a ``sm_count``-SM device."""
     cg, kg = problem.c // problem.groups, problem.k // problem.groups
     gk, gm = cg * problem.r * problem.s, problem.n * problem.oh * problem.ow
     a_async = layout == "NHWC" and cg % 8 == 0 and x_aligned
@@ -374,7 +376,7 @@ def choose_spec(problem, layout: str, arch: str, x_aligned: bool, w_aligned: boo
     if a_async and b_async:
         tile = "wide" if kg <= 64 else "large"
         bm, bn = TILES[tile][:2]
-        if -(-gm // bm) * -(-kg // bn) * problem.groups < MIN_LARGE_CTAS:
+        if -(-gm // bm) * -(-kg // bn) * problem.groups < LARGE_MIN_CTAS_PER_SM * sm_count:
             tile = "small"
     bm, bn, wm, wn, st = TILES[tile]
     y_pairs = (y_layout or layout) == "NHWC" and kg % 2 == 0 and y_aligned
