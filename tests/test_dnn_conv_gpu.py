@@ -75,7 +75,7 @@ def _forced(monkeypatch, geo_args, tile, splits):
 @pytest.mark.parametrize("tile", ["128x128", "128x64", "64x128", "64x64", "128x128k16"])
 def test_f32_implicit_gemm_tiles_match_torch(rng, monkeypatch, tile, layout, splits):
     torch = _torch()
-    torch.backends.cudnn.allow_tf32 = False
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
     n, c, h, w, k = 3, 64, 17, 19, 96
     hx = rng.standard_normal((n, c, h, w), dtype=np.float32)
     hw_ = rng.standard_normal((k, c, 3, 3), dtype=np.float32)
