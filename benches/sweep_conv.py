@@ -87,6 +87,9 @@ def main() -> int:
     ap.add_argument("--json", help="write every measurement to this file")
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--only", default="", help="shapes whose name contains this")
+    ap.add_argument("--budget", type=float, default=140.0,
+                    help="seconds; shapes not started by then are skipped (the JSON is rewritten after "
+                         "every shape, so a run cut short still leaves what it measured)")
     ap.add_argument("--smoke", action="store_true",
                     help="tiny versions of the shapes, numpy reference, no vendor (checks the script "
                          "itself; runs on the emulator)")
@@ -117,6 +120,9 @@ def main() -> int:
     rng = np.random.default_rng(0)
     for name, n, c, h, w, k, r, s, st, pad, layout in SHAPES:
         if args.only not in name:
+            continue
+        if time.perf_counter() - t_start > args.budget:
+            print(f"\n{name}: skipped (past the {args.budget:.0f} s budget)", flush=True)
             continue
         if args.smoke:
             n, c, h, w, k = 1, min(c, 8), min(h, 6 + 2 * st), min(w, 5 + 2 * st), min(k, 8)
@@ -150,7 +156,7 @@ def main() -> int:
         rules_algo = choose_algo(problem, dict(conv_dispatch.THRESHOLDS))
         rules_tile = choose_igemm_tile(problem, sms, dict(conv_dispatch.THRESHOLDS))
         print(f"\n{name} ({layout}): cuDNN {flops / vendor_ms / 1e9:.1f} TFLOP/s "
-              f"({vendor_ms:.3f} ms); rules pick {rules_algo}, igemm tile {rules_tile}")
+              f"({vendor_ms:.3f} ms); rules pick {rules_algo}, igemm tile {rules_tile}", flush=True)
         best = None
         key = shape_key(problem)
         saved = conv_dispatch.MEASURED.pop(key, None)
@@ -178,7 +184,7 @@ def main() -> int:
                         err = float(np.abs(y.get().astype(np.float64) - ref).max()) / ref_max
                     tm = time_device(call, args.repeats)
                 except Exception as exc:  # noqa: BLE001 (a variant that fails is reported, the sweep goes on)
-                    print(f"  {algo:14s} {tile or '':11s} {splits or '':>2}  FAILED: {exc}")
+                    print(f"  {algo:14s} {tile or '':11s} {splits or '':>2}  FAILED: {exc}", flush=True)
                     records.append({"shape": name, "layout": layout, "algo": algo, "tile": tile,
                                     "splits": splits, "error": str(exc)})
                     continue
@@ -188,7 +194,7 @@ def main() -> int:
                 tflops = flops / tm.median_ms / 1e9
                 ratio = vendor_ms / tm.median_ms
                 print(f"  {algo:14s} {tile or '':11s} {splits or '':>2}  {tm.median_ms:8.3f} ms  "
-                      f"{tflops:6.1f} TFLOP/s  {ratio:5.2f}x cuDNN  err {err:.2e}{'' if ok else '  WRONG'}")
+                      f"{tflops:6.1f} TFLOP/s  {ratio:5.2f}x cuDNN  err {err:.2e}{'' if ok else '  WRONG'}", flush=True)
                 records.append({"shape": name, "layout": layout, "algo": algo, "tile": tile, "splits": splits,
                                 "median_ms": tm.median_ms, "min_ms": tm.min_ms, "tflops": tflops,
                                 "vs_cudnn": ratio, "rel_err": err, "ok": ok})
@@ -209,17 +215,23 @@ def main() -> int:
                         winners[tile_key] = ("implicit_gemm", tile, splits)
                 else:
                     winners[key] = (algo, tile, splits)
+        _write(args.json, dev.name, sms, time.perf_counter() - t_start, records, winners)
     elapsed = time.perf_counter() - t_start
     print(f"\nMEASURED entries for oxicuda/dnn/conv_dispatch.py ({dev.name}, {sms} SMs, {elapsed:.0f} s):")
     for key, (algo, tile, splits) in winners.items():
         print(f"    {key!r}: ({algo!r}, {tile!r}, {splits!r}),")
+    _write(args.json, dev.name, sms, elapsed, records, winners)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"device": dev.name, "sm_count": sms, "seconds": elapsed, "bound": BOUND,
-                       "records": records,
-                       "measured": [[list(k), list(v)] for k, v in winners.items()]}, f, indent=1, default=str)
         print(f"wrote {args.json}")
     return 0
+
+
+def _write(path: str | None, device: str, sms: int, elapsed: float, records: list, winners: dict) -> None:
+    if not path:
+        return
+    with open(path, "w") as f:
+        json.dump({"device": device, "sm_count": sms, "seconds": elapsed, "bound": BOUND, "records": records,
+                   "measured": [[list(k), list(v)] for k, v in winners.items()]}, f, indent=1, default=str)
 
 
 if __name__ == "__main__":
