@@ -10,6 +10,11 @@ import subprocess
 
 
 def git_commit() -> str:
+    """The checkout's commit (``-dirty`` with local changes); ``OXICUDA_COMMIT`` overrides it, for
+    copies of a working tree whose git metadata is not the tree's (remote GPU runners)."""
+    override = os.environ.get("OXICUDA_COMMIT", "").strip()
+    if override:
+        return override
     here = os.path.dirname(os.path.abspath(__file__))
     try:
         out = subprocess.run(
