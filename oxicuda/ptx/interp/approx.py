@@ -7,10 +7,11 @@ once, which is inside every bound. What the ISA *does* specify, and programs can
 modelled exactly: the special values (``ex2(-inf) = +0``, ``lg2(+-0) = -inf``, ``lg2(x<0)``
 NaN, ``rcp(+-0) = +-inf``, ``rsqrt(-0) = -inf``, ...), ``.ftz`` (subnormal inputs and results
 flushed to sign-preserving zero), the canonical NaN, ``div.approx`` returning 0 (NaN for an
-infinite dividend) when ``2^126 < |b| < 2^128``, and the range reduction of ``sin``/``cos``:
-ptxas computes them as ``MUFU.SIN(RZ(x * f32(1/(2 pi))))``, a sine of whole turns whose
-argument was rounded toward zero in f32, so the absolute error grows with ``|x|``
-(about ``|x| * 2^-23``; ``sin(1e6)`` is visibly off) -- modelled the same way here.
+infinite dividend) when ``2^126 < |b| < 2^128``, and the range reduction of ``sin``/``cos``,
+modelled as the SASS that ptxas emits for them, ``MUFU.SIN(FMUL.RZ(x, f32(1/(2 pi))))``: a sine
+of turns whose argument was rounded toward zero in f32, so the absolute error grows with ``|x|``
+(about ``|x| * 2^-23``; ``sin(1e6)`` is visibly off). The GPU differential test
+(tests/test_emulator_fidelity_gpu.py, with arguments up to 1e6) is the check of that model.
 
 ``MAX_ERROR[op] = (kind, bound)`` ("ulp", "abs" or "rel") holds the tolerances to use when a
 result of these instructions (on either backend) is compared with an exact reference: each is
