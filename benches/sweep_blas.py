@@ -192,6 +192,12 @@ def sweep(args) -> dict:
         record["cases"].append(_sweep_case(name, (m, n, k, batch, dtype, kind), args, vendor, info, start,
                                            record["skipped"]))
         clear_plan_cache()
+        if args.json:  # after every case, so a run cut short keeps what it measured
+            from oxicuda.bench.record import write_json
+
+            record["suggested"] = suggest(record)
+            record["elapsed_s"] = time.perf_counter() - start
+            write_json(args.json, record)
     record["suggested"] = suggest(record)
     record["elapsed_s"] = time.perf_counter() - start
     return record
