@@ -33,8 +33,8 @@ for step in "${steps[@]}"; do
       echo "memcheck rc=$?"; tail -n 4 "$OUT/memcheck.log" ;;
     sweeps)
       # tuning sweeps (tile/split/algorithm candidates); each prints a table and writes JSON
-      for sw in blas:${SWEEP_LIMIT:-60} conv:${SWEEP_LIMIT:-60} wgmma:${SWEEP_LIMIT:-60} conv_tc:${SWEEP_LIMIT:-60}; do
-        name=${sw%%:*}; lim=${sw##*:}
+      for name in ${SWEEPS:-blas conv wgmma conv_tc}; do
+        lim=${SWEEP_LIMIT:-60}
         [ -f "benches/sweep_$name.py" ] || continue
         timeout "$lim" python3 "benches/sweep_$name.py" --json "$OUT/sweep-$name.json" > "$OUT/sweep-$name.txt" 2>&1
         echo "sweep $name rc=$?"
