@@ -36,6 +36,11 @@ CUTLASS's non-warp-specialized sm90 TMA mainloop.)
 Out-of-bounds parts of a box are zero-filled by TMA, so K, M and N tails need no code; the
 epilogue predicates stores. ``raster`` > 0 maps a 1-D grid onto output tiles in groups of
 ``raster`` tile rows (M) so that concurrently running CTAs share A and B panels in L2.
+``persistent`` launches at most one wave of CTAs that loop over output tiles; the stage ring and
+the load counters run on across tiles, so the next tile's first K tiles load during the epilogue.
+
+Not done (would need clusters, which the emulator does not run): TMA multicast of the shared
+operand across a 2-CTA cluster, which halves the L2 traffic of the 128x256 tile.
 """
 
 from __future__ import annotations
@@ -137,10 +142,10 @@ class GemmWgmmaSpec(KernelSpec):
 
     @property
     def max_registers(self) -> int:
-        """The per-thread register cap: 65536 over the block rounded up to whole warpgroups, in
-        units of 8 (what ptxas derives from ``.reqntid`` on its own: 168 for 288 threads; stated
-        so that the emulator, which estimates registers from the PTX, admits the block too)."""
-        return min(255, 65536 // (-(-self.threads // 128) * 128)) // 8 * 8
+        """The per-thread register cap: 65536 over the block's threads, in units of 8, at most 255
+        (what ptxas derives from ``.reqntid`` itself; stated as ``.maxnreg`` so that the emulator,
+        which estimates registers from the PTX, admits the block too)."""
+        return min(255, 65536 // self.threads) // 8 * 8
 
     @property
     def a_bytes(self) -> int:
