@@ -51,6 +51,8 @@ def nvcc_sgemm(repeat: int, rng) -> dict:
     """The nvcc tiled kernel through the emulated driver: time, steps, warp-instructions/s."""
     ptx = (ROOT / "tests" / "data" / "nvcc" / "sgemm_tiled.ptx").read_text()
     api = EmulatorAPI()
+    api.init()
+    api.ctx_set_current(api.device_primary_ctx_retain(0))
     a = rng.standard_normal((M, K)).astype(np.float32)
     b = rng.standard_normal((K, N)).astype(np.float32)
     times, steps, warp_steps = [], 0, 0
@@ -102,9 +104,11 @@ def main() -> None:
     rng = np.random.default_rng(0)
     rec = {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
            "python": platform.python_version(), "numpy": np.__version__,
-           "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
+           "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+           "load_average_1min": os.getloadavg()[0]}  # other work on the machine slows the figures
     rec.update(nvcc_sgemm(args.repeat, rng))
     rec.update(oxicuda_sgemm(args.repeat, rng))
+    print(f"(machine load average {rec['load_average_1min']:.1f} on {rec['cpus']} CPUs)")
     print(f"interpreter: {rec['warp_instructions_per_s']:,.0f} warp-instructions/s "
           f"({rec['steps_per_s']:,.0f} CTA-wide steps/s) on the nvcc 16x16-tile SGEMM")
     print(f"nvcc tiled SGEMM 128x128x128 on the emulator: {rec['sgemm_nvcc_128_s']:.3f} s "

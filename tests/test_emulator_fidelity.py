@@ -37,6 +37,7 @@ def emu():
 
     api = EmulatorAPI(device=EMULATED_DEVICES["sm_90"])
     api.init()
+    api.ctx_set_current(api.device_primary_ctx_retain(0))
     return api
 
 

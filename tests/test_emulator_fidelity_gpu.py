@@ -39,7 +39,9 @@ def both():
     ensure_context()
     emu = EmulatorAPI(device=EMULATED_DEVICES["sm_90"])
     emu.init()
-    return api(), emu
+    gpu = api()  # the real driver's primary context is current in this thread
+    emu.ctx_set_current(emu.device_primary_ctx_retain(0))
+    return gpu, emu
 
 
 def _first_diff(case: Case, inputs, g, e, bad) -> str:
