@@ -54,3 +54,38 @@ def pytest_runtest_logreport(report):
         line += "".join(f"    | {ln}\n" for ln in text.splitlines()[-25:])
     with open(_RESULT_LOG, "a") as fh:
         fh.write(line)
+
+
+_ISOLATED_CHILD = "OXICUDA_ISOLATED_CHILD"
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "gpu_isolated: on a GPU, run the test in a fresh Python process (a kernel that faults leaves a "
+        "sticky error in its context, which would fail every later test of the same worker)",
+    )
+
+
+def pytest_pyfunc_call(pyfuncitem):
+    """Run gpu_isolated tests in a child pytest on the real driver; the child's verdict is the test's."""
+    if pyfuncitem.get_closest_marker("gpu_isolated") is None or os.environ.get(_ISOLATED_CHILD):
+        return None
+    if _backend() != "cuda":
+        return None
+    import subprocess
+    import sys
+
+    env = dict(os.environ, **{_ISOLATED_CHILD: "1"})
+    env.pop("OXICUDA_TEST_LOG", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-x",
+         pyfuncitem.nodeid],
+        cwd=str(pyfuncitem.config.rootpath), env=env, capture_output=True, text=True, timeout=300,
+    )
+    if done.returncode != 0:
+        pytest.fail(f"in a child process:\n{done.stdout[-6000:]}\n{done.stderr[-2000:]}", pytrace=False)
+    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    if " passed" not in summary:  # the child skipped it: say so, never count it as a pass
+        pytest.skip(f"child process: {summary}")
+    return True

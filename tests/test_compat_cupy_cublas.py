@@ -230,17 +230,24 @@ def test_bad_arguments_raise_invalid_value_before_writing(handle):
 def test_one_handle_shared_by_threads(rng, handle):
     xs = [oxicuda.asarray(rng.standard_normal(50).astype(np.float32)) for _ in range(4)]
     out = [None] * 4
+    errors = []
 
     def work(i):
-        res, rp = hp(0.0, np.float32)
-        cublas.snrm2(handle, 50, xs[i].ptr, 1, rp)
-        out[i] = float(res)
+        try:
+            res, rp = hp(0.0, np.float32)
+            cublas.snrm2(handle, 50, xs[i].ptr, 1, rp)
+            out[i] = float(res)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread below
+            import traceback
+
+            errors.append("".join(traceback.format_exception(exc)))
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    assert not errors, errors[0]
     for i in range(4):
         assert abs(out[i] - np.linalg.norm(xs[i].get())) < 1e-4
 
