@@ -243,6 +243,19 @@ def _half_fma(name, elem, packed):
                                                          lanes(c, packed))]))
 
 
+def _nan_canon32(a, r):
+    a = np.asarray(a, np.uint32)
+    return np.where((a & 0x7FFFFFFF) > 0x7F800000, np.uint32(CANON_F32), r).astype(np.uint32)
+
+
+def _nan_canon_halves(a, r, inf: int):
+    a, r = np.asarray(a, np.uint32), np.asarray(r, np.uint32)
+    for sh in (0, 16):
+        nan = ((a >> sh) & 0x7FFF) > inf
+        r = np.where(nan, (r & ~np.uint32(0xFFFF << sh)) | np.uint32(CANON_HALF << sh), r)
+    return r.astype(np.uint32)
+
+
 def _keep(bits):
     return np.asarray(bits)
 
@@ -299,21 +312,21 @@ CASES: list[Case] = [
     _half_fma("fma_f16x2", "f16", True),
     _half_fma("fma_bf16x2", "bf16", True),
     _half_fma("fma_f16", "f16", False),
-    # payload-preserving moves (abs/neg: the ISA leaves a NaN's bits unspecified; the GPU test
-    # reports what the hardware does)
+    # moves keep payloads; abs/neg (ptxas: an add with operand modifiers) give the add's
+    # canonical NaN -- the ISA leaves it unspecified, the GPU test is the judge
     Case("mov_f32", "mov.f32 %o, %a0;", ("f32",), "f32", lambda rng: f32_inputs(rng, 1), _keep),
     Case("selp_f32", "setp.ne.b32 %p0, %a0, 0;\nselp.f32 %o, %a0, %a0, %p0;", ("f32",), "f32",
          lambda rng: f32_inputs(rng, 1), _keep),
     Case("neg_f32", "neg.f32 %o, %a0;", ("f32",), "f32", lambda rng: f32_inputs(rng, 1),
-         lambda a: np.asarray(a, np.uint32) ^ np.uint32(0x80000000)),
+         lambda a: _nan_canon32(a, np.asarray(a, np.uint32) ^ np.uint32(0x80000000))),
     Case("abs_f32", "abs.f32 %o, %a0;", ("f32",), "f32", lambda rng: f32_inputs(rng, 1),
-         lambda a: np.asarray(a, np.uint32) & np.uint32(0x7FFFFFFF)),
+         lambda a: _nan_canon32(a, np.asarray(a, np.uint32) & np.uint32(0x7FFFFFFF))),
     Case("neg_f16x2", "neg.f16x2 %o, %a0;", ("f16x2",), "f16x2",
          lambda rng: half_inputs(rng, "f16", True, 1),
-         lambda a: np.asarray(a, np.uint32) ^ np.uint32(0x80008000)),
+         lambda a: _nan_canon_halves(a, np.asarray(a, np.uint32) ^ np.uint32(0x80008000), 0x7C00)),
     Case("abs_bf16x2", "abs.bf16x2 %o, %a0;", ("bf16x2",), "bf16x2",
          lambda rng: half_inputs(rng, "bf16", True, 1),
-         lambda a: np.asarray(a, np.uint32) & np.uint32(0x7FFF7FFF)),
+         lambda a: _nan_canon_halves(a, np.asarray(a, np.uint32) & np.uint32(0x7FFF7FFF), 0x7F80)),
     Case("copysign_f32", "copysign.f32 %o, %a0, %a1;", ("f32", "f32"), "f32",
          lambda rng: f32_inputs(rng, 2),
          lambda a, b: (np.asarray(b, np.uint32) & np.uint32(0x7FFFFFFF))

@@ -94,7 +94,7 @@ def _float_wrap(instr, t, f32op, f64op=None, n=2):
         base = lambda *v: np.where(np.isnan(r := core(*v)), 0, np.clip(r, 0, 1)).astype(r.dtype)  # noqa: E731
     elif t == "f32":
         core = base
-        base = lambda *v: fm.canon(core(*v))  # noqa: E731
+        base = lambda *v: fm.canon(core(*v))
     return base
 
 
@@ -334,12 +334,24 @@ def _flush_half_bits(t, u):
     return u
 
 
+#: NaN bits of one element of each float type; the canonical NaN that replaces it
+_NAN_TEST = {"f32": (np.uint32(0x7FFFFFFF), np.uint32(0x7F800000), np.uint32(0x7FFFFFFF)),
+             "f16": (np.uint16(0x7FFF), np.uint16(0x7C00), np.uint16(0x7FFF)),
+             "bf16": (np.uint16(0x7FFF), np.uint16(0x7F80), np.uint16(0x7FFF))}
+
+
 def _sign_op(instr, t, op):
-    """abs/neg of a float as a sign-bit operation: a NaN keeps its payload (the PTX ISA leaves
-    the NaN of abs/neg unspecified; this is the IEEE 754 choice), .ftz flushes subnormals."""
+    """abs/neg of a float: the sign bit cleared or flipped, .ftz flushing subnormals first.
+
+    The PTX ISA leaves the NaN result of abs/neg unspecified. ptxas computes them as an add
+    with operand modifiers (FADD/HADD2/DADD), so the NaN rule of the add applies: f32, f16 and
+    bf16 give the canonical NaN, f64 passes the NaN through unchanged (the CUDA C++ Programming
+    Guide says so of double abs and neg). tests/test_emulator_fidelity_gpu.py checks both."""
     sign = _SIGN[t]
     bits = UNSIGNED[DTYPES[t].itemsize]
     ftz = "ftz" in instr.mods
+    elem = {"f16x2": "f16", "bf16x2": "bf16"}.get(t, t)
+    halves = 2 if t in ("f16x2", "bf16x2") else 1
 
     def f(a):
         a = np.asarray(a)
@@ -348,8 +360,18 @@ def _sign_op(instr, t, op):
         u = a.view(bits) if a.dtype == DTYPES[t] else a.astype(DTYPES[t]).view(bits)
         if ftz and t in ("f16", "f16x2"):
             u = _flush_half_bits(t, u)
-        u = (u & ~sign) if op == "abs" else (u ^ sign)
-        return u.astype(bits).view(DTYPES[t])
+        r = (u & ~sign) if op == "abs" else (u ^ sign)
+        if t == "f64":
+            return np.where(np.isnan(u.view(np.float64)), u, r).astype(bits).view(DTYPES[t])
+        mag, inf, canon = _NAN_TEST[elem]
+        for k in range(halves):
+            sh = bits.type(16 * k)
+            part = (u >> sh) & bits.type(mag)
+            nan = part > bits.type(inf)
+            if np.count_nonzero(nan):
+                keep = ~(bits.type(0xFFFF) << sh) if halves == 2 else bits.type(0)
+                r = np.where(nan, (r & keep) | (bits.type(canon) << sh), r)
+        return r.astype(bits).view(DTYPES[t])
     return f
 
 
