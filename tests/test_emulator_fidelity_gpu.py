@@ -129,7 +129,9 @@ def test_approx_instructions_agree_with_the_gpu_within_the_documented_bound(both
             # infinite a) above; below (subnormal b) it says nothing
             judged = np.abs(b) >= 2.0 ** -126
             special |= np.isfinite(b) & (np.abs(b) > 2.0 ** 126)
-    sb = np.flatnonzero(judged & special & (g != e))
+    # the sign of a zero result is specified for zero inputs only (e.g. sin(-0) = -0)
+    same = (g == e) | ((gv == 0) & (ev == 0) & (x != 0))
+    sb = np.flatnonzero(judged & special & ~same)
     assert not len(sb), "special values differ: " + _first_diff(case, inputs, g, e, sb)
     check = judged & ~special
     kind, bound = MAX_ERROR[case.approx]
