@@ -153,6 +153,7 @@ def test_approx_instructions_agree_with_the_gpu_within_the_documented_bound(both
         (case.name, float(err.max()), lim, float(x[check][worst]), float(gv[check][worst]), float(ref[worst]))
 
 
+@pytest.mark.gpu_isolated  # a faulting kernel would leave a sticky error for later tests
 @pytest.mark.parametrize("which", ["bar_red", "warp_sync", "b128"])
 def test_block_level_instructions_agree_with_the_gpu(both, rng, which):
     name, ptx, x, want = next(c for c in block_cases(rng) if c[0] == which)
@@ -164,6 +165,7 @@ def test_block_level_instructions_agree_with_the_gpu(both, rng, which):
     np.testing.assert_array_equal(outs[1], outs[0], err_msg=f"{name}: emulator vs GPU")
 
 
+@pytest.mark.gpu_isolated  # a faulting kernel would leave a sticky error for later tests
 def test_mma_sync_nan_results_agree_with_the_gpu(both):
     a, want = mma_nan_case()
     outs = [run_ptx(api, MMA_NAN, "mma_nan", (1, 1, 1), (32, 1, 1), [np.zeros((32, 4), np.uint32), a])[0]
@@ -172,6 +174,7 @@ def test_mma_sync_nan_results_agree_with_the_gpu(both):
     np.testing.assert_array_equal(outs[0], want, err_msg="GPU vs expectation")
 
 
+@pytest.mark.gpu_isolated  # a faulting kernel would leave a sticky error for later tests
 def test_nvcc_bit_and_half_intrinsics_agree_with_the_gpu(both, rng):
     """tests/data/nvcc/bit_half_intrinsics.cu (shf, prmt, 64-bit bit counts, packed half
     conversions and fma, __syncthreads_count/and/or, __syncwarp) on both backends."""
