@@ -171,6 +171,7 @@ def test_wgmma_supports_every_f16_layout_and_only_tn_for_tf32_on_sm90():
     assert not wg.supports({**base, "arch": "sm_86"})
     assert not wg.supports({**base, "alignment": 8})
     assert not wg.supports({**base, "transa": False, "lda": 63})
+    assert not wg.supports({**base, "c_dtype": "float32"})  # a float32 C over f16 data: mma.sync only
     with pytest.raises(ValueError, match="sm_90a"):
         wg.GemmWgmmaSpec(arch="sm_90")
     with pytest.raises(ValueError, match="K-major"):

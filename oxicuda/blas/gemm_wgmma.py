@@ -425,6 +425,8 @@ def supports(problem: object) -> bool:
     dtype = _input_type(p)
     if p.sm != 90 or dtype is None or p.alignment < COPY_BYTES:
         return False
+    if getattr(p, "c_dtype", "") not in ("", p.dtype):  # C in the data's dtype only (no MIXED_C)
+        return False
     if dtype == "tf32" and (not p.transa or p.transb):
         return False
     if max(p.m, p.n, p.k, p.lda, p.ldb, p.ldc) >= 2**31:
