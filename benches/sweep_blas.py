@@ -226,7 +226,7 @@ def _sweep_case(name: str, shape: tuple, args, vendor: Vendor, info, start: floa
         if time.perf_counter() - start > args.budget_s:
             skipped.append(f"{name}: {label}")
             continue
-        entry = {"label": label}
+        entry = {"label": label, **_describe(algo)}
         try:
             if algo is None:
                 with oxicuda.trace() as t:
@@ -267,14 +267,45 @@ def _sweep_case(name: str, shape: tuple, args, vendor: Vendor, info, start: floa
     return case
 
 
+def _describe(algo) -> dict:
+    """The table coordinates of a variant: SIMT tile, split count, DMMA tile."""
+    if algo is None:
+        return {}
+    spec = getattr(algo, "spec", algo)
+    if spec.family == "gemm_dmma":
+        return {"dmma_tile": [spec.bm, spec.bn, spec.bk, spec.warps_m, spec.warps_n]}
+    out = {"tile": [spec.bm, spec.bn, spec.bk, spec.tm, spec.tn, spec.min_ctas]}
+    if hasattr(algo, "splits"):
+        out["splits"] = algo.splits
+    return out
+
+
 def suggest(record: dict) -> dict:
-    """The table entries the timings support: per case the fastest correct variant, and the
-    label dispatch would need to pick (the lead applies them to gemm_dispatch by hand)."""
+    """What the timings support, per case: the fastest correct variant, its ratio to cuBLAS and
+    dispatch's, and the gemm_dispatch table line that would make dispatch pick it (the lead
+    applies them by hand: square float32 cases -> TILES["float32"]["large"], dgemm ->
+    THRESHOLDS["float64_dmma"]/DMMA_TILES or TILES["float64"]["large"], skinny cases -> the
+    split tile, and the split count against the one dispatch chose)."""
     out = {}
     for case in record["cases"]:
-        if "best" in case:
-            out[case["case"]] = {"best": case["best"], "best_ratio_vs_vendor": case.get("best_ratio_vs_vendor"),
-                                 "dispatch_ratio_vs_vendor": case.get("dispatch_ratio_vs_vendor")}
+        if "best" not in case:
+            continue
+        best = next(v for v in case["variants"] if v["label"] == case["best"])
+        disp = next((v for v in case["variants"] if v["label"] == "dispatch"), {})
+        entry = {"best": case["best"], "best_ratio_vs_vendor": case.get("best_ratio_vs_vendor"),
+                 "dispatch_ratio_vs_vendor": case.get("dispatch_ratio_vs_vendor"),
+                 "dispatch_kernels": disp.get("kernels")}
+        dt = case["dtype"]
+        if "dmma_tile" in best:
+            entry["table"] = f'THRESHOLDS["float64_dmma"] = True; DMMA_TILES["large"] = {tuple(best["dmma_tile"])}'
+        elif "splits" in best:
+            entry["table"] = (f'split tile TileConfig{tuple(best["tile"])} with {best["splits"]} splits '
+                              f'(compare RESIDENT_CTAS / split_k_waves)')
+        elif "tile" in best:
+            entry["table"] = f'TILES["{dt}"]["large"] = _cfg("{dt}", ' + ", ".join(map(str, best["tile"])) + ")"
+        else:
+            entry["table"] = "dispatch already picks the fastest"
+        out[case["case"]] = entry
     return out
 
 
@@ -296,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\nsuggested dispatch entries (fastest correct variant per case):")
     for name, s in record["suggested"].items():
         print(f"  {name:32s} {s['best']:38s} best/cuBLAS {s['best_ratio_vs_vendor']}  dispatch/cuBLAS "
-              f"{s['dispatch_ratio_vs_vendor']}")
+              f"{s['dispatch_ratio_vs_vendor']}\n  {'':32s} -> {s['table']}")
     if record["skipped"]:
         print(f"skipped (budget): {len(record['skipped'])} variants")
     if args.json:
