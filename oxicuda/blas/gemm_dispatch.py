@@ -81,7 +81,8 @@ TILES: dict[str, dict[str, object]] = {
 #: registers at 128x128 (256 threads) -> 2, ~140 at 64x128/128x64 (128 threads) -> 3, ~70 at
 #: 64x64 (256 threads) -> 3); others default to 16 warps per SM. A split count that overshoots a
 #: whole wave by a few CTAs doubles the time, so split_k_count rounds down to whole waves.
-RESIDENT_CTAS = {(128, 128, 8, 8): 2, (64, 128, 8, 8): 3, (128, 64, 8, 8): 3, (64, 64, 4, 4): 3}
+RESIDENT_CTAS = {(128, 128, 8, 8): 2, (64, 128, 8, 8): 3, (128, 64, 8, 8): 3, (64, 64, 4, 4): 3,
+                 (128, 256, 8, 16): 1, (256, 128, 16, 8): 1}
 
 
 def resident_ctas(cfg: TileConfig) -> int:

@@ -57,6 +57,8 @@ _T128 = TileConfig(128, 128, 8, 8, 8)             # ~120-125 registers: 2 CTAs/S
 _T128_K16_2CTA = TileConfig(128, 128, 16, 8, 8, 2)  # ~145 registers unbounded; bounded to 128
 _T64x128 = TileConfig(64, 128, 8, 8, 8)  # ~139 registers, 128 threads: 3 CTAs/SM unbounded
 _T128x64 = TileConfig(128, 64, 8, 8, 8)
+_T128x256 = TileConfig(128, 256, 8, 8, 16)  # ~215 registers: 1 CTA/SM; 6 LDS.128 per 128 FFMA
+_T256x128 = TileConfig(256, 128, 8, 16, 8)  # ~200 registers (8x8 needs 4 LDS.128 per 64 FFMA)
 _T64 = TileConfig(64, 64, 8, 4, 4)
 _T32 = TileConfig(32, 32, 8, 2, 2)
 
@@ -64,7 +66,7 @@ _T32 = TileConfig(32, 32, 8, 2, 2)
 #: which one a problem gets is gemm_dispatch's table. The float32 candidates are what
 #: benches/sweep_blas.py times on the H200.
 TILE_CONFIGS: dict[str, tuple[TileConfig, ...]] = {
-    "float32": (_T128, _T128_K16_2CTA, _T64x128, _T128x64, _T64),
+    "float32": (_T128, _T128_K16_2CTA, _T64x128, _T128x64, _T128x256, _T256x128, _T64),
     "float16": (_T128, _T64),
     "bfloat16": (_T128, _T64),
     "float64": (TileConfig(128, 64, 8, 8, 4, 2), TileConfig(128, 128, 8, 8, 8), _T64, _T32),
