@@ -141,8 +141,7 @@ def test_unaligned_pointers_fall_back_to_scalar_access(rng, layout):
     assert_close(got.astype(np.float64), conv2d_ref(hx, hw, (1, 1), (1, 1)))
 
 
-@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
-@pytest.mark.parametrize("tile", ["128x128", "128x128k16"])  # the register-heaviest tiles
+@pytest.mark.parametrize("tile, layout", [("128x128", "NCHW"), ("128x128k16", "NHWC")])  # the heaviest
 def test_tile_kernels_assemble_without_spills(tile, layout):
     from oxicuda.dnn.conv_implicit_gemm_f32 import ConvFpropF32Spec
     from oxicuda.ptx import registry, validate
