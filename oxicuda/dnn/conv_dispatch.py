@@ -26,8 +26,10 @@ THRESHOLDS = {
     "winograd_min_channels": 1 << 30,
     # F(4x4,3x3) instead of F(2x2,3x3) when the output is at least this many pixels high and wide
     "winograd_4x4_min_output": 8,
-    # im2col + GEMM when the reduction (C/groups * R * S) is at least this long ...
-    "im2col_min_reduction": 4608,
+    # im2col + GEMM when the reduction (C/groups * R * S) is at least this long (off in the
+    # rules, 2^30: its NCHW GEMM runs per image, M = OH*OW, which small images starve; the split-K
+    # implicit GEMM covers long reductions; a MEASURED entry can still pick it) ...
+    "im2col_min_reduction": 1 << 30,
     # ... and its column matrix fits in this many bytes of workspace
     "im2col_max_workspace_bytes": 256 << 20,
     # float32 implicit GEMM: the first tile of IGEMM_TILES whose CTA count reaches this many
