@@ -105,13 +105,17 @@ def test_gather_table_matches_the_direct_index_definition(layout):
 def test_tile_rules_on_the_benchmark_shapes():
     rules = dict(conv_dispatch.THRESHOLDS)
     sms = 132
-    # 100352 pixels x 64 channels: a 128-wide tile would waste half its columns
+    # 100352 pixels x 64 channels: 784 CTAs of 128x64 fill 3 waves of 2 per SM; 128-wide tiles
+    # would waste half their columns
     assert choose_igemm_tile(_problem(32, 64, 56, 56, 64), sms, rules) == ("128x64", 1)
-    assert choose_igemm_tile(_problem(32, 128, 28, 28, 128), sms, rules) == ("128x128", 1)
-    # 16 CTAs of 128x128 for 132 SMs: split the 4608-long reduction
-    tile, splits = choose_igemm_tile(_problem(8, 512, 7, 7, 512), sms, rules)
-    assert tile == "128x128" and 8 <= splits <= rules["split_k_max"]
+    # 196 CTAs of 128x128 are 1.5 waves; split in 2 they are 3 full ones
+    assert choose_igemm_tile(_problem(32, 128, 28, 28, 128), sms, rules) == ("128x128", 2)
+    assert choose_igemm_tile(_problem(32, 256, 14, 14, 256), sms, rules) == ("128x128", 4)
+    # 16 CTAs of 128x128: split the 4608-long reduction into one full wave
+    assert choose_igemm_tile(_problem(8, 512, 7, 7, 512), sms, rules) == ("128x128", 8)
     assert choose_igemm_tile(_problem(1, 8, 5, 5, 4), sms, rules) == ("64x64", 1)
+    # a reduction too short to split
+    assert choose_igemm_tile(_problem(1, 16, 7, 7, 16), sms, rules)[1] == 1
 
 
 def test_measured_table_overrides_the_rules(monkeypatch):

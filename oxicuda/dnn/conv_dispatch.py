@@ -32,16 +32,23 @@ THRESHOLDS = {
     "im2col_min_reduction": 1 << 30,
     # ... and its column matrix fits in this many bytes of workspace
     "im2col_max_workspace_bytes": 256 << 20,
-    # float32 implicit GEMM: the first tile of IGEMM_TILES whose CTA count reaches this many
-    # per SM is used; when none does, the first (biggest) tile with split-K
-    "igemm_min_ctas_per_sm": 1.0,
-    # split-K: aim for this many CTAs per SM, each split reducing at least this many terms
-    "split_k_target_ctas_per_sm": 2.0,
+    # float32 implicit GEMM split-K: each split reduces at least this many terms, at most this
+    # many splits, and each split beyond the first costs this fraction of the kernel's time
+    # (partial slabs written and read back, one more launch)
     "split_k_min_reduction": 256,
     "split_k_max": 16,
+    "split_k_cost": 0.05,
 }
-#: float32 implicit-GEMM tiles, preferred first (names of conv_implicit_gemm_f32.TILES)
-IGEMM_TILES = ("128x128", "128x64", "64x128", "64x64")
+#: float32 implicit-GEMM tiles the rules consider (names of conv_implicit_gemm_f32.TILES), each
+#: with the CTAs one SM holds (from its registers: ~140-160, ~80-100, ~64 at 256 threads) and its
+#: throughput relative to 128x128 (the per-thread block's FMA per shared load). PROVISIONAL.
+IGEMM_TILE_MODEL: dict[str, tuple[int, float]] = {
+    "128x128": (1, 1.0),
+    "128x64": (2, 0.85),
+    "64x128": (2, 0.85),
+    "64x64": (4, 0.6),
+}
+IGEMM_TILES = tuple(IGEMM_TILE_MODEL)
 
 #: measured winners: shape key (see ``shape_key``) -> (algo, tile or None, splits or None)
 MEASURED: dict[tuple, tuple[str, str | None, int | None]] = {}
@@ -116,7 +123,9 @@ def igemm_ctas(problem: ConvProblem, tile: str) -> int:
 
 def choose_igemm_tile(problem: ConvProblem, sm_count: int, thresholds: dict | None = None) -> tuple[str, int]:
     """(tile name, split-K factor) of the float32 implicit-GEMM kernel for ``problem`` on a
-    device of ``sm_count`` SMs (a ``MEASURED`` entry with a tile wins over the rules)."""
+    device of ``sm_count`` SMs: a ``MEASURED`` entry with a tile, else the (tile, splits) of
+    ``IGEMM_TILE_MODEL`` with the best modelled throughput (wave fill x tile speed, less the
+    split-K cost); ties go to fewer splits and the bigger tile."""
     if thresholds is None:
         hit = MEASURED.get(shape_key(problem))
         if hit is not None and hit[0] == "implicit_gemm" and hit[1] is not None:
@@ -127,15 +136,19 @@ def choose_igemm_tile(problem: ConvProblem, sm_count: int, thresholds: dict | No
     # smallest, 64) wastes its columns or rows
     tiles = [name for name in IGEMM_TILES if TILES[name].bn <= max(64, kg) and TILES[name].bm <= max(64, gm)]
     tiles = tiles or [IGEMM_TILES[-1]]
+    most = max(1, min(t["split_k_max"], problem.reduction // t["split_k_min_reduction"]))
+    best, best_score = (tiles[0], 1), -1.0
     for name in tiles:
-        if igemm_ctas(problem, name) >= t["igemm_min_ctas_per_sm"] * sm_count:
-            return name, 1
-    # too few CTAs for any tile: keep the most efficient (biggest) one and split the reduction
-    name = tiles[0]
-    ctas = igemm_ctas(problem, name)
-    want = math.ceil(t["split_k_target_ctas_per_sm"] * sm_count / ctas)
-    most = max(1, problem.reduction // t["split_k_min_reduction"])
-    return name, max(1, min(want, most, t["split_k_max"]))
+        per_sm, speed = IGEMM_TILE_MODEL[name]
+        slots, ctas = per_sm * sm_count, igemm_ctas(problem, name)
+        for splits in range(1, most + 1):
+            # the fraction of the last wave's slots that hold work (wave quantization)
+            total = ctas * splits
+            fill = total / (math.ceil(total / slots) * slots)
+            score = fill * speed / (1.0 + t["split_k_cost"] * (splits - 1))
+            if score > best_score + 1e-9:
+                best, best_score = (name, splits), score
+    return best
 
 
 @functools.cache
