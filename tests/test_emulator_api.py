@@ -179,3 +179,31 @@ def test_tensor_map_packs_and_decodes(emu):
     assert decode_tensor_map(raw) == TensorMapInfo(7, 2, p, (100, 64), (512,), (32, 16), (1, 1), 0, 3, 0, 0)
     with pytest.raises(CudaError):
         emu.tensor_map_encode_tiled(7, 2, p, (100, 64), (500,), (32, 16), (1, 1), 0, 3, 0, 0)
+
+
+def test_the_backend_emulator_needs_a_current_context_per_thread_like_the_driver():
+    import threading
+
+    from oxicuda.driver import backend
+    from oxicuda.driver.context import ensure_context
+    from oxicuda.driver.errors import CudaError
+
+    drv = backend.api()
+    if drv.name != "emulator":
+        pytest.skip("checks the emulator backend")
+    seen = []
+
+    def bare():
+        try:
+            drv.mem_alloc(256)
+        except CudaError as exc:
+            seen.append(exc.code)
+        ensure_context()
+        ptr = drv.mem_alloc(256)  # fine once a context is current in this thread
+        drv.mem_free(ptr)
+        seen.append("ok")
+
+    t = threading.Thread(target=bare)
+    t.start()
+    t.join()
+    assert seen == [201, "ok"]

@@ -32,7 +32,7 @@ def _load_cuda() -> DriverAPI:
 def _load_emulator() -> DriverAPI:
     from .emulator import EmulatorAPI
 
-    api = EmulatorAPI()
+    api = EmulatorAPI(require_context=True)
     api.init()
     return api
 

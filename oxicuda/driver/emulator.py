@@ -55,7 +55,10 @@ class EmulatorAPI(DriverAPI):
 
     name = "emulator"
 
-    def __init__(self, device: EmulatedDevice | None = None) -> None:
+    def __init__(self, device: EmulatedDevice | None = None, require_context: bool = False) -> None:
+        #: like the real driver, fail context-bound calls in threads with no current context (the
+        #: process backend turns it on; standalone instances used as test harnesses leave it off)
+        self.require_context = require_context
         self.device = device or emulated_device_from_env()
         self._attrs = self.device.attributes()
         self.heap = DeviceHeap(self.device.total_mem)
@@ -477,3 +480,28 @@ class EmulatorAPI(DriverAPI):
 
 
 __all__ = ["EmulatorAPI", "EmulatorParamBuffer", "CudaError", "host_view"]
+
+
+# Like the real driver, every call that works in a context fails with CUDA_ERROR_INVALID_CONTEXT
+# (201) in a thread where none is current, so a code path that forgets ensure_context() fails
+# here (in CI) instead of only on a GPU.
+_CONTEXT_CALLS = (  # calls that act in "the current context" (handle-based ones do not need one)
+    "ctx_get_device", "ctx_synchronize", "mem_alloc", "mem_get_info", "mem_alloc_host",
+    "memcpy_htod", "memcpy_dtoh", "memcpy_dtod", "memcpy_2d", "memset_d8", "memset_d32",
+    "stream_create", "event_create", "module_load_data", "link_ptx",
+)
+
+
+def _in_context(name: str, method):
+    def call(self, *args, **kwargs):
+        if self.require_context and not getattr(self._local, "ctx", 0):
+            raise_for(201, name, "no context is current in this thread (call ensure_context() first)")
+        return method(self, *args, **kwargs)
+
+    call.__name__, call.__qualname__, call.__doc__ = method.__name__, method.__qualname__, method.__doc__
+    return call
+
+
+for _name in _CONTEXT_CALLS:
+    if _name in EmulatorAPI.__dict__:
+        setattr(EmulatorAPI, _name, _in_context(_name, EmulatorAPI.__dict__[_name]))
