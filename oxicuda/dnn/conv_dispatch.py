@@ -50,8 +50,21 @@ IGEMM_TILE_MODEL: dict[str, tuple[int, float]] = {
 }
 IGEMM_TILES = tuple(IGEMM_TILE_MODEL)
 
-#: measured winners: shape key (see ``shape_key``) -> (algo, tile or None, splits or None)
-MEASURED: dict[tuple, tuple[str, str | None, int | None]] = {}
+#: measured winners: shape key (see ``shape_key``) -> (algo, tile or None, splits or None).
+#: From `python3 benches/sweep_conv.py` on the H200 (2026-11-29 18:50 UTC, NVIDIA H200, 132 SMs;
+#: benches/results/2026-11-29-h200-session2/sweep-conv.json): the fastest correct variant per shape.
+MEASURED: dict[tuple, tuple[str, str | None, int | None]] = {
+    ('f32', 32, 64, 56, 56, 64, 3, 3, (1, 1), (1, 1), (1, 1), 1): ('winograd_4x4', None, None),
+    ('f32', 32, 128, 28, 28, 128, 3, 3, (1, 1), (1, 1), (1, 1), 1): ('winograd_2x2', None, None),
+    ('f32', 32, 256, 14, 14, 256, 3, 3, (1, 1), (1, 1), (1, 1), 1): ('winograd_4x4', None, None),
+    ('f32', 8, 512, 7, 7, 512, 3, 3, (1, 1), (1, 1), (1, 1), 1): ('implicit_gemm', '64x128', 8),
+    ('f32', 32, 256, 14, 14, 1024, 1, 1, (1, 1), (0, 0), (1, 1), 1): ('implicit_gemm', '64x128', 1),
+    ('f32', 32, 64, 56, 56, 256, 1, 1, (1, 1), (0, 0), (1, 1), 1): ('implicit_gemm', '64x128', 1),
+    ('f32', 32, 128, 56, 56, 128, 3, 3, (2, 2), (1, 1), (1, 1), 1): ('implicit_gemm', '128x64', 1),
+    ('f32', 32, 3, 224, 224, 64, 7, 7, (2, 2), (3, 3), (1, 1), 1): ('implicit_gemm', '128x64', 1),
+    ('f32', 1, 64, 56, 56, 64, 3, 3, (1, 1), (1, 1), (1, 1), 1): ('implicit_gemm', '64x128', 1),
+    ('f32', 1, 512, 7, 7, 512, 3, 3, (1, 1), (1, 1), (1, 1), 1): ('implicit_gemm', '128x64', 8),
+}
 
 
 @dataclass(frozen=True)
