@@ -50,8 +50,8 @@ for step in "${steps[@]}"; do
       timeout 200 python3 benches/ptx_costs.py --json "$OUT/ptx_costs.json" 2>&1 | tee "$OUT/ptx_costs.txt" ;;
     bench-*)
       # one family's full case list, e.g. bench-attention
-      fam=${step#bench-}
-      timeout ${FAMILY_LIMIT:-120} python3 -m oxicuda bench "$fam" --json "$OUT/bench-$fam.json" > "$OUT/bench-$fam.txt" 2>&1
+      fam=${step#bench-}; lim_var="LIMIT_${fam}"
+      timeout ${!lim_var:-${FAMILY_LIMIT:-120}} python3 -m oxicuda bench "$fam" --json "$OUT/bench-$fam.json" > "$OUT/bench-$fam.txt" 2>&1
       echo "bench $fam rc=$?"; grep -E "^$fam/" "$OUT/bench-$fam.txt" ;;
   esac
 done
