@@ -105,8 +105,10 @@ def run(
     quick: bool = False,
     repeats: int = 20,
     progress=sys.stderr,
+    on_result=None,
 ) -> tuple[dict, list[dict]]:
-    """Run the selected cases; returns (environment, results)."""
+    """Run the selected cases; returns (environment, results). ``on_result(env, results)`` is
+    called after every case (the CLI keeps a partial record on disk that way)."""
     from .record import environment
 
     load_all_cases()
@@ -132,6 +134,8 @@ def run(
         if case.note:
             r["note"] = case.note
         results.append(r)
+        if on_result is not None:
+            on_result(env, results)
     return env, results
 
 

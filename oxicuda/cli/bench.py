@@ -26,7 +26,12 @@ def main(argv: list[str]) -> int:
     from oxicuda.bench.record import write_json
     from oxicuda.bench.run import format_table, run
 
-    env, results = run(args.family, args.case, args.quick, args.repeats)
+    def keep_partial(env, results):  # a run cut short by a time limit keeps what it measured
+        if args.json:
+            write_json(args.json, {"environment": env, "argv": ["python", "-m", "oxicuda", "bench", *argv],
+                                   "results": results, "complete": False})
+
+    env, results = run(args.family, args.case, args.quick, args.repeats, on_result=keep_partial)
     on_gpu = env["backend"] == "cuda"
     if not on_gpu:
         print("backend: emulator -- a tiny correctness-checked pass; timings below are "
@@ -37,7 +42,7 @@ def main(argv: list[str]) -> int:
     print("ratio = vendor time / oxicuda time (>1: oxicuda faster)")
     print(format_table(results))
     record = {"environment": env, "argv": ["python", "-m", "oxicuda", "bench", *argv],
-              "results": results}
+              "results": results, "complete": True}
     copy = [r for r in results if r["case"].startswith("copy_d2d") and r.get("ours_rate")]
     if copy:
         record["peaks"] = {"copy_GBps": copy[0]["ours_rate"]}
