@@ -55,5 +55,5 @@ for step in "${steps[@]}"; do
       echo "bench $fam rc=$?"; grep -E "^$fam/" "$OUT/bench-$fam.txt" ;;
   esac
 done
-# the device returns at most a few files: pack everything into one archive as well
-(cd "$OUT" && tar czf results.tgz --exclude=results.tgz . && find . -type f ! -name results.tgz ! -name 'summary.txt' -delete) 2>/dev/null
+# the device returns at most a few files: pack everything into one archive and keep only that
+tar czf /tmp/oxicuda-results.tgz -C "$OUT" . 2>/dev/null && find "$OUT" -mindepth 1 -delete && mv /tmp/oxicuda-results.tgz "$OUT/results.tgz"
