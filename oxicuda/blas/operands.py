@@ -12,6 +12,7 @@ import threading
 import numpy as np
 
 from ..driver.backend import api
+from ..driver.context import ensure_context
 from ..driver.errors import CudaError
 from ..memory.stream_handle import stream_handle
 
@@ -91,6 +92,7 @@ def check_span(ptr: int, nbytes: int, what: str) -> None:
         return
     if ptr == 0:
         raise ValueError(f"{what}: the pointer is NULL but {nbytes} bytes are accessed")
+    ensure_context()  # cuMemGetAddressRange works in the calling thread's context (a new thread has none)
     try:
         base, size = api().mem_get_address_range(ptr)
     except CudaError as exc:

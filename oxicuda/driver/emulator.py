@@ -486,7 +486,7 @@ __all__ = ["EmulatorAPI", "EmulatorParamBuffer", "CudaError", "host_view"]
 # (201) in a thread where none is current, so a code path that forgets ensure_context() fails
 # here (in CI) instead of only on a GPU.
 _CONTEXT_CALLS = (  # calls that act in "the current context" (handle-based ones do not need one)
-    "ctx_get_device", "ctx_synchronize", "mem_alloc", "mem_get_info", "mem_alloc_host",
+    "ctx_get_device", "ctx_synchronize", "mem_alloc", "mem_get_info", "mem_alloc_host", "mem_get_address_range",
     "memcpy_htod", "memcpy_dtoh", "memcpy_dtod", "memcpy_2d", "memset_d8", "memset_d32",
     "stream_create", "event_create", "module_load_data", "link_ptx",
 )
