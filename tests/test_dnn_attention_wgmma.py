@@ -65,7 +65,7 @@ def test_wgmma_attention_d64_bf16_matches_reference_for_tails_and_unequal_length
     _skip_unless_sm90()
     spec = run_attention(rng, 1, 1, 1, sq, sk, 64, causal, dtype="bfloat16")
     assert isinstance(spec, wg.AttentionWgmmaSpec) and spec.causal == causal and spec.lse
-    assert spec.consumers == wg.CONSUMERS[64] and spec.overlap
+    assert spec.consumers == wg.CONSUMERS[64] and spec.overlap == wg.DISPATCH_OVERLAP
 
 
 @pytest.mark.parametrize("sq, sk, causal", [(129, 129, False), (129, 129, True), (40, 150, True), (150, 40, False)])

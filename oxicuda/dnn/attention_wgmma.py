@@ -483,9 +483,16 @@ def configurations(arch: str) -> list[AttentionWgmmaSpec]:
             for c in (False, True) for lse in (False, True)]
 
 
+#: whether dispatch uses the overlapped (ping-pong) pipeline. Measured on the H200 at commit 146a34d
+#: (benches/results/2026-11-29-h200-session2/bench-attention-final.json), bf16 B4 S4096, TFLOP/s
+#: overlapped / serial: D128 405 / 470, D128 causal 362 / 411, D64 301 / 354: serial is faster.
+DISPATCH_OVERLAP = False
+
+
 def choose_spec(dtype: str, head_dim: int, causal: bool, lse: bool) -> AttentionWgmmaSpec:
-    """The kernel dispatch runs: overlap on, ``CONSUMERS[head_dim]`` warpgroups."""
-    return AttentionWgmmaSpec(dtype=dtype, head_dim=head_dim, causal=causal, lse=lse, consumers=CONSUMERS[head_dim])
+    """The kernel dispatch runs: ``DISPATCH_OVERLAP``, ``CONSUMERS[head_dim]`` warpgroups."""
+    return AttentionWgmmaSpec(dtype=dtype, head_dim=head_dim, causal=causal, lse=lse, consumers=CONSUMERS[head_dim],
+                              overlap=DISPATCH_OVERLAP)
 
 
 registry.register_family(FAMILY, AttentionWgmmaSpec, generate, configurations, archs=ARCHS)
