@@ -86,7 +86,10 @@ def _float_wrap(instr, t, f32op, f64op=None, n=2):
             inner = base
             base = lambda *v: fm.ftz(inner(*(fm.ftz(x) for x in v)))  # noqa: E731
     elif t == "f64":
-        base = f64op or f32op
+        core64 = f64op or f32op
+
+        def base(*v):
+            return fm.propagate_nan_f64(core64(*v), *v)
     else:
         return None
     if sat:
@@ -345,8 +348,9 @@ def _sign_op(instr, t, op):
 
     The PTX ISA leaves the NaN result of abs/neg unspecified. ptxas computes them as an add
     with operand modifiers (FADD/HADD2/DADD), so the NaN rule of the add applies: f32, f16 and
-    bf16 give the canonical NaN, f64 passes the NaN through unchanged (the CUDA C++ Programming
-    Guide says so of double abs and neg). tests/test_emulator_fidelity_gpu.py checks both."""
+    bf16 give the canonical NaN, f64 passes the NaN through quieted, sign unchanged (the H200
+    gives neg.f64(0x7ff0..01) = 0x7ff8..01; tests/test_emulator_h200_observed.py).
+    tests/test_emulator_fidelity_gpu.py checks both."""
     sign = _SIGN[t]
     bits = UNSIGNED[DTYPES[t].itemsize]
     ftz = "ftz" in instr.mods
@@ -362,7 +366,8 @@ def _sign_op(instr, t, op):
             u = _flush_half_bits(t, u)
         r = (u & ~sign) if op == "abs" else (u ^ sign)
         if t == "f64":
-            return np.where(np.isnan(u.view(np.float64)), u, r).astype(bits).view(DTYPES[t])
+            quiet = fm.quiet_f64(u.view(np.float64)).view(bits)
+            return np.where(np.isnan(u.view(np.float64)), quiet, r).astype(bits).view(DTYPES[t])
         mag, inf, canon = _NAN_TEST[elem]
         for k in range(halves):
             sh = bits.type(16 * k)

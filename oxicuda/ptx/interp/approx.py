@@ -7,16 +7,18 @@ once, which is inside every bound. What the ISA *does* specify, and programs can
 modelled exactly: the special values (``ex2(-inf) = +0``, ``lg2(+-0) = -inf``, ``lg2(x<0)``
 NaN, ``rcp(+-0) = +-inf``, ``rsqrt(-0) = -inf``, ...), ``.ftz`` (subnormal inputs and results
 flushed to sign-preserving zero), the canonical NaN, ``div.approx`` returning 0 (NaN for an
-infinite dividend) when ``2^126 < |b| < 2^128``, and the range reduction of ``sin``/``cos``,
-modelled as the SASS that ptxas emits for them, ``MUFU.SIN(FMUL.RZ(x, f32(1/(2 pi))))``: a sine
-of turns whose argument was rounded toward zero in f32, so the absolute error grows with ``|x|``
-(about ``|x| * 2^-23``; ``sin(1e6)`` is visibly off). The GPU differential test
-(tests/test_emulator_fidelity_gpu.py, with arguments up to 1e6) is the check of that model.
+infinite or NaN dividend) when ``2^126 < |b| < 2^128``, and the range reduction of
+``sin``/``cos``, modelled as the SASS that ptxas emits for them,
+``MUFU.SIN(FMUL.RZ(x, f32(1/(2 pi))))``: a sine of turns whose argument was rounded toward
+zero in f32, so the absolute error grows with ``|x|`` (about ``|x| * 2^-23``; ``sin(1e6)`` is
+visibly off), with the signed zeros the H200 gives at half turns (``_sin_f32``). The GPU
+differential test (tests/test_emulator_fidelity_gpu.py, with arguments up to 1e6) is the check
+of that model.
 
 ``MAX_ERROR[op] = (kind, bound)`` ("ulp", "abs" or "rel") holds the tolerances to use when a
 result of these instructions (on either backend) is compared with an exact reference: each is
 no tighter than the PTX ISA's stated maximum error for the instruction ("Floating-Point
-Instructions"); the GPU differential test (tests/test_emulator_nan_gpu.py) checks them.
+Instructions"); the GPU differential test (tests/test_emulator_fidelity_gpu.py) checks them.
 """
 
 from __future__ import annotations
@@ -59,10 +61,26 @@ def _turns_rz(x32):
     return np.where(np.abs(t) < np.float64(fm.F32_MIN_NORMAL), np.copysign(0.0, t), t)
 
 
+#: MUFU.SIN resolves the distance below a zero crossing (the second quarter of each half
+#: turn) on this grid of half turns, truncated: the H200 gives sin.approx(f32(pi)) = +0 where
+#: the turns 0.5 - 2^-25 would give 1.87e-7 (tests/test_emulator_h200_observed.py)
+_SIN_GRID = 2.0 ** 23
+
+
 def _sin_f32(x):
+    """sin of the turns t as MUFU.SIN evaluates them: by half turns k = floor(2|t|) with sign
+    (-1)^k, the rest r in [0, 1) taken to the nearer zero crossing (1 - r truncated to
+    ``_SIN_GRID``), then the sign of t; an exact half turn gives a zero of sign (-1)^k * sign(t)
+    (H200: sin.approx(8388609.0), 1335088.5 turns, is -0)."""
     t = _turns_rz(x)
-    frac = t - np.rint(t)
-    return np.where(t == 0, t, np.sin(_TWO_PI * frac))
+    h = 2.0 * np.abs(t)
+    k = np.floor(h)
+    r = h - k
+    upper = r >= 0.5
+    d = np.where(upper, np.floor((1.0 - r) * _SIN_GRID) / _SIN_GRID, r)
+    s = np.sin(np.pi * d)
+    s = np.where(np.fmod(k, 2.0) == 1.0, -s, s)
+    return np.where(np.signbit(t), -s, s)
 
 
 def _cos_f32(x):
@@ -110,7 +128,8 @@ def _div_f32(full: bool, ftz: bool):
             big = (np.abs(b) > _F32_BIG) & np.isfinite(b)
             if np.any(big):
                 zero = np.copysign(np.float32(0), a * np.copysign(np.float32(1), b))
-                q = np.where(big, np.where(np.isinf(a), np.float32(np.nan), zero), q)
+                # a NaN dividend stays NaN (H200: div.approx(NaN, 0x7f7fffff) = 0x7fffffff)
+                q = np.where(big, np.where(np.isinf(a) | np.isnan(a), np.float32(np.nan), zero), q)
         if ftz:
             q = fm.ftz(q)
         return fm.canon(q)

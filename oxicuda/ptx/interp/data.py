@@ -174,8 +174,8 @@ def _decode_cvt_packed(instr, elem: str):
 
     def one(x):
         x = np.asarray(x, np.float32)
-        if relu:
-            x = np.where(x < 0, np.float32(0), x)
+        if relu:  # -0 too becomes +0 (H200: cvt.rn.relu.bf16x2.f32 of -0 is 0x0000)
+            x = np.where(x <= 0, np.float32(0), x)
         if satfinite:
             x = np.where(np.isinf(x), np.copysign(np.float32(big), x), x)
         if half == "f16":
@@ -224,6 +224,8 @@ def _decode_cvt(instr, kc):
             return fm.pack(dst_t, [r]) if dst_t in ("f16", "bf16") else fm.canon(r.astype(ddt))
     elif dst_float:
         fmode = (mode or "rn").rstrip("i")
+        # an f64 NaN narrows to f32 with its sign and top payload bits, not the canonical NaN
+        nan_keeps_payload = src_t == "f64" and dst_t == "f32"
 
         def f(v):
             if src_float and ftz and src_t == "f32":
@@ -233,6 +235,8 @@ def _decode_cvt(instr, kc):
                 r = fm.ftz(r)
             if sat and dst_t in ("f32", "f64", "f16"):
                 r = np.where(np.isnan(r), 0, np.clip(r, 0, 1)).astype(r.dtype)
+            elif nan_keeps_payload:
+                return fm.f64_nan_to_f32(v, r)
             return fm.canon(r)
     elif src_float:
         imode = mode or "rzi"

@@ -1,4 +1,5 @@
-"""Correctly rounded float helpers: directed rounding, exact fma, ftz, half formats."""
+"""Correctly rounded float helpers: directed rounding, exact fma, ftz, half formats, and the
+f64 NaN rules of the hardware (propagation, quieting, narrowing to f32)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ F64_MIN_NORMAL = np.float64(2.2250738585072014e-308)
 
 #: the NaN that NVIDIA hardware writes for any f32 arithmetic result that is NaN (CUDA C++
 #: Programming Guide, floating-point standard: "the result ... is a quiet NaN of bit pattern
-#: 0x7fffffff"); f16/bf16 results use 0x7FFF. f64 arithmetic is not canonicalised here: the
-#: hardware's f64 NaN rule is checked by tests/test_emulator_nan_gpu.py.
+#: 0x7fffffff"); f16/bf16 results use 0x7FFF. f64 arithmetic is not canonicalised: it
+#: propagates an input NaN (``propagate_nan_f64``).
 CANONICAL_F32 = np.uint32(0x7FFFFFFF).view(np.float32)
 CANONICAL_F16 = np.uint16(0x7FFF).view(np.float16)
 CANONICAL_HALF_BITS = np.uint16(0x7FFF)
@@ -33,6 +34,52 @@ def canon(r):
         if np.count_nonzero(nan):
             return np.where(nan, CANONICAL_F16, r)
     return r
+
+
+_F64_QUIET = np.uint64(1 << 51)
+
+
+def propagate_nan_f64(r, *operands):
+    """``r`` (float64) with each NaN that has a NaN operand replaced by the last NaN operand,
+    quieted, its sign and payload kept: the rule of the H200's DADD/DMUL/DFMA/DMNMX
+    (tests/test_emulator_h200_observed.py holds the observed bits: add(0x7ff8..0, 0xfff8..0)
+    is 0xfff8..0, add(qNaN, 0x7ff0..01) is 0x7ff8..01). Pass the operands in PTX order
+    (a, b[, c]); a NaN without a NaN operand (inf - inf, 0 * inf) stays as computed."""
+    r = np.asarray(r, np.float64)
+    nan = np.isnan(r)
+    if not np.count_nonzero(nan):
+        return r
+    bits = r.view(np.uint64)
+    for x in operands:
+        x = np.asarray(x, np.float64)
+        xnan = np.isnan(x)
+        if np.count_nonzero(xnan):
+            bits = np.where(nan & xnan, x.view(np.uint64) | _F64_QUIET, bits)
+    return bits.view(np.float64)
+
+
+def quiet_f64(x):
+    """f64 bits with every signalling NaN quieted (sign and payload kept)."""
+    x = np.asarray(x, np.float64)
+    nan = np.isnan(x)
+    if not np.count_nonzero(nan):
+        return x
+    return np.where(nan, x.view(np.uint64) | _F64_QUIET, x.view(np.uint64)).view(np.float64)
+
+
+def f64_nan_to_f32(x, r):
+    """``r`` (float32 results of converting float64 ``x``) with NaN results replaced as the H200
+    converts an f64 NaN: sign kept, the top 22 payload bits kept, quieted (0x7ffc0..0 ->
+    0x7fe00000, 0xfff8..0 -> 0xffc00000)."""
+    x = np.asarray(x, np.float64)
+    nan = np.isnan(x)
+    if not np.count_nonzero(nan):
+        return r
+    u = x.view(np.uint64)
+    bits = ((u >> np.uint64(32)) & np.uint64(0x80000000)) | np.uint64(0x7FC00000) \
+        | ((u >> np.uint64(29)) & np.uint64(0x003FFFFF))
+    r_bits = np.asarray(r, np.float32).view(np.uint32)
+    return np.where(nan, bits.astype(np.uint32), r_bits).view(np.float32)
 
 
 def two_sum(a, b):
@@ -67,20 +114,54 @@ def two_prod(a, b):
     return p, e
 
 
-def fma_f64(a, b, c):
-    """Correctly rounded a*b + c in float64 (Boldo-Melquiond with rounding to odd).
+def _fma_f64_exact(a: float, b: float, c: float, zero: float) -> float:
+    """a*b + c for finite floats, exact then rounded once (Python's int division rounds
+    correctly, subnormals included); overflow gives a signed infinity, an exact zero ``zero``."""
+    num_a, den_a = a.as_integer_ratio()
+    num_b, den_b = b.as_integer_ratio()
+    num_c, den_c = c.as_integer_ratio()
+    den = den_a * den_b * den_c
+    num = num_a * num_b * den_c + num_c * den_a * den_b
+    if num == 0:
+        return zero
+    try:
+        return num / den
+    except OverflowError:
+        return float("inf") if num > 0 else float("-inf")
 
-    Exact for finite operands without intermediate overflow; inf/NaN follow a*b + c.
-    """
+
+#: magnitudes where Dekker's products lose bits: the split overflows above, the error term
+#: underflows below
+_DEKKER_HI = 2.0 ** 995
+_DEKKER_LO = 2.0 ** -960
+
+
+def fma_f64(a, b, c):
+    """Correctly rounded a*b + c in float64 (Boldo-Melquiond with rounding to odd, and exact
+    rational arithmetic for the lanes near overflow or underflow). A zero result has the sign
+    of IEEE a*b + c; NaN results follow ``propagate_nan_f64`` (c's NaN, then b's, then a's)."""
     a = np.asarray(a, np.float64)
     b = np.asarray(b, np.float64)
     c = np.asarray(c, np.float64)
-    ph, pl = two_prod(a, b)
-    uh, ul = two_sum(c, ph)
-    t = round_odd_add(ul, pl)
-    r = uh + t
-    naive = a * b + c
-    return np.where(np.isfinite(r) & np.isfinite(ph), r, naive)
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        ph, pl = two_prod(a, b)
+        uh, ul = two_sum(c, ph)
+        t = round_odd_add(ul, pl)
+        r = uh + t
+        naive = a * b + c
+    # naive is exact when the result is zero (an exact product cancels c, or all are zeros)
+    r = np.where(np.isfinite(r) & np.isfinite(ph) & (r != 0), r, naive)
+    finite = np.isfinite(a) & np.isfinite(b) & np.isfinite(c)
+    tiny_product = (np.abs(ph) < _DEKKER_LO) & (a != 0) & (b != 0)
+    edge = finite & ((np.abs(a) > _DEKKER_HI) | (np.abs(b) > _DEKKER_HI) | ~np.isfinite(r)
+                     | tiny_product | ((np.abs(r) < _DEKKER_LO) & (r != 0)))
+    if np.count_nonzero(edge):
+        r = np.array(r, np.float64, copy=True, ndmin=1)
+        flat_a, flat_b, flat_c = (np.broadcast_to(x, r.shape) for x in (a, b, c))
+        for k in zip(*np.nonzero(edge.reshape(r.shape))):
+            r[k] = _fma_f64_exact(float(flat_a[k]), float(flat_b[k]), float(flat_c[k]), r[k])
+        r = r.reshape(np.shape(naive))
+    return propagate_nan_f64(r, a, b, c)
 
 
 def fma_f32(a, b, c):
