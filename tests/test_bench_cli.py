@@ -53,3 +53,15 @@ def test_registering_a_case_twice_is_refused(monkeypatch):
     register_case(case)
     with pytest.raises(ValueError, match="registered twice"):
         register_case(case)
+
+
+def test_plot_draws_ratio_and_roofline_panels_when_matplotlib_is_present(tmp_path):
+    pytest.importorskip("matplotlib")
+    from oxicuda.bench.plot import plot
+
+    record = {"environment": {"gpu": "test", "date": "now", "sm_count": 2, "sm_clock_khz": 1_000_000},
+              "peaks": {"copy_GBps": 100.0},
+              "results": [{"family": "f", "case": "c", "speed_vs_vendor": 0.5, "flops": 1e9, "bytes": 1e6,
+                           "ours_ms": 1.0, "vendor_ms": 0.5}]}
+    out = plot(record, str(tmp_path / "p.png"))
+    assert out and (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

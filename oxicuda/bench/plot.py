@@ -30,9 +30,16 @@ def plot(record: dict, path: str) -> str | None:
             if r.get("vendor_ms"):
                 ax2.scatter(ai, r["flops"] / (r["vendor_ms"] * 1e-3) / 1e12, color="tab:gray",
                             marker="x")
+    env = record.get("environment", {})
+    fp32 = peaks.get("fp32_TFLOPs")
+    if fp32 is None and env.get("sm_clock_khz") and env.get("sm_count"):
+        fp32 = env["sm_count"] * 128 * 2 * env["sm_clock_khz"] * 1e3 / 1e12  # 128 FFMA lanes per SM
+    xs = [0.1, 1e4]
     if bw:
-        xs = [0.1, 1e4]
         ax2.plot(xs, [x * bw / 1e3 for x in xs], "k--", lw=1, label=f"copy {bw:.0f} GB/s")
+    if fp32:
+        ax2.plot(xs, [fp32, fp32], "k:", lw=1, label=f"FP32 FMA peak {fp32:.1f} TFLOP/s")
+    if bw or fp32:
         ax2.legend()
     ax2.set_xscale("log")
     ax2.set_yscale("log")

@@ -45,6 +45,8 @@ def environment() -> dict:
         "gpu": dev.name,
         "compute_capability": "%d.%d" % dev.compute_capability,
         "sm_count": dev.multiprocessor_count,
+        # CU_DEVICE_ATTRIBUTE_CLOCK_RATE (kHz): with the SM count it gives the FP32 FMA ceiling
+        "sm_clock_khz": dev.get_attribute("CLOCK_RATE"),
         "driver_cuda_version": f"{version // 1000}.{version % 1000 // 10}",
         "oxicuda_version": oxicuda.__version__,
         "commit": git_commit(),
