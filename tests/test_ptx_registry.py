@@ -154,3 +154,14 @@ def test_inspect_regs_reports_registers(scale_family, capsys):
     out = capsys.readouterr().out
     assert "registers: " in out and "spill stores: 0 bytes" in out
     assert int(out.split("registers: ")[1].split()[0]) > 0
+
+
+@needs_ptxas
+def test_the_whole_registry_assembles_for_sm86_sm90_and_sm90a(capsys):
+    """Every configuration every family registers, through ptxas for each arch it supports (the
+    per-family tests check subsets with tighter budgets; this is the complete pass)."""
+    rc = kernels_cli.main(["--validate", "sm_86,sm_90,sm_90a"])
+    out = capsys.readouterr().out
+    assert rc == 0, out[-4000:]
+    last = out.strip().splitlines()[-1]
+    assert last.endswith(" 0 failed") and int(last.split()[0]) > 1000, last
