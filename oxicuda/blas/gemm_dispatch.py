@@ -4,11 +4,18 @@
 dispatch uses lives in the tables at the top of this module (their one owner): ``THRESHOLDS``
 (when to take which branch), ``TILES`` (which SIMT CTA tile each role gets, per dtype),
 ``DMMA_TILES`` (float64 tensor-core tiles) and ``RESIDENT_CTAS`` (CTAs per SM of the split-K
-tiles, read off ptxas's register counts). They are PROVISIONAL: derived from first principles
-(tiles per SM, whole waves, K per split, register budgets) and to be replaced by the H200
-measurements of ``benches/sweep_blas.py``, which times every candidate of
-``gemm_tiled.TILE_CONFIGS`` / ``gemm_dmma.TILES`` and a ladder of split counts on issue 5's
-shapes beside cuBLAS, and prints the fastest correct variant per shape.
+tiles, read off ptxas's register counts). They were derived from first principles (tiles per SM,
+whole waves, K per split, register budgets) and then checked against the H200:
+``benches/sweep_blas.py`` (every candidate of ``gemm_tiled.TILE_CONFIGS`` / ``gemm_dmma.TILES`` and
+a ladder of split counts on issue 5's shapes beside cuBLAS; record
+benches/results/2026-11-29-h200-session2/sweep-blas.json, 2026-11-29) found, as fastest correct
+variants: 128x128x8 8x8 for sgemm 4096/8192 and strided batched 64x512 (what ``TILES`` picks),
+split-K 128x128 with ~256 splits for 128x128x131072 (0.99x cuBLAS; dispatch's whole-wave count of
+256 is that), 16-33 splits for 512x512x65536 (0.89-0.92x; 17 splits, one CTA past a wave, fell to
+0.61x: hence whole waves), 64x128 with 16-33 splits for 64x4096x16384 (0.88x), and the SIMT dgemm
+tiles at ~0.37x (``float64_dmma`` stays off: DMMA measured no faster, bench dgemm_4096_dmma). The
+dispatch picks measured in the bench at commit 146a34d: 0.93 / 0.84 / 0.87 of cuBLAS on the three
+skinny shapes (bench-blas.json there). Shapes outside that list follow the model unmeasured.
 
 Branches, in order:
 1. ``gemv``        m == 1 or n == 1 (one matrix-vector product, batch 1, strided operands);
