@@ -489,3 +489,31 @@ def test_warps_may_sync_on_different_named_barriers_in_one_instruction(emu):
     out = run_ptx(emu, barrier_kernel(body), "bk", (1, 1, 1), (128, 1, 1),
                   [np.zeros(128, np.uint32)])[0]
     np.testing.assert_array_equal(out, np.arange(128, dtype=np.uint32) ^ 32)
+
+
+@pytest.mark.parametrize("mode", ["rz", "rm", "rp"])
+@pytest.mark.parametrize("src, dst", [("s64", "f64"), ("s64", "f32"), ("u64", "f64"), ("u64", "f32"), ("s64", "f16")])
+def test_directed_cvt_from_64_bit_integers_rounds_once_and_exactly(mode, src, dst, rng):
+    """cvt.{rz,rm,rp}.f.{s64,u64}: the representable neighbour in the mode's direction of the exact
+    integer (no double rounding through float64)."""
+    from fractions import Fraction
+
+    from oxicuda.ptx.interp import data
+
+    dt = np.int64 if src == "s64" else np.uint64
+    info = np.iinfo(dt)
+    x = rng.integers(info.min, info.max, 200, dtype=dt, endpoint=True)
+    x[:6] = np.array([0, 1, 2**53 + 1, 2**24 + 3, info.max, info.min], dtype=dt)
+    got = np.asarray(data._to_float(x, src, dst, mode))
+    ftype = {"f64": np.float64, "f32": np.float32, "f16": np.float16}[dst]
+    got = got.astype(ftype) if got.dtype != ftype else got
+    for xi, g in zip(x.tolist(), got.tolist()):
+        fx, fg = Fraction(xi), Fraction(g) if np.isfinite(g) else None
+        if fg is None:  # f16 overflow: rz/rm toward the finite side never give inf, rp may
+            assert mode == "rp" and xi > 0 or mode == "rm" and xi < 0, (xi, g)
+            continue
+        toward_zero_or_down = {"rz": abs(fg) <= abs(fx), "rm": fg <= fx, "rp": fg >= fx}[mode]
+        assert toward_zero_or_down, (mode, xi, g)
+        if fg != fx:  # the next value past g (toward x) overshoots x: g is the nearest in that direction
+            step = ftype(np.nextafter(ftype(g), ftype(np.inf) if fx > fg else ftype(-np.inf)))
+            assert not np.isfinite(step) or (Fraction(float(step)) > fx if fx > fg else Fraction(float(step)) < fx), (mode, xi, g)

@@ -126,6 +126,28 @@ def _float_to_int(x, dt, mode):
     return out
 
 
+def _int64_directed(values, mode, to_odd):
+    """64-bit integers to float64, exactly: rounded toward zero / -inf / +inf (for an f64 result),
+    or to odd (``to_odd``: an inexact value gets its lowest bit set, so that a later directed
+    rounding to a narrower float rounds once, as the hardware does)."""
+    out = np.empty(values.shape, np.float64)
+    flat = out.reshape(-1)
+    for i, x in enumerate(np.asarray(values).reshape(-1).tolist()):  # exact Python ints
+        d = float(x)  # nearest; |x| < 2**64 stays finite
+        t = d if abs(int(d)) <= abs(x) else float(np.nextafter(d, 0.0))  # toward zero
+        if int(t) == x:
+            flat[i] = t
+        elif to_odd:
+            flat[i] = np.array(int(np.array(t).view(np.uint64)) | 1, np.uint64).view(np.float64)
+        elif mode == "rm" and x < 0:
+            flat[i] = np.nextafter(t, -np.inf)
+        elif mode == "rp" and x > 0:
+            flat[i] = np.nextafter(t, np.inf)
+        else:
+            flat[i] = t
+    return out
+
+
 def _to_float(values, src_t, dst_t, mode):
     """Convert any value to float type dst_t with rounding mode (rn|rz|rm|rp)."""
     if src_t in ("f16", "bf16"):
@@ -136,9 +158,9 @@ def _to_float(values, src_t, dst_t, mode):
         v = np.asarray(values)
         if dst_t == "f64" or width(src_t) <= 2 or mode != "rn":
             if width(src_t) == 8 and mode != "rn":
-                # exact int64 -> nearest double, then correct the direction for directed modes
-                raise NotImplementedError("directed-rounding cvt from 64-bit integers")
-            v = v.astype(np.float64)
+                v = _int64_directed(v, mode, to_odd=dst_t != "f64")
+            else:
+                v = v.astype(np.float64)
         else:
             return v.astype(DTYPES[dst_t]) if dst_t != "bf16" else f32_to_bf16_bits(v.astype(np.float32))
     if dst_t == "bf16":
