@@ -253,8 +253,9 @@ PLANS = {(d, op): operand_plan(d, op) for d in MMA_FOR for op in ("a", "b")}
 ACC_PLAN = accumulator_plan()
 
 
-def _quad_select(kb: KernelBuilder, j: Value, values: list[int]) -> Value | int:
-    """values[j] for a lane quarter j in 0..3 (affine in j's two bits: checked)."""
+def quad_select(kb: KernelBuilder, j: Value, values: list[int]) -> Value | int:
+    """values[j] for a lane quarter j in 0..3 (affine in j's two bits: checked). Shared with the
+    tensor-core conv kernel."""
     v0, d1, d2 = values[0], values[1] - values[0], values[2] - values[0]
     if values[3] != v0 + d1 + d2:
         raise AssertionError(f"ldmatrix origins {values} are not affine in the matrix index bits")
@@ -262,6 +263,18 @@ def _quad_select(kb: KernelBuilder, j: Value, values: list[int]) -> Value | int:
     if d2:
         kb.mad(kb.shr(j, 1), d2, out, out=out)
     return kb.add(out, v0) if v0 else out
+
+
+def warp_coords(kb: KernelBuilder, spec, tid: Value) -> tuple[Value, ...]:
+    """Thread ``tid``'s place in an mma.sync CTA of ``spec.warps_m x spec.warps_n`` warps (warps
+    run down M first): (wm0, wn0, g, t, quad, r8) = the warp tile's row and column origin in the
+    CTA tile, the lane's mma group and thread-in-group, and its ldmatrix matrix index and row.
+    Shared with the tensor-core conv kernel."""
+    warp, lane = kb.shr(tid, 5), kb.and_(tid, 31)
+    warp_n = kb.div(warp, spec.warps_m)
+    wm0 = kb.mul(kb.sub(warp, kb.mul(warp_n, spec.warps_m)), spec.block_m // spec.warps_m)
+    wn0 = kb.mul(warp_n, spec.block_n // spec.warps_n)
+    return wm0, wn0, kb.shr(lane, 2), kb.and_(lane, 3), kb.shr(lane, 3), kb.and_(lane, 7)
 
 
 # -- shared generator pieces (also used by gemm_wgmma) -------------------------------------------
@@ -374,13 +387,8 @@ def generate(spec: GemmTensorCoreSpec) -> str:
     m0 = kb.mul(kb.ctaid("x"), spec.block_m)
     n0 = kb.mul(kb.ctaid("y"), spec.block_n)
     tid = kb.tid()
-    warp, lane = kb.shr(tid, 5), kb.and_(tid, 31)
     wm, wn = spec.block_m // spec.warps_m, spec.block_n // spec.warps_n
-    warp_n = kb.div(warp, spec.warps_m)
-    wm0 = kb.mul(kb.sub(warp, kb.mul(warp_n, spec.warps_m)), wm)
-    wn0 = kb.mul(warp_n, wn)
-    g, t = kb.shr(lane, 2), kb.and_(lane, 3)
-    quad, r8 = kb.shr(lane, 3), kb.and_(lane, 7)
+    wm0, wn0, g, t, quad, r8 = warp_coords(kb, spec, tid)
     smem0 = kb.shared_addr(smem)
     a_outer = spec.tile_layout("a")
     region = {"a": 0, "b": a_outer[0] * a_outer[2]}
@@ -433,8 +441,8 @@ def generate(spec: GemmTensorCoreSpec) -> str:
                 org = list(plan.origins)
             else:  # x4 loads two n8 tiles: matrices (tile 0: regs 0, 1), (tile 1: regs 0, 1)
                 org = [(plan.origins[j & 1][0] + 8 * (j >> 1), plan.origins[j & 1][1]) for j in range(4)]
-            mn_sel = _quad_select(kb, quad, [o[0] for o in org])
-            k_sel = _quad_select(kb, quad, [o[1] for o in org])
+            mn_sel = quad_select(kb, quad, [o[0] for o in org])
+            k_sel = quad_select(kb, quad, [o[1] for o in org])
             if kmajor:
                 off = kb.add(kb.mul(kb.add(kb.add(w0, mn_sel), r8), rs), kb.mul(k_sel, es))
             else:

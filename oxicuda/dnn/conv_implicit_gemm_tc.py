@@ -56,7 +56,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
 
-from oxicuda.blas.gemm_tensorcore import ACC_PLAN, PLANS, load_function
+from oxicuda.blas.gemm_tensorcore import ACC_PLAN, PLANS, load_function, quad_select, warp_coords
 from oxicuda.ptx import registry
 from oxicuda.ptx.builder import KernelBuilder, Value
 from oxicuda.ptx.spec import KernelSpec
@@ -139,17 +139,6 @@ class ConvTensorCoreSpec(KernelSpec):
         return self.stages * self.stage_bytes
 
 
-def _quad_select(kb: KernelBuilder, quad: Value, values: list[int]) -> Value:
-    """values[quad] for quad = lane >> 3 in 0..3, as v0 + d1*(quad & 1) + d2*(quad >> 1) (checked)."""
-    v0, d1, d2 = values[0], values[1] - values[0], values[2] - values[0]
-    if values[3] != v0 + d1 + d2:
-        raise AssertionError(f"conv tc: ldmatrix origins {values} are not affine in the matrix index")
-    out = kb.mul(kb.and_(quad, 1), d1) if d1 else kb.mov(0, "u32")
-    if d2:
-        kb.mad(kb.shr(quad, 1), d2, out, out=out)
-    return kb.add(out, v0) if v0 else out
-
-
 def generate(spec: ConvTensorCoreSpec) -> str:
     """PTX of one tensor-core conv forward kernel (see the module docstring)."""
     kb = KernelBuilder(spec.kernel_name(), arch=spec.arch, math=spec.math)
@@ -176,13 +165,8 @@ def generate(spec: ConvTensorCoreSpec) -> str:
     m0 = kb.mul(kb.ctaid("x"), spec.block_m)
     n0 = kb.mul(kb.ctaid("y"), spec.block_n)
     tid = kb.tid()
-    warp, lane = kb.shr(tid, 5), kb.and_(tid, 31)
     wm, wn = spec.block_m // spec.warps_m, spec.block_n // spec.warps_n
-    warp_n = kb.div(warp, spec.warps_m)
-    wm0 = kb.mul(kb.sub(warp, kb.mul(warp_n, spec.warps_m)), wm)
-    wn0 = kb.mul(warp_n, wn)
-    g, t = kb.shr(lane, 2), kb.and_(lane, 3)
-    quad, r8 = kb.shr(lane, 3), kb.and_(lane, 7)
+    wm0, wn0, g, t, quad, r8 = warp_coords(kb, spec, tid)
     b_region = spec.block_m * ROW_BYTES
     loaders = [Loader(kb, spec, p, "a", xg, m0, 0, smem0, tid),
                Loader(kb, spec, p, "b", wg, n0, b_region, smem0, tid)]
@@ -195,8 +179,8 @@ def generate(spec: ConvTensorCoreSpec) -> str:
             org = list(plan.origins)
         else:  # one x4 load covers two n8 tiles: (tile 0: regs 0, 1), (tile 1: regs 0, 1)
             org = [(plan.origins[j & 1][0] + 8 * (j >> 1), plan.origins[j & 1][1]) for j in range(4)]
-        row = kb.add(kb.add(w0, _quad_select(kb, quad, [o[0] for o in org])), r8)
-        off = kb.mad(row, ROW_BYTES, kb.mul(_quad_select(kb, quad, [o[1] for o in org]), 2))
+        row = kb.add(kb.add(w0, quad_select(kb, quad, [o[0] for o in org])), r8)
+        off = kb.mad(row, ROW_BYTES, kb.mul(quad_select(kb, quad, [o[1] for o in org]), 2))
         frag_base[x] = kb.add(kb.add(off, region), smem0)
 
     MT, NT = wm // 16, wn // 8
