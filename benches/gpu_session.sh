@@ -18,6 +18,16 @@ for step in "${steps[@]}"; do
       tail -n 5 "$OUT/gpu-tests.log" ;;
     demo)
       timeout 90 python3 -m oxicuda demo > "$OUT/demo.log" 2>&1; echo "demo rc=$?"; tail -n 3 "$OUT/demo.log" ;;
+    venv)
+      # the README's first command in a new virtual environment (offline machine: pip takes the
+      # device kit's wheels and the system's packages through PIP_FIND_LINKS / --system-site-packages)
+      { pip list 2>/dev/null | grep -iE "nvidia|setuptools|wheel|pytest|hypothesis|numpy|ml.dtypes"
+        rm -rf /tmp/oxivenv && python3 -m venv --system-site-packages /tmp/oxivenv
+        cp -r . /tmp/oxicuda-src && cd /tmp/oxicuda-src
+        env -u PYTHONPATH PIP_NO_INDEX=1 PIP_FIND_LINKS="$PWD/.device-kit" /tmp/oxivenv/bin/python3 -m pip install -e '.[test]' 2>&1 | tail -n 15
+        echo "pip rc=$?"
+        env -u PYTHONPATH -u OXICUDA_BACKEND timeout 90 /tmp/oxivenv/bin/python3 -m oxicuda demo 2>&1 | tail -n 8; echo "demo rc=$?"
+        cd - >/dev/null; } > "$OUT/venv.log" 2>&1; tail -n 12 "$OUT/venv.log" ;;
     tests-gpu)
       # the gpu-marked tests only (real sizes, vendor comparisons, the emulator differential run)
       OXICUDA_TEST_LOG="$OUT/test-results-gpu.log" timeout ${TESTS_LIMIT:-240} python3 -m pytest -q -p no:cacheprovider -n 16 --timeout 120 -m gpu -rfE > "$OUT/gpu-tests-marked.log" 2>&1
