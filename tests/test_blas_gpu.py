@@ -69,7 +69,8 @@ def test_sgemv_large(rng):
     gemv_colmajor("T", m, n, 2.0, dA.ptr, m, dx.ptr, 1, 0.5, dy.ptr, 1, dtype="float32")
     np.testing.assert_allclose(dy.get(), 2.0 * _f64(A) @ x + 0.5 * y, rtol=1e-4, atol=1e-3)
     dy2 = oxicuda.asarray(np.full(m, np.nan, np.float32))
-    gemv_colmajor("N", m, n, 1.0, dA.ptr, m, oxicuda.asarray(y).ptr, 1, 0.0, dy2.ptr, 1, dtype="float32")
+    dyy = oxicuda.asarray(y)
+    gemv_colmajor("N", m, n, 1.0, dA.ptr, m, dyy.ptr, 1, 0.0, dy2.ptr, 1, dtype="float32")
     np.testing.assert_allclose(dy2.get(), _f64(A).T @ y, rtol=1e-4, atol=1e-3)
 
 

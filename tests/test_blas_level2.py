@@ -62,6 +62,7 @@ def test_symv_and_hemv_read_only_the_stored_triangle(rng, dt, uplo):
     other = np.triu(np.ones((n, n), bool), 1) if uplo == "L" else np.tril(np.ones((n, n), bool), -1)
     poisoned = stored.copy()
     poisoned[other] = np.nan  # the kernel must never read it
+    dpoisoned = fdev(poisoned)  # bound: a temporary would free its block before the kernel runs
     for herm in ((False, True) if dt.startswith("complex") else (False,)):
         s = stored.astype(np.complex128)
         off = np.tril(s, -1) if uplo == "L" else np.triu(s, 1)
@@ -69,11 +70,11 @@ def test_symv_and_hemv_read_only_the_stored_triangle(rng, dt, uplo):
         sym = diag + off + (off.conj().T if herm else off.T)
         x, y = rand(rng, n, dt), rand(rng, n, dt)
         dx, dy = oxicuda.asarray(x), oxicuda.asarray(y)
-        L2.symv_ptr(uplo, n, 0.5, fdev(poisoned).ptr, n, dx.ptr, 1, -2.0, dy.ptr, 1, dtype=dt, hermitian=herm)
+        L2.symv_ptr(uplo, n, 0.5, dpoisoned.ptr, n, dx.ptr, 1, -2.0, dy.ptr, 1, dtype=dt, hermitian=herm)
         check(dy.get(), 0.5 * sym @ x - 2.0 * y, dt, 4 * n)
         # beta == 0: y is never read (NaN stays out)
         dy = oxicuda.full((n,), np.nan, dt)
-        L2.symv_ptr(uplo, n, 1.0, fdev(poisoned).ptr, n, dx.ptr, 1, 0.0, dy.ptr, 1, dtype=dt, hermitian=herm)
+        L2.symv_ptr(uplo, n, 1.0, dpoisoned.ptr, n, dx.ptr, 1, 0.0, dy.ptr, 1, dtype=dt, hermitian=herm)
         check(dy.get(), sym @ x, dt, 4 * n)
 
 

@@ -76,14 +76,15 @@ def test_syrk_updates_only_its_triangle(rng, dt, uplo, trans):
     a = rand(rng, (n, k) if trans == "N" else (k, n), dt)
     c = rand(rng, (n, n), dt)
     dc = fdev(c)
-    L3.syrk_ptr(uplo, trans, n, k, 1.5, fdev(a).ptr, a.shape[0], -0.5, dc.ptr, n, dtype=dt)
+    da = fdev(a)  # bound: a temporary's block would return to the pool before the kernel runs
+    L3.syrk_ptr(uplo, trans, n, k, 1.5, da.ptr, a.shape[0], -0.5, dc.ptr, n, dtype=dt)
     opa = (a if trans == "N" else a.T).astype(np.complex128)
     want = 1.5 * opa @ opa.T - 0.5 * c
     got, mask = dc.get(), tri_mask(n, uplo)
     check(got[mask], want[mask], dt, 4 * k)
     assert np.array_equal(got[~mask], c[~mask])
     dc = fdev(np.full((n, n), np.nan, dt))  # beta = 0 never reads C
-    L3.syrk_ptr(uplo, trans, n, k, 1.0, fdev(a).ptr, a.shape[0], 0.0, dc.ptr, n, dtype=dt)
+    L3.syrk_ptr(uplo, trans, n, k, 1.0, da.ptr, a.shape[0], 0.0, dc.ptr, n, dtype=dt)
     check(dc.get()[mask], (opa @ opa.T)[mask], dt, 4 * k)
 
 
@@ -100,7 +101,8 @@ def test_symm_and_trmm_match_reference(rng, dt, side, uplo):
     sym = stored + stored.T - np.diag(np.diag(stored))
     b, c = rand(rng, (m, n), dt), rand(rng, (m, n), dt)
     dc = fdev(c)
-    L3.symm_ptr(side, uplo, m, n, 2.0, fdev(poisoned).ptr, ka, fdev(b).ptr, m, 0.5, dc.ptr, m, dtype=dt)
+    dpoisoned, db0 = fdev(poisoned), fdev(b)  # bound: temporaries would free their blocks early
+    L3.symm_ptr(side, uplo, m, n, 2.0, dpoisoned.ptr, ka, db0.ptr, m, 0.5, dc.ptr, m, dtype=dt)
     check(dc.get(), 2.0 * (sym @ b if side == "L" else b @ sym) + 0.5 * c, dt, 4 * ka)
     for trans in ("N", "T"):
         for diag in ("N", "U"):
@@ -108,10 +110,10 @@ def test_symm_and_trmm_match_reference(rng, dt, side, uplo):
             op = tri if trans == "N" else tri.T
             db = fdev(b)
             dout = fdev(np.full((m, n), np.nan, dt))
-            L3.trmm_ptr(side, uplo, trans, diag, m, n, -1.5, fdev(poisoned).ptr, ka, db.ptr, m, dout.ptr, m, dtype=dt)
+            L3.trmm_ptr(side, uplo, trans, diag, m, n, -1.5, dpoisoned.ptr, ka, db.ptr, m, dout.ptr, m, dtype=dt)
             want = -1.5 * (op @ b if side == "L" else b @ op)
             check(dout.get(), want, dt, 4 * ka)
-            L3.trmm_ptr(side, uplo, trans, diag, m, n, -1.5, fdev(poisoned).ptr, ka, db.ptr, m, db.ptr, m, dtype=dt)
+            L3.trmm_ptr(side, uplo, trans, diag, m, n, -1.5, dpoisoned.ptr, ka, db.ptr, m, db.ptr, m, dtype=dt)
             check(db.get(), want, dt, 4 * ka)  # in place (C is B)
 
 
@@ -120,14 +122,16 @@ def test_level3_device_pointer_scalars(rng):
     a, c = rand(rng, (n, k), "float32"), rand(rng, (n, n), "float32")
     scal = oxicuda.asarray(np.array([2.0, 0.25], np.float32))
     dc = fdev(c)
-    L3.syrk_ptr("L", "N", n, k, 0.0, fdev(a).ptr, n, 0.0, dc.ptr, n, dtype="float32",
+    da = fdev(a)
+    L3.syrk_ptr("L", "N", n, k, 0.0, da.ptr, n, 0.0, dc.ptr, n, dtype="float32",
                 alpha_ptr=scal.ptr, beta_ptr=scal.ptr + 4)
     mask = tri_mask(n, "L")
     check(dc.get()[mask], (2.0 * a.astype(np.float64) @ a.T + 0.25 * c)[mask], "float32", 16)
     tri = (np.tril(rand(rng, (n, n), "float32")) / n + 2 * np.eye(n, dtype=np.float32)).astype(np.float32)
     b = rand(rng, (n, 3), "float32")
     db = fdev(b)
-    L3.trsm_ptr("L", "L", "N", "N", n, 3, 0.0, fdev(tri).ptr, n, db.ptr, n, dtype="float32", alpha_ptr=scal.ptr)
+    dtri = fdev(tri)
+    L3.trsm_ptr("L", "L", "N", "N", n, 3, 0.0, dtri.ptr, n, db.ptr, n, dtype="float32", alpha_ptr=scal.ptr)
     check(tri.astype(np.float64) @ db.get(), 2.0 * b, "float32", 16)
 
 
