@@ -6,7 +6,8 @@ bits and the GPU's result bits, copied from the failure messages of that run (wh
 inputs and the GPU bits of the first differing lanes). They pin down what the ISA leaves open:
 
 - f64 NaN propagation (add, mul, min, max): the second operand's NaN wins, quieted, sign and
-  payload kept; neg.f64 quiets a NaN without touching its sign;
+  payload kept; neg.f64 quiets a NaN without touching its sign; fma.rn.f64 a, b, a with both
+  NaN gives b's NaN (the later H200 run of the same test: 30 lanes, every pair of distinct NaNs);
 - cvt.rn.f32.f64 of a NaN keeps the sign and the top 22 payload bits, quieted;
 - cvt.rn.relu.bf16x2.f32 gives +0 for -0;
 - fma.rn.f64 gives the sign of IEEE zeros and rounds once near underflow and overflow;
@@ -54,6 +55,9 @@ OBSERVED = [
         ((0x0000000000000001, 0xBFF8000000000000), 0x8000000000000000),
         ((0x7FEFFFFFFFFFFFFF, 0xBFF8000000000000), 0xFFDFFFFFFFFFFFFF),
     ]],
+    # fma.rn.f64 a*b + a with a and b NaN: b's NaN (lane 1 of the 2026-11-29 evening run, which
+    # failed with the c-last rule on all 30 lanes pairing two different NaNs)
+    ("fma.rn.f64 %o, %a0, %a1, %a0;", ("f64", "f64"), "f64", (QNAN, QNAN_NEG), QNAN_NEG),
     # cvt.rn.f32.f64 of NaNs, lanes 0-3
     *[("cvt.rn.f32.f64 %o, %a0;", ("f64",), "f32", (a,), want) for a, want in [
         (QNAN, 0x7FC00000), (0xFFF8000000000001, 0xFFC00000), (SNAN, 0x7FC00000),
@@ -107,16 +111,28 @@ def test_emulator_returns_the_bits_the_h200_returned(emu, body, in_types, out_ty
     assert got == want, f"{body} {[hex(v) for v in inputs]}: emulator {hex(got)}, H200 {hex(want)}"
 
 
-def test_the_last_nan_operand_in_ptx_order_wins_in_f64_arithmetic(emu):
+def test_the_last_nan_operand_in_ptx_order_wins_in_f64_add_and_mul(emu):
     """The H200 pairs above fix the rule for two operands: the second operand's NaN, whatever
-    the first is, so swapping two NaN operands swaps the result. sub.f64 and fma.rn.f64 are
-    modelled on the same order (the last NaN operand in PTX order wins); for them it is
-    inferred, not observed."""
+    the first is, so swapping two NaN operands swaps the result. sub.f64 is modelled on the
+    same order (inferred, not observed)."""
     for a, b in [(QNAN_1234, QNAN_NEG), (SNAN_NEG, QNAN_ALL)]:
         for op in ("add", "sub", "mul"):
             body = f"{op}.f64 %o, %a0, %a1;"
             assert _run(emu, body, ("f64", "f64"), "f64", (a, b)) == b | (1 << 51)
             assert _run(emu, body, ("f64", "f64"), "f64", (b, a)) == a | (1 << 51)
+
+
+@pytest.mark.parametrize("a,b,c,want", [
+    (QNAN_NEG, QNAN_1234, SNAN, QNAN_1234),            # b's NaN before c's and a's
+    (QNAN_NEG, 0, SNAN, QNAN_NEG),                     # a's before c's
+    (SNAN_NEG, 0, QNAN_1234, 0xFFFC000000000001),      # a's, quieted, sign kept
+    (0, 0x3FF0000000000000, SNAN, 0x7FF8000000000001),  # c's alone, quieted
+    (0x3FF0000000000000, SNAN_NEG, QNAN_ALL, 0xFFFC000000000001),
+])
+def test_fma_f64_takes_b_then_a_then_c_nan(emu, a, b, c, want):
+    """fma.rn.f64: the product's NaN (b's, else a's) before the addend's. b over a is observed
+    (fma a, b, a on the H200); the place of c is inferred and is what benches/probe_fidelity.py
+    checks on the GPU with three different NaNs."""
     fma = "fma.rn.f64 %o, %a0, %a1, %a2;"
-    assert _run(emu, fma, ("f64",) * 3, "f64", (QNAN_NEG, QNAN_1234, SNAN)) == 0x7FF8000000000001
-    assert _run(emu, fma, ("f64",) * 3, "f64", (QNAN_NEG, QNAN_1234, 0)) == QNAN_1234
+    got = _run(emu, fma, ("f64",) * 3, "f64", (a, b, c))
+    assert got == want, f"fma({hex(a)}, {hex(b)}, {hex(c)}): {hex(got)}, want {hex(want)}"
