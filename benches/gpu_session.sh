@@ -19,22 +19,28 @@ for step in "${steps[@]}"; do
     demo)
       timeout 90 python3 -m oxicuda demo > "$OUT/demo.log" 2>&1; echo "demo rc=$?"; tail -n 3 "$OUT/demo.log" ;;
     venv)
-      # the README's first command in a new virtual environment (offline machine: pip takes the
-      # device kit's wheels and the system's packages through PIP_FIND_LINKS / --system-site-packages)
-      { pip list 2>/dev/null | grep -iE "nvidia|setuptools|wheel|pytest|hypothesis|numpy|ml.dtypes"
-        rm -rf /tmp/oxivenv && python3 -m venv --system-site-packages /tmp/oxivenv
+      # the README's commands in a new virtual environment. The device machine is offline: pip takes
+      # cffi from the device kit (PIP_FIND_LINKS) and builds with the machine's setuptools (no build
+      # isolation); the venv sees the machine's numpy/pytest through a .pth line, like
+      # --system-site-packages would for a plain system Python.
+      { site=$(python3 -c "import numpy, os; print(os.path.dirname(os.path.dirname(numpy.__file__)))")
+        echo "machine packages: $site"; python3 -m pip list 2>/dev/null | grep -iE "^(nvidia-cuda-nvcc|setuptools|wheel|pytest|hypothesis|numpy|ml.dtypes|cffi) "
+        rm -rf /tmp/oxivenv /tmp/oxicuda-src && python3 -m venv --system-site-packages /tmp/oxivenv
+        echo "$site" > "$(/tmp/oxivenv/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/machine-packages.pth"
         cp -r . /tmp/oxicuda-src && cd /tmp/oxicuda-src
-        env -u PYTHONPATH PIP_NO_INDEX=1 PIP_FIND_LINKS="$PWD/.device-kit" /tmp/oxivenv/bin/python3 -m pip install -e '.[test]' 2>&1 | tail -n 15
-        echo "pip rc=$?"
-        env -u PYTHONPATH -u OXICUDA_BACKEND timeout 90 /tmp/oxivenv/bin/python3 -m oxicuda demo 2>&1 | tail -n 8; echo "demo rc=$?"
-        cd - >/dev/null; } > "$OUT/venv.log" 2>&1; tail -n 12 "$OUT/venv.log" ;;
+        export PIP_NO_INDEX=1 PIP_FIND_LINKS="$PWD/.device-kit" PIP_NO_BUILD_ISOLATION=0
+        env -u PYTHONPATH /tmp/oxivenv/bin/python3 -m pip install -e '.[test]' 2>&1 | tail -n 4; echo "pip install -e .[test] rc=${PIPESTATUS[0]}"
+        env -u PYTHONPATH /tmp/oxivenv/bin/python3 -m pip install -e . 2>&1 | tail -n 2; echo "pip install -e . rc=${PIPESTATUS[0]}"
+        env -u PYTHONPATH -u OXICUDA_BACKEND timeout 90 /tmp/oxivenv/bin/python3 -m oxicuda demo 2>&1 | tail -n 8; echo "demo rc=${PIPESTATUS[0]}"
+        env -u PYTHONPATH -u OXICUDA_BACKEND timeout 90 /tmp/oxivenv/bin/python3 -m pytest -q -p no:cacheprovider tests/test_driver_gpu.py tests/test_interop_gpu.py 2>&1 | tail -n 3
+        cd - >/dev/null; } > "$OUT/venv.log" 2>&1; tail -n 14 "$OUT/venv.log" ;;
     tests-gpu)
       # the gpu-marked tests only (real sizes, vendor comparisons, the emulator differential run)
       OXICUDA_TEST_LOG="$OUT/test-results-gpu.log" timeout ${TESTS_LIMIT:-240} python3 -m pytest -q -p no:cacheprovider -n 16 --timeout 120 -m gpu -rfE > "$OUT/gpu-tests-marked.log" 2>&1
       echo "gpu-marked tests rc=$?"; tail -n 3 "$OUT/gpu-tests-marked.log" ;;
     tests-all)
       # 16 workers: on a GPU most of the suite's time is the driver's first JIT of each kernel
-      OXICUDA_TEST_LOG="$OUT/test-results.log" timeout ${TESTS_LIMIT:-480} python3 -m pytest -q -p no:cacheprovider -n 16 --timeout 240 --continue-on-collection-errors --durations=25 -rfE > "$OUT/gpu-tests.log" 2>&1
+      OXICUDA_TEST_LOG="$OUT/test-results.log" timeout ${TESTS_LIMIT:-480} python3 -m pytest -q -p no:cacheprovider -n 16 --timeout ${TEST_TIMEOUT:-150} --timeout-method=thread --continue-on-collection-errors --durations=25 -rfE > "$OUT/gpu-tests.log" 2>&1
       tail -n 5 "$OUT/gpu-tests.log" ;;
     sanitize)
       # the kernel families' GPU tests under memcheck (the largest shapes deselected: memcheck is slow)

@@ -56,6 +56,15 @@ def pytest_runtest_logreport(report):
         fh.write(line)
 
 
+def pytest_runtest_logstart(nodeid, location):
+    """With OXICUDA_TEST_LOG, also note each test as it starts (with the xdist worker), so a test that
+    hangs is the one logged as started and never finished."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if _RESULT_LOG and worker:
+        with open(_RESULT_LOG, "a") as fh:
+            fh.write(f"started  {worker:>8s}  {nodeid}\n")
+
+
 _ISOLATED_CHILD = "OXICUDA_ISOLATED_CHILD"
 
 
