@@ -171,7 +171,9 @@ def tma_oob_kernel() -> str:
     return kb.ptx()
 
 
-TMA_OOB_COORDS = ((-3, -5), (7, 4), (0, 0))
+#: box origins (x, y): x times 4 bytes must be a multiple of 16 (the H200 raises
+#: CUDA_ERROR_ILLEGAL_INSTRUCTION for (-3, -5) and (7, 4), which the first version used)
+TMA_OOB_COORDS = ((-4, -5), (8, 4), (0, 0), (-8, 7))
 
 
 def run_tma_oob(api, X: np.ndarray, coords) -> list[np.ndarray]:
@@ -201,6 +203,14 @@ def test_tma_zero_fills_out_of_bounds_box_elements(rng):
                 if 0 <= y < 10 and 0 <= x < 12:
                     want[r, c] = X[y, x]
         assert (out == want).all(), (cx, cy)
+
+
+@pytest.mark.parametrize("cx", [-3, 7, 2])
+def test_tma_box_whose_innermost_start_is_not_16_byte_aligned_faults_as_illegal_instruction(rng, cx):
+    X = rng.standard_normal((10, 12)).astype(np.float32)
+    with pytest.raises(CudaError, match=r"(?s)CUDA_ERROR_ILLEGAL_INSTRUCTION.*tma_oob.*cp\.async\.bulk\.tensor.*"
+                                        rf"innermost coordinate {cx} x 4-byte elements"):
+        run_tma_oob(emulator("sm_90"), X, [(cx, 0)])
 
 
 # -- faults --------------------------------------------------------------------------------------

@@ -8,7 +8,10 @@ Tensor maps are the 128-byte ones ``EmulatorAPI.tensor_map_encode_tiled`` makes
 given element coordinates into shared memory (innermost dimension first, densely), zero-filling
 elements outside the tensor (NaN with ``oob_fill`` = 1 for float types), applies the map's
 swizzle to the shared addresses, and then completes the box's full byte count on the named
-mbarrier. Copies happen when issued, so the data is visible before the barrier phase completes,
+mbarrier. The innermost coordinate must start the box on a 16-byte boundary (coordinate x
+element size a multiple of 16, negative coordinates included): the H200 stops the kernel with
+CUDA_ERROR_ILLEGAL_INSTRUCTION otherwise, for loads and stores alike, so the emulator faults
+with that code. Copies happen when issued, so the data is visible before the barrier phase completes,
 as the hardware guarantees.
 """
 
@@ -19,7 +22,7 @@ import numpy as np
 from ...driver.emulator_tensormap import decode_tensor_map
 from ..ir import Addr, Imm, Sym
 from .async_copy import lanes_of, shared_offsets
-from .faults import LAUNCH_FAILED, Fault, Unsupported
+from .faults import ILLEGAL_INSTRUCTION, LAUNCH_FAILED, Fault, Unsupported
 from .mbarrier import barrier_offsets, complete_tx
 from .memory import PARAM_WINDOW, WINDOW_SIZE
 from .registry import Op
@@ -66,6 +69,10 @@ def _box_geometry(info, coords, dst_base: int, lane: int):
     """(in-bounds mask, global addresses, shared addresses) of every box element, innermost
     dimension fastest; all arrays have prod(box) entries."""
     eb = info.element_bytes
+    if (int(coords[0]) * eb) % 16:
+        raise Fault(ILLEGAL_INSTRUCTION, f"cp.async.bulk.tensor: innermost coordinate {int(coords[0])} x "
+                    f"{eb}-byte elements is not a multiple of 16 bytes; the box must start 16-byte "
+                    f"aligned (coordinates {[int(c) for c in coords]})", lane)
     grids = np.meshgrid(*[np.arange(b, dtype=np.int64) for b in reversed(info.box_dim)], indexing="ij")
     rel = [g.reshape(-1) for g in reversed(grids)]  # rel[d]: offset along dim d
     inside = np.ones(rel[0].shape, dtype=bool)
