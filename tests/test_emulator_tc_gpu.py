@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from test_emulator_async import (
+    MBARRIER_PHASES_WANT,
     TMA_OOB_COORDS,
     WGMMA_LAYOUT_CASES,
     cp_async_kernel,
@@ -119,8 +120,27 @@ def test_wgmma_from_tma_tiles_on_gpu_and_emulator_agree(swizzle, rng):
 def test_tma_out_of_bounds_fill_agrees_with_gpu(rng):
     needs_sm90()
     X = rng.standard_normal((10, 12)).astype(np.float32)
-    for g, e in zip(run_tma_oob(gpu_api(), X, TMA_OOB_COORDS), run_tma_oob(emulator("sm_90"), X, TMA_OOB_COORDS)):
-        assert (g == e).all()
+    gpu = run_tma_oob(gpu_api(), X, TMA_OOB_COORDS)
+    emu = run_tma_oob(emulator("sm_90"), X, TMA_OOB_COORDS)
+    for (cx, cy), g, e in zip(TMA_OOB_COORDS, gpu, emu):
+        want = np.zeros((16, 8), np.float32)
+        ys, xs = slice(max(cy, 0), min(cy + 16, 10)), slice(max(cx, 0), min(cx + 8, 12))
+        want[ys.start - cy:ys.stop - cy, xs.start - cx:xs.stop - cx] = X[ys, xs]
+        assert (g == want).all(), f"box at ({cx}, {cy}): GPU vs reference"
+        assert (e == g).all(), f"box at ({cx}, {cy}): emulator vs GPU"
+
+
+@pytest.mark.parametrize("cx", [-3, 7])
+def test_tma_box_with_unaligned_innermost_coordinate_is_illegal_on_gpu_and_emulator(rng, cx):
+    """A box whose innermost start is not on a 16-byte boundary (f32 x = -3 or 7) stops the kernel
+    with CUDA_ERROR_ILLEGAL_INSTRUCTION on the GPU; the emulator faults with the same code."""
+    from oxicuda.driver.errors import CudaError
+
+    needs_sm90()
+    X = rng.standard_normal((10, 12)).astype(np.float32)
+    for api in (emulator("sm_90"), gpu_api()):  # the GPU last: its context is lost afterwards
+        with pytest.raises(CudaError, match="CUDA_ERROR_ILLEGAL_INSTRUCTION"):
+            run_tma_oob(api, X, [(cx, 0)])
 
 
 def test_mbarrier_phases_agree_with_gpu():
@@ -128,7 +148,9 @@ def test_mbarrier_phases_agree_with_gpu():
     args = [np.full((64, 5), 7, np.uint32)]
     g = run_ptx(gpu_api(), mbarrier_phases_kernel(), "mbar_phases", (1, 1, 1), (64, 1, 1), args)[0]
     e = run_ptx(emulator("sm_90"), mbarrier_phases_kernel(), "mbar_phases", (1, 1, 1), (64, 1, 1), args)[0]
-    assert (g == e).all()
+    want = np.array(MBARRIER_PHASES_WANT, np.uint32)
+    assert (g == want).all(), f"GPU table (threads x probes):\n{g}"
+    assert (e == g).all(), f"emulator table:\n{e}\nGPU table:\n{g}"
 
 
 @pytest.mark.parametrize("case", WGMMA_LAYOUT_CASES, ids=lambda c: "-".join(map(str, c[:5])) +
