@@ -5,7 +5,7 @@ support.
     python benches/sweep_blas.py [--json PATH] [--repeats N] [--only SUBSTRING] [--budget-s S]
 
 Cases: sgemm 4096^3 and 8192^3, strided batched 64 x 512^3, dgemm 4096^3 (every registered tile
-of the dtype, forced; for dgemm also every DMMA tensor-core tile of ``gemm_dmma``), the skinny 128x128x131072, 512x512x65536 and 64x4096x16384 (split-K over
+of the dtype, forced, the float32 loop and thread-order variants of ``gemm_tiled`` included; for dgemm also every DMMA tensor-core tile of ``gemm_dmma``), the skinny 128x128x131072, 512x512x65536 and 64x4096x16384 (split-K over
 every split-K tile candidate and a ladder of split counts, plus the unsplit large tile), and
 what dispatch picks on its own for each. cuBLAS runs through CuPy (or PyTorch) on the same
 device arrays, TF32 off. Every variant's output is compared on the GPU with the vendor's float64
@@ -275,6 +275,8 @@ def _describe(algo) -> dict:
     if spec.family == "gemm_dmma":
         return {"dmma_tile": [spec.bm, spec.bn, spec.bk, spec.warps_m, spec.warps_n]}
     out = {"tile": [spec.bm, spec.bn, spec.bk, spec.tm, spec.tn, spec.min_ctas]}
+    if getattr(spec, "warp_m", 0) or getattr(spec, "prefetch", False):
+        out["tile_options"] = {"warp_m": spec.warp_m, "prefetch": spec.prefetch}
     if hasattr(algo, "splits"):
         out["splits"] = algo.splits
     return out
@@ -302,7 +304,9 @@ def suggest(record: dict) -> dict:
             entry["table"] = (f'split tile TileConfig{tuple(best["tile"])} with {best["splits"]} splits '
                               f'(compare RESIDENT_CTAS / split_k_waves)')
         elif "tile" in best:
-            entry["table"] = f'TILES["{dt}"]["large"] = _cfg("{dt}", ' + ", ".join(map(str, best["tile"])) + ")"
+            options = "".join(f", {k}={v!r}" for k, v in best.get("tile_options", {}).items())
+            entry["table"] = (f'TILES["{dt}"]["large"] = _cfg("{dt}", ' + ", ".join(map(str, best["tile"])) + options
+                              + ")" + (" (_cfg must pass warp_m/prefetch on to TileConfig)" if options else ""))
         else:
             entry["table"] = "dispatch already picks the fastest"
         out[case["case"]] = entry

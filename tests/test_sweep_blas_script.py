@@ -52,3 +52,28 @@ def test_every_swept_variant_is_a_valid_configuration(name):
         assert any(isinstance(a, gd.GemmPlan) for _, a in variants)
     if dtype == "float64":
         assert any(lbl.startswith("dmma") for lbl in labels)
+
+
+@pytest.mark.parametrize("name", ["sgemm_4096", "sgemm_8192"])
+def test_square_sgemm_cases_time_every_loop_and_thread_order_variant(name):
+    from oxicuda.blas.gemm_tiled import TILE_CONFIGS
+
+    sweep = _load()
+    m, n, k, batch, dtype, kind = sweep.CASES[name]
+    labels = {label: algo for label, algo in sweep._variants(name, m, n, k, batch, dtype, kind, H200)}
+    variants = [c for c in TILE_CONFIGS["float32"] if c.warp_m or c.prefetch]
+    assert len(variants) >= 3
+    for cfg in variants:
+        spec = labels[f"tiled {cfg.name}"]
+        assert (spec.warp_m, spec.prefetch, spec.min_ctas) == (cfg.warp_m, cfg.prefetch, cfg.min_ctas)
+        assert spec.vec_a == spec.vec_b == spec.vec_c == 4
+
+
+def test_suggestion_names_the_variant_options():
+    sweep = _load()
+    best = {"label": "tiled 128x128x8_8x8_c2_w4x8_pf", "ok": True, "median_ms": 1.0,
+            "tile": [128, 128, 8, 8, 8, 2], "tile_options": {"warp_m": 4, "prefetch": True}}
+    record = {"cases": [{"case": "sgemm_4096", "dtype": "float32", "best": best["label"],
+                         "variants": [{"label": "dispatch", "ok": True, "median_ms": 2.0}, best]}]}
+    line = sweep.suggest(record)["sgemm_4096"]["table"]
+    assert line.startswith('TILES["float32"]["large"] = _cfg("float32", 128, 128, 8, 8, 8, 2, warp_m=4, prefetch=True)')

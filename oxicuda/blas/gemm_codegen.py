@@ -128,8 +128,18 @@ def scale(kb: KernelBuilder, kind: ElementKind, s: Element, x: Element) -> Eleme
 def scalar_params(kb: KernelBuilder, kind: ElementKind, name: str) -> tuple[Element, Value]:
     """Declare ``name`` (and ``name_im`` for complex) by value plus ``name_ptr``; returns the
     scalar (read from the device pointer when it is nonzero) and a predicate ``scalar == 0``."""
+    return resolve_scalar(kb, kind, *declare_scalar(kb, kind, name))
+
+
+def declare_scalar(kb: KernelBuilder, kind: ElementKind, name: str) -> tuple[Element, Value]:
+    """The parameters of ``scalar_params`` (host value components, device pointer), declared
+    now and resolved later by ``resolve_scalar`` (kernels that keep registers free in a loop)."""
     host = tuple(kb.param(f"{name}{'_im' if c else ''}", kind.acc) for c in range(kind.comps))
-    ptr = kb.param(f"{name}_ptr", "u64")
+    return host, kb.param(f"{name}_ptr", "u64")
+
+
+def resolve_scalar(kb: KernelBuilder, kind: ElementKind, host: Element, ptr: Value) -> tuple[Element, Value]:
+    """The scalar of ``declare_scalar``'s parameters and the predicate ``scalar == 0``."""
     value = tuple(kb.mov(h) for h in host)
     with kb.if_(kb.setp("ne", ptr, 0)):
         dev = kb.cvta("global", ptr, to_generic=False)

@@ -11,13 +11,23 @@ on load and masked on store. One barrier per K step: tile t+1 is fetched into re
 tile t is multiplied, then stored to the other buffer.
 
 A thread's rows are ``W``-element chunks spread ``bm / (tm / W)`` apart (W = 16 bytes of
-accumulator elements), which keeps a warp's shared reads on distinct banks. The same chunks make
+accumulator elements), which keeps a warp's shared reads on distinct banks. Threads are laid out
+row-major over the CTA's ``(bm / tm) x (bn / tn)`` grid, or, with ``warp_m``, warp by warp: each
+warp a ``warp_m x (32 / warp_m)`` block of that grid, so that a warp's fragment reads of one K row
+touch 16 * warp_m bytes of A and 16 * 32 / warp_m of B (one shared wavefront each for 4 x 8)
+instead of 32 and 256 bytes (1 + 2 wavefronts). The same chunks make
 the C epilogue one vector load/store per chunk when ``vec_c == W`` (the dispatcher sets it only
 when M, the leading dimension of C and its pointer keep whole aligned chunks).
 
 ``c_dtype`` names C's type when it differs from A/B's: float16/bfloat16 data with float32 C
 (cublasGemmEx with CUBLAS_COMPUTE_32F and Ctype CUDA_R_32F). ``min_ctas`` asks ptxas to fit that
 many CTAs per SM (``.minnctapersm``), bounding registers.
+
+``prefetch`` moves the end of a K step's work: the next tile is stored and the barrier passed
+before the last K row's FFMAs, and the first fragments of the next tile are read right after the
+barrier into registers that live across the loop, so those reads' latency hides behind the last
+row's tm x tn FFMAs instead of stalling every warp at the top of the next step. Its FFMAs run in
+serpentine order (row r's columns reversed on odd r), so consecutive FFMAs share an operand.
 """
 
 from __future__ import annotations
@@ -43,6 +53,8 @@ class TileConfig:
     tm: int
     tn: int
     min_ctas: int = 0
+    warp_m: int = 0
+    prefetch: bool = False
 
     @property
     def threads(self) -> int:
@@ -50,7 +62,8 @@ class TileConfig:
 
     @property
     def name(self) -> str:
-        return f"{self.bm}x{self.bn}x{self.bk}_{self.tm}x{self.tn}" + (f"_c{self.min_ctas}" if self.min_ctas else "")
+        return (f"{self.bm}x{self.bn}x{self.bk}_{self.tm}x{self.tn}" + (f"_c{self.min_ctas}" if self.min_ctas else "")
+                + (f"_w{self.warp_m}x{32 // self.warp_m}" if self.warp_m else "") + ("_pf" if self.prefetch else ""))
 
 
 _T128 = TileConfig(128, 128, 8, 8, 8)             # ~120-125 registers: 2 CTAs/SM unbounded
@@ -59,6 +72,13 @@ _T64x128 = TileConfig(64, 128, 8, 8, 8)  # ~139 registers, 128 threads: 3 CTAs/S
 _T128x64 = TileConfig(128, 64, 8, 8, 8)
 _T128x256 = TileConfig(128, 256, 8, 8, 16)  # ~215 registers: 1 CTA/SM; 6 LDS.128 per 128 FFMA
 _T256x128 = TileConfig(256, 128, 8, 16, 8)  # ~200 registers (8x8 needs 4 LDS.128 per 64 FFMA)
+# warp-blocked thread order (one shared wavefront per fragment read) and the prefetching loop;
+# the prefetching 128x128 tiles need the 2-CTA bound (~135-140 registers unbounded on sm_90, none
+# spilled at 128 with 16-byte loads)
+_T128_W = TileConfig(128, 128, 8, 8, 8, warp_m=4)  # 128 registers
+_T128_PF = TileConfig(128, 128, 8, 8, 8, 2, prefetch=True)
+_T128_W_PF = TileConfig(128, 128, 8, 8, 8, 2, warp_m=4, prefetch=True)
+_T128x256_W_PF = TileConfig(128, 256, 8, 8, 16, warp_m=4, prefetch=True)  # ~220-230 registers: 1 CTA/SM
 _T64 = TileConfig(64, 64, 8, 4, 4)
 _T32 = TileConfig(32, 32, 8, 2, 2)
 
@@ -66,7 +86,8 @@ _T32 = TileConfig(32, 32, 8, 2, 2)
 #: which one a problem gets is gemm_dispatch's table. The float32 candidates are what
 #: benches/sweep_blas.py times on the H200.
 TILE_CONFIGS: dict[str, tuple[TileConfig, ...]] = {
-    "float32": (_T128, _T128_K16_2CTA, _T64x128, _T128x64, _T128x256, _T256x128, _T64),
+    "float32": (_T128, _T128_K16_2CTA, _T64x128, _T128x64, _T128x256, _T256x128, _T64, _T128_W, _T128_PF, _T128_W_PF,
+                _T128x256_W_PF),
     "float16": (_T128, _T64),
     "bfloat16": (_T128, _T64),
     "float64": (TileConfig(128, 64, 8, 8, 4, 2), TileConfig(128, 128, 8, 8, 8), _T64, _T32),
@@ -99,6 +120,8 @@ class GemmTiledSpec(KernelSpec):
     vec_c: int = 1
     c_dtype: str = ""
     min_ctas: int = 0
+    warp_m: int = 0
+    prefetch: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -128,6 +151,13 @@ class GemmTiledSpec(KernelSpec):
                 raise ValueError(f"{name}: vector width {v} is not allowed for {self.dtype} with bk={self.bk}")
         if self.threads > 1024:
             raise ValueError(f"{name}: {self.threads} threads per CTA; at most 1024")
+        ny, nx = self.bm // self.tm, self.bn // self.tn
+        if self.warp_m and (self.warp_m not in (1, 2, 4, 8, 16, 32) or ny % self.warp_m
+                            or nx % (32 // self.warp_m)):
+            raise ValueError(f"{name}: warp_m={self.warp_m} must be a power of two <= 32 dividing the {ny} thread "
+                             f"rows, with 32 / warp_m dividing the {nx} thread columns")
+        if self.prefetch and self.bk % 2:
+            raise ValueError(f"{name}: prefetch needs an even bk; got bk={self.bk}")
 
     @property
     def threads(self) -> int:
@@ -251,8 +281,11 @@ def generate(spec: GemmTiledSpec) -> str:
     a0, lda, b0, ldb, c0, ldc = (kb.param(x, "u64") for x in ("a", "lda", "b", "ldb", "c", "ldc"))
     a0, b0, c0 = (kb.cvta("global", p, to_generic=False) for p in (a0, b0, c0))
     sa, sb, sc = (kb.param(x, "u64") for x in ("stride_a", "stride_b", "stride_c"))
-    alpha, _ = cg.scalar_params(kb, kind, "alpha")
-    beta, beta_zero = cg.scalar_params(kb, kind, "beta")
+    if spec.prefetch:  # resolved after the loop, where they hold no registers during it
+        alpha_p, beta_p = cg.declare_scalar(kb, kind, "alpha"), cg.declare_scalar(kb, kind, "beta")
+    else:
+        alpha, _ = cg.scalar_params(kb, kind, "alpha")
+        beta, beta_zero = cg.scalar_params(kb, kind, "beta")
     kb.reqntid(nt)
     if spec.min_ctas:
         kb.minnctapersm(spec.min_ctas)
@@ -265,7 +298,8 @@ def generate(spec: GemmTiledSpec) -> str:
     j0 = kb.mul(kb.ctaid("y"), bn)
     a = cg.batch_operand(kb, a0, sa, z, es, spec.pointer_array)
     b = cg.batch_operand(kb, b0, sb, z, es, spec.pointer_array)
-    c = cg.batch_operand(kb, c0, sc, z, spec.c_kind.nbytes, spec.pointer_array)
+    if not spec.prefetch:
+        c = cg.batch_operand(kb, c0, sc, z, spec.c_kind.nbytes, spec.pointer_array)
     kz = kb.min(kb.sub(k, kb.mul(z, k_split)), k_split) if spec.raw_out else k
 
     load_a = TileLoader(kb, spec, kind, a, lda, m, tid, i0, bm, spec.transa == "T", spec.vec_a,
@@ -280,12 +314,21 @@ def generate(spec: GemmTiledSpec) -> str:
     load_b.store(kb.add(base, buf))
     kb.bar_sync()
 
-    nx = bn // tn
-    tx = kb.and_(tid, nx - 1) if nx & (nx - 1) == 0 else kb.sub(tid, kb.mul(kb.div(tid, nx), nx))
-    ty = kb.div(tid, nx)
+    tx, ty = _thread_coords(kb, spec, tid)
     a_frag = kb.mul(ty, W * sz)
     b_frag = kb.add(kb.mul(tx, W * sz), bk * bm * sz)
     acc = [[cg.zero(kb, kind) for _ in range(tn)] for _ in range(tm)]
+
+    def frags(at: tuple[Value, Value], p: int) -> tuple[list[cg.Element], list[cg.Element]]:
+        return (_frag(kb, kind, at[0], p * bm * sz, tm, W, (bm // tm) * W * sz),
+                _frag(kb, kind, at[1], p * bn * sz, tn, W, (bn // tn) * W * sz))
+
+    def frag_bases(stage_base: Value) -> tuple[Value, Value]:
+        return kb.add(stage_base, a_frag), kb.add(stage_base, b_frag)
+
+    if spec.prefetch:  # K row 0 of the first tile, in registers that the loop keeps refilling
+        first = frags(frag_bases(base), 0)
+        carried = tuple([tuple(kb.mov(x) for x in e) for e in side] for side in first)
     ntiles = kb.div(kb.add(kz, bk - 1), bk)
     with kb.loop(0, ntiles, 1, type_="u32") as kt:
         load_a.advance()
@@ -293,23 +336,60 @@ def generate(spec: GemmTiledSpec) -> str:
         k_next = kb.mul(kb.add(kt, 1), bk)
         load_a.fetch(k_next, kz)
         load_b.fetch(k_next, kz)
-        cur = kb.add(base, buf)
-        pa, pb = kb.add(cur, a_frag), kb.add(cur, b_frag)
+        cur = frag_bases(kb.add(base, buf))
         for p in kb.unroll(bk):
-            av = _frag(kb, kind, pa, p * bm * sz, tm, W, (bm // tm) * W * sz)
-            bv = _frag(kb, kind, pb, p * bn * sz, tn, W, (bn // tn) * W * sz)
+            av, bv = carried if spec.prefetch and p == 0 else frags(cur, p)
+            if spec.prefetch and p == bk - 1:
+                # the next tile goes to the other buffer and the barrier passes before this row's
+                # FFMAs; the next tile's row 0 is then read under them
+                kb.xor(buf, stage, out=buf)
+                nxt = kb.add(base, buf)
+                load_a.store(nxt)
+                load_b.store(nxt)
+                kb.bar_sync()
+                for side_regs, side_new in zip(carried, frags(frag_bases(nxt), 0)):
+                    for regs, got in zip(side_regs, side_new):
+                        for reg, v in zip(regs, got):
+                            kb.assign(reg, v)
             nims = [kb.neg(x[1]) for x in av] if kind.complex else [None] * tm
             for r in range(tm):
-                for q in range(tn):
+                cols = range(tn - 1, -1, -1) if spec.prefetch and r % 2 else range(tn)
+                for q in cols:
                     cg.mul_add(kb, kind, av[r], bv[q], acc[r][q], nims[r])
-        kb.xor(buf, stage, out=buf)
-        nxt = kb.add(base, buf)
-        load_a.store(nxt)
-        load_b.store(nxt)
-        kb.bar_sync()
+        if not spec.prefetch:
+            kb.xor(buf, stage, out=buf)
+            nxt = kb.add(base, buf)
+            load_a.store(nxt)
+            load_b.store(nxt)
+            kb.bar_sync()
 
+    if spec.prefetch:
+        alpha, _ = cg.resolve_scalar(kb, kind, *alpha_p)
+        beta, beta_zero = cg.resolve_scalar(kb, kind, *beta_p)
+        z = kb.ctaid("z")
+        c = cg.batch_operand(kb, c0, sc, z, spec.c_kind.nbytes, spec.pointer_array)
+        i0, j0 = kb.mul(kb.ctaid("x"), bm), kb.mul(kb.ctaid("y"), bn)
+        tx, ty = _thread_coords(kb, spec, kb.tid())
     _write_c(kb, spec, kind, c, ldc, m, n, i0, j0, tx, ty, acc, alpha, beta, beta_zero)
     return kb.ptx()
+
+
+def _thread_coords(kb: KernelBuilder, spec: GemmTiledSpec, tid: Value) -> tuple[Value, Value]:
+    """(tx, ty): the thread's column and row in the CTA's (bm / tm) x (bn / tn) thread grid,
+    row-major over the CTA, or warp by warp in ``warp_m x (32 / warp_m)`` blocks."""
+    nx = spec.bn // spec.tn
+    if not spec.warp_m:
+        tx = kb.and_(tid, nx - 1) if nx & (nx - 1) == 0 else kb.sub(tid, kb.mul(kb.div(tid, nx), nx))
+        return tx, kb.div(tid, nx)
+    wn = 32 // spec.warp_m
+    warps_x = nx // wn
+    lane, warp = kb.and_(tid, 31), kb.shr(tid, 5)
+    wx = kb.and_(warp, warps_x - 1) if warps_x & (warps_x - 1) == 0 else kb.sub(warp, kb.mul(kb.div(warp, warps_x),
+                                                                                               warps_x))
+    wy = kb.div(warp, warps_x)
+    tx = kb.mad(wx, wn, kb.and_(lane, wn - 1), type_="u32")
+    ty = kb.mad(wy, spec.warp_m, kb.shr(lane, wn.bit_length() - 1), type_="u32")
+    return tx, ty
 
 
 def _write_c(kb: KernelBuilder, spec: GemmTiledSpec, kind: cg.ElementKind, c: Value, ldc: Value, m: Value,
@@ -371,7 +451,8 @@ def _frag(kb: KernelBuilder, kind: cg.ElementKind, base: Value, offset: int, cou
 
 def spec_for(cfg: TileConfig, **fields) -> GemmTiledSpec:
     """The GemmTiledSpec of tile ``cfg`` with the other ``fields`` (arch, dtype, transposes, ...)."""
-    return GemmTiledSpec(bm=cfg.bm, bn=cfg.bn, bk=cfg.bk, tm=cfg.tm, tn=cfg.tn, min_ctas=cfg.min_ctas, **fields)
+    return GemmTiledSpec(bm=cfg.bm, bn=cfg.bn, bk=cfg.bk, tm=cfg.tm, tn=cfg.tn, min_ctas=cfg.min_ctas,
+                         warp_m=cfg.warp_m, prefetch=cfg.prefetch, **fields)
 
 
 def configurations(arch: str) -> Iterable[GemmTiledSpec]:
