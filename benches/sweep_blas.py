@@ -19,6 +19,7 @@ shapes, for the test that keeps this script working; its figures mean nothing).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
 import time
@@ -29,6 +30,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+from oxicuda.blas.gemm_dispatch import GemmPlan  # after the path insert
 
 #: name -> (m, n, k, batch, dtype, kind) with kind "square" (every tile) or "skinny" (split-K)
 CASES = {
@@ -154,22 +157,47 @@ def _variants(name: str, m: int, n: int, k: int, batch: int, dtype: str, kind: s
                 out.append(("dmma {}x{}x{}_w{}x{}".format(*tile), gd.dmma_spec(problem, info, tile)))
         return out
     out.append((f"tiled {gd.TILES[dtype]['large'].name}", gd.tiled_spec(problem, info, cfg=gd.TILES[dtype]["large"])))
-    natural = gd.split_k_count(problem, info)
-    cands = list(dict.fromkeys((*gd.TILES[dtype]["split_k"], *[c for c in TILE_CONFIGS[dtype] if c.bm * c.bn >= 64 * 64])))
+    natural_cfg, natural = gd.split_k_choice(problem, info)
+    # dispatch's split-K tiles get the whole ladder; other registered tiles of 64x128 and up (the
+    # 64x64 4x4 tile measured at 0.6x of 128x128) their one- and two-round counts
+    cands = list(dict.fromkeys((*gd.TILES[dtype]["split_k"], *[c for c in TILE_CONFIGS[dtype] if c.bm * c.bn > 64 * 64])))
     for cfg in cands:
-        tiles = math.ceil(m / cfg.bm) * math.ceil(n / cfg.bn)
-        ladder = {2, 4} | {max(2, round(w * info.sm_count * max(1, 256 // cfg.threads) / tiles))
-                            for w in (0.5, 0.75, 1, 1.5, 2, 3, 4)}
-        if natural > 1:
-            ladder.add(natural)
-        for splits in sorted(ladder):
-            if k // splits < 64 or splits > 1024:
-                continue
+        full = cfg in gd.TILES[dtype]["split_k"]
+        for splits in _split_ladder(problem, info, cfg, natural if cfg == natural_cfg else 0, full):
             plan = gd.split_k_plan(problem, info, splits, cfg)
             label = f"split_k {cfg.name} x{plan.splits}"
             if all(label != seen for seen, _ in out):  # rounding K per split can merge two counts
                 out.append((label, plan))
+    # the partial products alone (no reduction): dispatch's time minus this is what the reduction
+    # costs, i.e. what fusing it could save at most
+    plan = gd.split_k_plan(problem, info, natural, natural_cfg) if natural > 1 else None
+    if plan is not None:
+        out.append((f"partials only {natural_cfg.name} x{plan.splits}", PartialsOnly(**vars(plan))))
     return out
+
+
+@dataclasses.dataclass(frozen=True)
+class PartialsOnly(GemmPlan):
+    """A split-K plan whose reduction is skipped: timed, never checked, never a winner."""
+
+
+def _split_ladder(problem, info, cfg, natural: int, full: bool) -> list[int]:
+    """Split counts worth timing for tile ``cfg``: the counts that give the busiest SM 1 or 2
+    whole rounds of resident CTAs; with ``full`` also 3 rounds, the count just past the first
+    (the partial-round cliff) and the wave model's best for this tile; and dispatch's own count."""
+    from oxicuda.blas import gemm_dispatch as gd
+
+    tiles = math.ceil(problem.m / cfg.bm) * math.ceil(problem.n / cfg.bn)
+    r = gd.resident_ctas(cfg)
+    most = min(problem.k // 64, 1024)
+    counts = {natural} if natural > 1 else set()
+    for rounds in (1, 2, 3) if full else (1, 2):
+        counts.add(rounds * r * info.sm_count // tiles)
+    if full:
+        counts.add(r * info.sm_count // tiles + 1)
+    if full and gd._rate_key(cfg) in gd.TILE_RATE:
+        counts.add(min(range(2, most + 1), key=lambda s: gd.split_k_clocks(problem, info, cfg, s)))
+    return sorted(c for c in counts if 2 <= c <= most)
 
 
 def sweep(args) -> dict:
@@ -228,6 +256,16 @@ def _sweep_case(name: str, shape: tuple, args, vendor: Vendor, info, start: floa
             continue
         entry = {"label": label, **_describe(algo)}
         try:
+            if isinstance(algo, PartialsOnly):
+                entry["kernels"] = [algo.spec.key()]
+                timing = time_device(lambda i, algo=algo: _run_partials(algo, m, n, k, pa, pb),
+                                     repeats=args.repeats, warmup=2)
+                entry.update(median_ms=timing.median_ms, tflops=flops / timing.median_ms / 1e9,
+                             timing=timing.method, rel_error=None, ok=None)
+                case["variants"].append(entry)
+                print(f"{name:32s} {label:38s} {entry['tflops']:8.2f} TFLOP/s (no reduction, not checked)",
+                      flush=True)
+                continue
             if algo is None:
                 with oxicuda.trace() as t:
                     run(None)
@@ -267,10 +305,28 @@ def _sweep_case(name: str, shape: tuple, args, vendor: Vendor, info, start: floa
     return case
 
 
+def _run_partials(plan, m: int, n: int, k: int, pa: int, pb: int) -> None:
+    """Launch only the partial-product kernel of split-K ``plan`` (column-major N/N operands)."""
+    from oxicuda.blas.gemm_core import ACC_DTYPES
+    from oxicuda.memory.workspace import workspace
+    from oxicuda.ptx import cache
+
+    spec = plan.spec
+    chunk = math.ceil(math.ceil(k / plan.splits) / spec.bk) * spec.bk
+    splits = math.ceil(k / chunk)
+    ws = workspace((ACC_DTYPES[spec.dtype], splits * m * n), None)
+    grid = (math.ceil(m / spec.bm), math.ceil(n / spec.bn), splits)
+    cache.load(spec)(grid, (spec.threads,), [m, n, k, chunk, pa, m, pb, k, ws.ptr, m, chunk * m, chunk, m * n,
+                                              0.0, 0, 0.0, 0])
+
+
 def _describe(algo) -> dict:
     """The table coordinates of a variant: SIMT tile, split count, DMMA tile."""
     if algo is None:
         return {}
+    if isinstance(algo, PartialsOnly):
+        return {"tile": [algo.spec.bm, algo.spec.bn, algo.spec.bk, algo.spec.tm, algo.spec.tn, algo.spec.min_ctas],
+                "splits": algo.splits, "partials_only": True}
     spec = getattr(algo, "spec", algo)
     if spec.family == "gemm_dmma":
         return {"dmma_tile": [spec.bm, spec.bn, spec.bk, spec.warps_m, spec.warps_n]}
@@ -338,7 +394,7 @@ def main(argv: list[str] | None = None) -> int:
         from oxicuda.bench.record import write_json
 
         write_json(args.json, record)
-    wrong = [(c["case"], v["label"]) for c in record["cases"] for v in c["variants"] if not v.get("ok")]
+    wrong = [(c["case"], v["label"]) for c in record["cases"] for v in c["variants"] if v.get("ok") is False]
     if wrong:
         print(f"WRONG or failed variants: {wrong}")
     return 1 if any(lbl == "dispatch" for _, lbl in wrong) else 0

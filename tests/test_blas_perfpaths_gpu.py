@@ -108,8 +108,11 @@ def test_dispatch_splits_the_skinny_shapes_on_this_gpu(rng, m, n, k):
     part = t.launches[0]
     assert part.spec.raw_out and part.grid[2] > 1
     ctas = part.grid[0] * part.grid[1] * part.grid[2]
-    cfg = gd.TileConfig(part.spec.bm, part.spec.bn, part.spec.bk, part.spec.tm, part.spec.tn)
-    assert info.sm_count <= ctas <= gd.resident_ctas(cfg) * info.sm_count, (part.grid, info.sm_count)
+    cfg, splits = gd.split_k_choice(gd.GemmProblem(m, n, k, "float32", lda=m, ldb=k, ldc=m, arch=info.arch), info)
+    assert (part.spec.bm, part.spec.bn) == (cfg.bm, cfg.bn) and part.grid[2] <= splits, (part.grid, splits)
+    # the wave model's pick: at least one CTA per SM, whole rounds of resident CTAs on the busiest SM
+    per_sm = -(-ctas // info.sm_count)
+    assert ctas >= info.sm_count and per_sm % gd.resident_ctas(cfg) == 0, (part.grid, info.sm_count)
     _check(dC.get(), _matmul64(A, B), 1e-5, k)
 
 

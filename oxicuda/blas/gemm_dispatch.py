@@ -1,30 +1,34 @@
 """GEMM dispatch: a pure function from the problem and the device to the kernel that runs it.
 
 ``choose_algo(problem, device) -> GemmPlan``. Nothing here touches the device. Every number
-dispatch uses lives in the tables at the top of this module (their one owner): ``THRESHOLDS``
-(when to take which branch), ``TILES`` (which SIMT CTA tile each role gets, per dtype),
-``DMMA_TILES`` (float64 tensor-core tiles) and ``RESIDENT_CTAS`` (CTAs per SM of the split-K
-tiles, read off ptxas's register counts). They were derived from first principles (tiles per SM,
-whole waves, K per split, register budgets) and then checked against the H200:
-``benches/sweep_blas.py`` (every candidate of ``gemm_tiled.TILE_CONFIGS`` / ``gemm_dmma.TILES`` and
-a ladder of split counts on issue 5's shapes beside cuBLAS; record
-benches/results/2026-11-29-h200-session2/sweep-blas.json, 2026-11-29) found, as fastest correct
-variants: 128x128x8 8x8 for sgemm 4096/8192 and strided batched 64x512 (what ``TILES`` picks),
-split-K 128x128 with ~256 splits for 128x128x131072 (0.99x cuBLAS; dispatch's whole-wave count of
-256 is that), 16-33 splits for 512x512x65536 (0.89-0.92x; 17 splits, one CTA past a wave, fell to
-0.61x: hence whole waves), 64x128 with 16-33 splits for 64x4096x16384 (0.88x), and the SIMT dgemm
-tiles at ~0.37x (``float64_dmma`` stays off: DMMA measured no faster, bench dgemm_4096_dmma). The
-dispatch picks measured in the bench at commit 146a34d: 0.93 / 0.84 / 0.87 of cuBLAS on the three
-skinny shapes (bench-blas.json there). Shapes outside that list follow the model unmeasured.
+dispatch uses lives in the tables of this module (their one owner): ``THRESHOLDS`` (when to take
+which branch), ``TILES`` (which SIMT CTA tile each role gets, per dtype), ``DMMA_TILES`` (float64
+tensor-core tiles), ``RESIDENT_CTAS`` (CTAs per SM of a tile, read off ptxas's register counts)
+and the wave model's ``TILE_RATE``/``OCCUPANCY_EXPONENT``/``ROUND_CLOCKS``/
+``MEMORY_BYTES_PER_CLOCK``, which price a tile and split count in SM clocks so that split-K
+(tile and count) and strided batches (tile per batch count) take the candidate that finishes
+first. They were checked against the H200: ``benches/sweep_blas.py`` (every candidate of
+``gemm_tiled.TILE_CONFIGS`` / ``gemm_dmma.TILES`` and a ladder of split counts on issue 5's shapes
+beside cuBLAS; record benches/results/2026-11-29-h200-session2/sweep-blas.json, 2026-11-29) found,
+as fastest correct variants: 128x128x8 8x8 for sgemm 4096/8192 and strided batched 64x512 (the
+"large" tile; the model's pick for 64 x 512^3), split-K 128x128 with 261 splits for
+128x128x131072 (0.99x cuBLAS; 256 splits 0.98x) and 33 for 512x512x65536 (0.92x; 16 splits
+0.89x, 17 splits, a few CTAs past a round, 0.61x), and the SIMT dgemm tiles at ~0.37x
+(``float64_dmma`` stays off: DMMA measured no faster, bench dgemm_4096_dmma). The model
+reproduces those split-count figures within 8% (tests/test_blas_gemm_perfpaths.py) and picks
+261, 33 and 12 splits of 64x128 for 64x4096x16384 (0.87x in bench-blas.json at 146a34d, which
+ran 12). Shapes outside that list follow the model unmeasured.
 
 Branches, in order:
 1. ``gemv``        m == 1 or n == 1 (one matrix-vector product, batch 1, strided operands);
 2. tensor cores    float16/bfloat16 data, or compute="tf32" on float32, when
                    ``gemm_wgmma``/``gemm_tensorcore`` is importable and its ``supports(problem)``;
 3. ``naive``       tiny problems (m*n*k <= naive_max_work): one thread per output;
-4. ``split_k``     output tiles cannot fill the SMs and K is long: K over grid.z, then a reduction;
+4. ``split_k``     output tiles cannot fill the SMs and K is long: K over grid.z, then a reduction
+                   (tile and count from the wave model);
 5. ``dmma``        float64 on sm_80+ when THRESHOLDS["float64_dmma"] (off until measured);
-6. ``tiled``       everything else (shared-memory tiles, register blocking).
+6. ``tiled``       everything else (shared-memory tiles, register blocking; batches take the
+                   wave model's tile for their batch count).
 A float32 C over float16/bfloat16 data (``c_dtype``) skips gemv and naive, and takes tensor cores
 only from a module that declares ``MIXED_C`` (gemm_tensorcore's mma.sync kernels do).
 """
@@ -40,13 +44,13 @@ from . import gemm_codegen as cg
 from .gemm_splitk import GemmSplitKReduceSpec, reduce_groups, reduce_spec  # noqa: F401  (reduce_groups re-exported)
 from .gemm_tiled import TILE_CONFIGS, GemmTiledSpec, TileConfig, spec_for
 
-#: PROVISIONAL thresholds (not yet measured on the H200); see the module docstring.
+#: Branch thresholds; how they were checked: the module docstring.
 THRESHOLDS = {
     "naive_max_work": 32 * 32 * 32,    # m*n*k at or below this runs the naive kernel
     "split_k_min_k": 4096,             # split K only when k is at least this long
     "split_k_fill_fraction": 0.5,      # ... and the output tiles fill less than this share of SMs
     "split_k_min_chunk": 256,          # each split keeps at least this much K
-    "split_k_max_splits": 256,
+    "split_k_max_splits": 512,
     "split_k_waves": 1,                # tiles x splits fill this many whole waves of resident CTAs
     "big_tile_min_tiles_per_sm": 1.0,  # the large CTA tile when it makes at least this many per SM
     # float64 on DMMA tensor cores (gemm_dmma, sm_80+) instead of the SIMT tiles. Off until the H200
@@ -66,12 +70,15 @@ def _cfg(dtype: str, bm: int, bn: int, bk: int, tm: int, tn: int, min_ctas: int 
 
 
 #: dtype -> role -> tile. "large": the tiles fill the SMs; "small": they do not; "split_k":
-#: candidates for split-K partials, the one padding M x N least wins (ties: the first).
-#: PROVISIONAL like THRESHOLDS.
+#: candidates for split-K partials (the wave model picks among those in TILE_RATE; otherwise the
+#: one padding M x N least wins, ties: the first); "batched": candidates for strided batches,
+#: the wave model picks one per shape and batch count (dtypes without it use large/small).
 TILES: dict[str, dict[str, object]] = {
     "float32": {"large": _cfg("float32", 128, 128, 8, 8, 8), "small": _cfg("float32", 64, 64, 8, 4, 4),
                 "split_k": (_cfg("float32", 128, 128, 8, 8, 8), _cfg("float32", 64, 128, 8, 8, 8),
-                            _cfg("float32", 128, 64, 8, 8, 8))},
+                            _cfg("float32", 128, 64, 8, 8, 8)),
+                "batched": (_cfg("float32", 128, 128, 8, 8, 8), _cfg("float32", 64, 128, 8, 8, 8),
+                            _cfg("float32", 128, 64, 8, 8, 8), _cfg("float32", 64, 64, 8, 4, 4))},
     "float16": {"large": _cfg("float16", 128, 128, 8, 8, 8), "small": _cfg("float16", 64, 64, 8, 4, 4),
                 "split_k": (_cfg("float16", 64, 64, 8, 4, 4),)},
     "bfloat16": {"large": _cfg("bfloat16", 128, 128, 8, 8, 8), "small": _cfg("bfloat16", 64, 64, 8, 4, 4),
@@ -84,17 +91,78 @@ TILES: dict[str, dict[str, object]] = {
                    "split_k": (_cfg("complex128", 32, 32, 8, 2, 2),)},
 }
 
-#: CTAs of a split-K tile resident per SM (from ptxas: the 16-byte-load float32 variants use ~125
-#: registers at 128x128 (256 threads) -> 2, ~140 at 64x128/128x64 (128 threads) -> 3, ~70 at
-#: 64x64 (256 threads) -> 3); others default to 16 warps per SM. A split count that overshoots a
-#: whole wave by a few CTAs doubles the time, so split_k_count rounds down to whole waves.
-RESIDENT_CTAS = {(128, 128, 8, 8): 2, (64, 128, 8, 8): 3, (128, 64, 8, 8): 3, (64, 64, 4, 4): 3,
+#: CTAs of a tile resident per SM (ptxas sm_90 registers of the 16-byte-load float32 variants,
+#: partials and C writers alike: 128x128 ~120-128 registers x 256 threads -> 2; 64x128/128x64 ~140 x
+#: 128 -> 3; 64x64 4x4 ~57 x 256 -> 4; 128x256/256x128 200-245 x 256 -> 1); others default to 16
+#: warps per SM.
+RESIDENT_CTAS = {(128, 128, 8, 8): 2, (64, 128, 8, 8): 3, (128, 64, 8, 8): 3, (64, 64, 4, 4): 4,
                  (128, 256, 8, 16): 1, (256, 128, 16, 8): 1}
 
 
 def resident_ctas(cfg: TileConfig) -> int:
     """CTAs of ``cfg`` that fit on one SM at once (RESIDENT_CTAS, else 512 threads' worth)."""
     return RESIDENT_CTAS.get((cfg.bm, cfg.bn, cfg.tm, cfg.tn), max(1, 512 // cfg.threads))
+
+
+# -- the wave model: which tile and split count finishes first ---------------------------------
+#
+# The time of a launch is the time of its busiest SM. The block scheduler hands CTAs out breadth
+# first, so an SM gets ceil(ctas / sm_count) of them; it runs them ``r = resident_ctas`` at a time
+# (a full round: r CTAs' K loops at the tile's full rate), and the r' < r left over at the end
+# run as a partial round whose SM throughput is (r'/r) ** OCCUPANCY_EXPONENT of a full one. Time
+# in SM clocks = rounds x K tiles per CTA x the tile's FMAs / (FP32 lanes x TILE_RATE), plus
+# ROUND_CLOCKS per round (a CTA's first loads and its C writes), plus, for split-K, the partial
+# slabs written and read back by the reduction at MEMORY_BYTES_PER_CLOCK.
+# Checked against the H200 sweep (benches/results/2026-11-29-h200-session2/sweep-blas.json), 128x128
+# partials: 512x512x65536 with 4 / 8 / 16 / 17 / 33 splits measured 18.0 / 35.9 / 45.1 / 30.7 / 46.2
+# TFLOP/s, the model 18.0 / 35.9 / 45.1 / 29.4 / 45.8 (scaled to the 16-split figure); 128x128x131072
+# with 66 / 132 / 256 / 261 / 512 splits measured 17.0 / 31.0 / 39.0 / 39.7 / 35.8, the model
+# 17.8 / 32.4 / 39.0 / 39.6 / 36.5. The model's picks: 261 and 33 splits (the fastest measured),
+# 12 splits of 64x128 for 64x4096x16384 (39.2 TFLOP/s in bench-blas.json at 146a34d, which ran 12).
+
+#: FP32 FMA lanes per SM, by arch (not exposed by the driver)
+FP32_LANES = {"sm_80": 64, "sm_86": 128, "sm_89": 128, "sm_90": 128}
+#: Chip-wide bytes per SM clock for split-K partials (write + reduction read; they mostly stay
+#: in L2): the copy bandwidth over the SM clock (H200 4.26 TB/s / 1.98 GHz; A4000 448 GB/s / 1.56 GHz).
+MEMORY_BYTES_PER_CLOCK = {"sm_80": 1000, "sm_86": 287, "sm_89": 400, "sm_90": 2150}
+#: Share of FP32 peak a tile's K loop reaches with a full SM (float32, H200 sweep: 128x128 45.5 of
+#: 66.9 TFLOP/s on 8192^3; 64x128/128x64 41-42 where 128x128 made 46.2 on 512x512x65536 split 33;
+#: 64x64 4x4 29.2 on 4096^3). Tiles missing here are not considered by the model.
+TILE_RATE = {(128, 128, 8, 8, 8, 0): 0.68, (64, 128, 8, 8, 8, 0): 0.62, (128, 64, 8, 8, 8, 0): 0.62,
+             (64, 64, 8, 4, 4, 0): 0.44}
+#: A partial round of r' of r resident CTAs runs at (r'/r) ** this of a full round's SM throughput
+#: (H200: 8 splits of 512x512x65536, one 128x128 CTA per SM, ran at 0.79 of two per SM: 0.5 ** 0.34).
+OCCUPANCY_EXPONENT = 0.34
+#: Fixed clocks per round of CTAs (first global loads, C / partial writes).
+ROUND_CLOCKS = 2000
+
+
+def _rate_key(cfg: TileConfig) -> tuple:
+    return (cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn, cfg.min_ctas)
+
+
+def modelled_clocks(cfg: TileConfig, ctas: int, k_tiles: int, device: DeviceInfo) -> float:
+    """SM clocks the busiest SM needs for ``ctas`` CTAs of ``cfg`` that each run ``k_tiles`` K
+    steps (the wave model above; ``cfg`` must be in TILE_RATE)."""
+    r = resident_ctas(cfg)
+    per_sm = -(-ctas // device.sm_count)
+    full, rem = divmod(per_sm, r)
+    ctas_time = full * r + (rem ** (1 - OCCUPANCY_EXPONENT) * r ** OCCUPANCY_EXPONENT if rem else 0.0)
+    lanes = FP32_LANES.get(device.arch.rstrip("a"), 128)
+    fma = cfg.bm * cfg.bn * cfg.bk
+    return ctas_time * k_tiles * fma / (lanes * TILE_RATE[_rate_key(cfg)]) + ROUND_CLOCKS * (full + (rem > 0))
+
+
+def split_k_clocks(problem: GemmProblem, device: DeviceInfo, cfg: TileConfig, splits: int) -> float:
+    """Modelled SM clocks of split-K with ``splits`` (rounded as split_k_plan rounds it) and tile ``cfg``:
+    the partial products plus the slabs' traffic through the reduction."""
+    k_tiles = -(-problem.k // cfg.bk)
+    chunk = -(-k_tiles // splits)
+    splits = -(-k_tiles // chunk)
+    clocks = modelled_clocks(cfg, _tiles(problem, cfg) * splits, chunk, device)
+    slab = problem.m * problem.n * cg.kind_of(problem.dtype).acc_nbytes
+    bw = MEMORY_BYTES_PER_CLOCK.get(device.arch.rstrip("a"), 287)
+    return clocks + 2 * splits * slab / bw
 
 
 #: splits used when algo="split_k" is forced on a problem the thresholds would not split
@@ -264,10 +332,21 @@ def _tiles(problem: GemmProblem, cfg: TileConfig) -> int:
 def tile_config(problem: GemmProblem, device: DeviceInfo, *, big: bool | None = None) -> TileConfig:
     """The CTA tile for the tiled path: TILES' "large" one when its tiles give every SM work."""
     roles = TILES[problem.dtype]
+    if big is None and problem.batch > 1 and "batched" in roles:
+        return batched_tile(problem, device)
     if big is None:
         tiles = _tiles(problem, roles["large"]) * problem.batch
         big = tiles >= THRESHOLDS["big_tile_min_tiles_per_sm"] * device.sm_count
     return roles["large"] if big else roles["small"]
+
+
+def batched_tile(problem: GemmProblem, device: DeviceInfo) -> TileConfig:
+    """The tile of a batched problem: the "batched" candidate whose tiles x batch CTAs finish
+    first in the wave model (ties: the first listed). H200 sweep, 64 x 512^3: 128x128 42.4,
+    128x64 42.1, 64x128 41.6, 64x64 28.0 TFLOP/s; the model picks 128x128."""
+    cands = TILES[problem.dtype]["batched"]
+    return min(cands, key=lambda c: modelled_clocks(c, _tiles(problem, c) * problem.batch,
+                                                    -(-problem.k // c.bk), device))
 
 
 def split_k_tile(problem: GemmProblem) -> TileConfig:
@@ -306,20 +385,36 @@ def tiled_spec(problem: GemmProblem, device: DeviceInfo, *, k_extent: int | None
     )
 
 
-def split_k_count(problem: GemmProblem, device: DeviceInfo) -> int:
-    """How many K splits split_k uses (1 means: do not split): the most that keep tiles x splits
-    within ``split_k_waves`` whole waves of resident CTAs (a partial extra wave would cost a full
-    one), each split keeping ``split_k_min_chunk`` of K."""
+def split_k_choice(problem: GemmProblem, device: DeviceInfo) -> tuple[TileConfig, int]:
+    """(tile, splits) for split-K; splits 1 means: do not split. Split only when K is long and
+    the output tiles fill less than ``split_k_fill_fraction`` of the SMs. Tiles in TILE_RATE:
+    the tile and count (each split keeping ``split_k_min_chunk`` of K) with the least
+    ``split_k_clocks``; others: the least-padding tile with the most splits that keep tiles x
+    splits within ``split_k_waves`` whole waves of resident CTAs (a partial extra wave would cost
+    a full one)."""
     t = THRESHOLDS
-    if problem.batch != 1 or problem.pointer_array or problem.k < t["split_k_min_k"]:
-        return 1
     cfg = split_k_tile(problem)
-    tiles = _tiles(problem, cfg)
-    if tiles >= t["split_k_fill_fraction"] * device.sm_count:
-        return 1
-    want = (t["split_k_waves"] * resident_ctas(cfg) * device.sm_count) // tiles
-    splits = min(want, problem.k // t["split_k_min_chunk"], t["split_k_max_splits"])
-    return splits if splits >= 2 else 1
+    if problem.batch != 1 or problem.pointer_array or problem.k < t["split_k_min_k"]:
+        return cfg, 1
+    if _tiles(problem, cfg) >= t["split_k_fill_fraction"] * device.sm_count:
+        return cfg, 1
+    most = min(problem.k // t["split_k_min_chunk"], t["split_k_max_splits"])
+    if most < 2:
+        return cfg, 1
+    modelled = [c for c in TILES[problem.dtype]["split_k"] if _rate_key(c) in TILE_RATE]
+    if modelled:
+        # ties (tiles too few to load the SMs): the tile padding M x N least, then the listed order
+        best = min(((split_k_clocks(problem, device, c, s), _tiles(problem, c) * c.bm * c.bn, i, s, c)
+                    for i, c in enumerate(modelled) for s in range(2, most + 1)), key=lambda x: x[:4])
+        return best[4], best[3]
+    want = (t["split_k_waves"] * resident_ctas(cfg) * device.sm_count) // _tiles(problem, cfg)
+    splits = min(want, most)
+    return cfg, (splits if splits >= 2 else 1)
+
+
+def split_k_count(problem: GemmProblem, device: DeviceInfo) -> int:
+    """How many K splits dispatch uses (1 means: do not split); see ``split_k_choice``."""
+    return split_k_choice(problem, device)[1]
 
 
 def split_k_chunk(problem: GemmProblem, splits: int, bk: int) -> int:
@@ -397,17 +492,17 @@ def choose_algo(problem: GemmProblem, device: DeviceInfo, algo: str | None = Non
         if p.batch != 1 or p.pointer_array:
             raise ValueError(f"gemm: algo='split_k' needs batch 1 without pointer arrays; got batch={p.batch}, "
                              f"pointer_array={p.pointer_array}")
-        natural = split_k_count(p, device)
-        return split_k_plan(p, device, natural if natural > 1 else FORCED_SPLITS)
+        cfg, natural = split_k_choice(p, device)
+        return split_k_plan(p, device, natural if natural > 1 else FORCED_SPLITS, cfg)
     if algo == "dmma":
         if not _dmma_ok(p, device):
             raise ValueError(f"gemm: algo='dmma' needs float64 data, no pointer arrays and sm_80+; got dtype "
                              f"{p.dtype}, pointer_array={p.pointer_array}, arch {device.arch}")
         return GemmPlan("dmma", dmma_spec(p, device))
     if algo is None:
-        splits = split_k_count(p, device)
+        cfg, splits = split_k_choice(p, device)
         if splits > 1:
-            return split_k_plan(p, device, splits)
+            return split_k_plan(p, device, splits, cfg)
         if THRESHOLDS["float64_dmma"] and _dmma_ok(p, device):
             return GemmPlan("dmma", dmma_spec(p, device))
     return GemmPlan("tiled", tiled_spec(p, device))
