@@ -19,6 +19,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from emulator_fidelity_cases import APPROX_CASES, CASES, INT_CASES, Case, N, f32_inputs
+from test_emulator_directed_rounding import (
+    DIRECTED_CASES,
+    directed_inputs,
+    directed_reference,
+    run_directed,
+)
 from test_emulator_fidelity import MMA_NAN, block_cases, mma_nan_case, run_case
 from test_emulator_nvcc import bit_half_case, bit_half_reference
 from test_emulator_nvcc import ptx as nvcc_ptx
@@ -93,6 +99,20 @@ def test_f64_nan_encodings_match_the_gpu(both, case, rng):
     assert not len(values_bad), "values differ: " + _first_diff(case, inputs, g, e, values_bad)
     bad = np.flatnonzero(g != e)
     assert not len(bad), "NaN encodings differ: " + _first_diff(case, inputs, g, e, bad)
+
+
+@pytest.mark.parametrize("op,t,mode", DIRECTED_CASES, ids=lambda v: str(v))
+def test_directed_rounding_agrees_bit_for_bit_with_the_gpu(both, rng, op, t, mode):
+    """.rz/.rm/.rp f32/f64 arithmetic: the GPU against exact arithmetic, the emulator against the GPU."""
+    ins = directed_inputs(op, t, rng)
+    g = run_directed(both[0], op, t, mode, ins)
+    e = run_directed(both[1], op, t, mode, ins)
+    want = directed_reference(op, t, mode, ins)
+    for name, got, ref in (("GPU vs exact", g, want), ("emulator vs GPU", e, g)):
+        bad = np.flatnonzero(got != ref)
+        assert not len(bad), (f"{op}.{mode}.{t} {name}: {len(bad)} lanes differ; lane {bad[0]}: inputs "
+                              f"{[hex(int(x[bad[0]])) for x in ins]}, {hex(int(got[bad[0]]))} vs "
+                              f"{hex(int(ref[bad[0]]))}")
 
 
 def _lane_bits(bits, t: str) -> np.ndarray:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import approx
+from . import approx, directed
 from . import floatmath as fm
 from .registry import Op, register_handler
 from .types import DTYPES, SIGNED, UNSIGNED
@@ -99,14 +99,6 @@ def _float_wrap(instr, t, f32op, f64op=None, n=2):
         core = base
         base = lambda *v: fm.canon(core(*v))
     return base
-
-
-def _int_or_float(int_make, f32op, f64op=None):
-    def make(instr, t):
-        if t in fm.HALF_TYPES or t in ("f32", "f64"):
-            return _float_wrap(instr, t, f32op, f64op)
-        return int_make(instr, t)
-    return make
 
 
 def _mul_int(instr, t):
@@ -395,13 +387,11 @@ def _neg(instr, t):
 def _fma(instr, t):
     if t == "f32":
         mode = rounding(instr)
-        if mode == "rn":
-            f = fm.fma_f32
-        else:
-            f = lambda a, b, c: fm.round_f64(fm.fma_f64(a, b, c), "f32", mode)  # noqa: E731
+        f = fm.fma_f32 if mode == "rn" else directed.f32_fma_directed(mode)
         return _float_wrap(instr, t, f, None)
     if t == "f64":
-        return fm.fma_f64
+        mode = rounding(instr)
+        return fm.fma_f64 if mode == "rn" else directed.f64_directed("fma", mode)
     if t in fm.HALF_TYPES:
         def half(a, b, c):
             la, lb, lc = fm.unpack(t, a), fm.unpack(t, b), fm.unpack(t, c)
@@ -426,7 +416,8 @@ def _div(instr, t):
     if t == "f32":
         return _float_wrap(instr, t, np.divide, np.divide)
     if t == "f64":
-        return np.divide
+        mode = rounding(instr)
+        return np.divide if mode == "rn" else directed.f64_directed("div", mode)
     return _div_int(instr, t)
 
 
@@ -440,6 +431,8 @@ def _approx_only(op):
 def _sqrt(instr, t):
     if "approx" in instr.mods:
         return approx.make("sqrt", instr, t)
+    if t == "f64" and rounding(instr) != "rn":
+        return directed.f64_directed("sqrt", rounding(instr))
     return _float_wrap(instr, t, np.sqrt, np.sqrt)
 
 
@@ -447,14 +440,39 @@ def _rcp(instr, t):
     if "approx" in instr.mods:
         return approx.make("rcp", instr, t)
     if t == "f64":
-        return lambda a: 1.0 / a
+        mode = rounding(instr)
+        return (lambda a: 1.0 / a) if mode == "rn" else directed.f64_directed("rcp", mode)
     return _float_wrap(instr, t, lambda a: np.float32(1) / a, lambda a: 1.0 / a)
 
 
+def _float_directed(op: str, f32op, f64op):
+    """add/sub/mul on floats: the round-to-nearest ops, or for .rz/.rm/.rp the exact directed
+    forms of ``directed`` (f32 mul needs none: the product of two f32 values is exact in f64)."""
+    def make(instr, t):
+        mode = rounding(instr)
+        if mode == "rn" or t not in ("f32", "f64"):
+            return _float_wrap(instr, t, f32op, f64op)
+        if t == "f64":
+            return _float_wrap(instr, t, f32op, directed.f64_directed(op, mode))
+        if op == "mul":
+            return _float_wrap(instr, t, f32op, f64op)
+        return _float_wrap(instr, t, directed.f32_sum_directed(mode, negate_b=op == "sub"), None)
+    return make
+
+
+def _float_or_int(int_make, float_make):
+    def make(instr, t):
+        if t in fm.HALF_TYPES or t in ("f32", "f64"):
+            return float_make(instr, t)
+        return int_make(instr, t)
+    return make
+
+
 _BIN = {
-    "add": _int_or_float(lambda i, t: (lambda a, b: a + b), np.add, np.add),
-    "sub": _int_or_float(lambda i, t: (lambda a, b: a - b), np.subtract, np.subtract),
-    "mul": _int_or_float(_mul_int, np.multiply, np.multiply),
+    "add": _float_or_int(lambda i, t: (lambda a, b: a + b), _float_directed("add", np.add, np.add)),
+    "sub": _float_or_int(lambda i, t: (lambda a, b: a - b),
+                         _float_directed("sub", np.subtract, np.subtract)),
+    "mul": _float_or_int(_mul_int, _float_directed("mul", np.multiply, np.multiply)),
     "div": _div,
     "rem": lambda i, t: _rem_int(i, t),
     "min": _minmax(False),
