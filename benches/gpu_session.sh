@@ -20,15 +20,15 @@ for step in "${steps[@]}"; do
       timeout 90 python3 -m oxicuda demo > "$OUT/demo.log" 2>&1; echo "demo rc=$?"; tail -n 3 "$OUT/demo.log" ;;
     venv)
       # the README's commands in a new virtual environment. The device machine is offline: pip takes
-      # cffi from the device kit (PIP_FIND_LINKS) and builds with the machine's setuptools (no build
-      # isolation); the venv sees the machine's numpy/pytest through a .pth line, like
+      # cffi from the device kit (PIP_FIND_LINKS) (oxicuda builds with its own
+      # standard-library backend); the venv sees the machine's numpy/pytest through a .pth line, like
       # --system-site-packages would for a plain system Python.
       { site=$(python3 -c "import numpy, os; print(os.path.dirname(os.path.dirname(numpy.__file__)))")
         echo "machine packages: $site"; python3 -m pip list 2>/dev/null | grep -iE "^(nvidia-cuda-nvcc|setuptools|wheel|pytest|hypothesis|numpy|ml.dtypes|cffi) "
         rm -rf /tmp/oxivenv /tmp/oxicuda-src && python3 -m venv --system-site-packages /tmp/oxivenv
         echo "$site" > "$(/tmp/oxivenv/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/machine-packages.pth"
         cp -r . /tmp/oxicuda-src && cd /tmp/oxicuda-src
-        export PIP_NO_INDEX=1 PIP_FIND_LINKS="$PWD/.device-kit" PIP_NO_BUILD_ISOLATION=0
+        export PIP_NO_INDEX=1 PIP_FIND_LINKS="$PWD/.device-kit"
         env -u PYTHONPATH /tmp/oxivenv/bin/python3 -m pip install -e '.[test]' 2>&1 | tail -n 4; echo "pip install -e .[test] rc=${PIPESTATUS[0]}"
         env -u PYTHONPATH /tmp/oxivenv/bin/python3 -m pip install -e . 2>&1 | tail -n 2; echo "pip install -e . rc=${PIPESTATUS[0]}"
         env -u PYTHONPATH -u OXICUDA_BACKEND timeout 90 /tmp/oxivenv/bin/python3 -m oxicuda demo 2>&1 | tail -n 8; echo "demo rc=${PIPESTATUS[0]}"
