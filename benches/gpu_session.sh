@@ -55,9 +55,13 @@ for step in "${steps[@]}"; do
       for name in ${SWEEPS:-blas conv wgmma conv_tc}; do
         lim=${SWEEP_LIMIT:-60}
         [ -f "benches/sweep_$name.py" ] || continue
-        timeout "$lim" python3 "benches/sweep_$name.py" --json "$OUT/sweep-$name.json" > "$OUT/sweep-$name.txt" 2>&1
+        timeout "$lim" python3 "benches/sweep_$name.py" --json "$OUT/sweep-$name.json" ${SWEEP_ARGS:-} > "$OUT/sweep-$name.txt" 2>&1
         echo "sweep $name rc=$?"
       done ;;
+    probe)
+      # where the emulator had to guess: the GPU's answers as JSON (benches/probe_fidelity.py)
+      timeout ${PROBE_LIMIT:-120} python3 benches/probe_fidelity.py --json "$OUT/probe-fidelity.json" > "$OUT/probe-fidelity.txt" 2>&1
+      echo "probe rc=$?"; tail -n 25 "$OUT/probe-fidelity.txt" ;;
     bench)
       timeout 300 python3 -m oxicuda bench --quick --json "$OUT/bench-quick.json" 2>"$OUT/bench-progress.log" | tee "$OUT/bench-quick.txt" ;;
     bench-full)
