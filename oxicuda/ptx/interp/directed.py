@@ -55,7 +55,7 @@ def sum_directed(x, y, mode: str, dtype):
         # a sum that is not an f32 value is at least one f64 ulp from every f32 value, farther
         # than e: only an s that is exactly an f32 value needs e's sign
         exact_at_r = r.astype(np.float64) == s
-    r = _overflow(np.asarray(r), finite_in & np.isfinite(s) | finite_in, mode)
+    r = _overflow(np.asarray(r), finite_in, mode)
     inexact = finite_in & np.isfinite(s) & (e != 0) & exact_at_r
     if np.count_nonzero(inexact):
         if mode == "rz":
