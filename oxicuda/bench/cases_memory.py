@@ -119,34 +119,90 @@ def _prep_h2d(kind: str):
     return prepare
 
 
-def _prep_launch(quick: bool) -> Prepared:
+def _tiny_kernel():
+    """The tiny kernel loaded through the public Module, a 32-element output and its count."""
     import oxicuda
     from oxicuda.driver.module import Module
 
     fn = Module(_TINY_PTX).get_function("oxi_bench_tiny")
-    out = oxicuda.empty(32, np.uint32)
-    n = np.uint32(32)
+    return fn, oxicuda.empty(32, np.uint32), np.uint32(32)
 
-    def ours(i: int) -> None:
-        fn(1, 32, (out, n))
 
+def _tiny_check(ours, out):
     def check() -> float:
-        out.fill(0xFFFFFFFF) if hasattr(out, "fill") else None
+        out.fill(0xFFFFFFFF)
         ours(0)
         got = out.get()
         return float(np.max(np.abs(got.astype(np.int64) - np.arange(32))))
 
-    prepared = Prepared(ours=ours, check=check, tolerance=0.0)
+    return check
+
+
+def _cupy_tiny(n):
+    """CuPy's RawKernel of the same kernel, called as CuPy users spell it; None without CuPy."""
     cupy = _cupy()
-    if cupy is not None:
-        src = r'extern "C" __global__ void tiny(unsigned* p, unsigned n)'
-        src += r'{ unsigned t = threadIdx.x; if (t < n) p[t] = t; }'
-        kern = cupy.RawKernel(src, "tiny")
-        cout = cupy.empty(32, dtype=cupy.uint32)
-        kern((1,), (32,), (cout, n))
-        prepared.vendor = lambda i: kern((1,), (32,), (cout, n))
-        prepared.vendor_name = "cupy RawKernel"
-    return prepared
+    if cupy is None:
+        return None
+    src = r'extern "C" __global__ void tiny(unsigned* p, unsigned n)'
+    src += r'{ unsigned t = threadIdx.x; if (t < n) p[t] = t; }'
+    kern = cupy.RawKernel(src, "tiny")
+    cout = cupy.empty(32, dtype=cupy.uint32)
+    kern((1,), (32,), (cout, n))
+    return lambda i: kern((1,), (32,), (cout, n))
+
+
+def _prep_launch(spelling: str):
+    """The public launch call, ``fn(grid, block, args)``, with ints or with CuPy's 1-tuples."""
+
+    def prepare(quick: bool) -> Prepared:
+        fn, out, n = _tiny_kernel()
+        args = (out, n)
+        if spelling == "ints":
+            def ours(i: int) -> None:
+                fn(1, 32, args)
+        else:
+            def ours(i: int) -> None:
+                fn((1,), (32,), args)
+
+        prepared = Prepared(ours=ours, check=_tiny_check(ours, out), tolerance=0.0)
+        vendor = _cupy_tiny(n)
+        if vendor is not None:
+            prepared.vendor = vendor
+            prepared.vendor_name = "cupy RawKernel"
+        return prepared
+
+    return prepare
+
+
+def _prep_driver_entry(quick: bool) -> Prepared:
+    """The two driver entry points through oxicuda's cffi binding, with everything prepared:
+    cuLaunchKernelEx with the launch plan's prebuilt config (what ``fn(...)`` calls) against
+    cuLaunchKernel with 11 converted arguments (the vendor column). The difference is the
+    driver's and cffi's, not oxicuda's Python."""
+    import struct
+
+    from oxicuda.driver.backend import api
+
+    drv = api()
+    fn, out, _ = _tiny_kernel()
+    plan = drv.launch_plan(fn.handle, fn.layout)
+    if plan is None:
+        raise RuntimeError("this driver has no cuLaunchKernelEx launch plan")
+    struct.pack_into("<" + plan.header_format + "QI", plan.buffer, 0, 1, 1, 1, 32, 1, 1, 0, 0,
+                     out.ptr, 32)
+    call, (c0, c1, c2, c3) = plan.call, plan.call_args
+    legacy = drv.param_buffer(fn.layout)
+    struct.pack_into("<QI", legacy.data, 0, out.ptr, 32)
+    launch, handle, pointers, null = drv.lib.cuLaunchKernel, fn.handle, legacy.handle, drv.ffi.NULL
+
+    def ours(i: int) -> None:
+        call(c0, c1, c2, c3)
+
+    def vendor(i: int) -> None:
+        launch(handle, 1, 1, 1, 32, 1, 1, 0, 0, pointers, null)
+
+    return Prepared(ours=ours, check=_tiny_check(ours, out), tolerance=0.0, vendor=vendor,
+                    vendor_name="cuLaunchKernel through the same cffi binding")
 
 
 def _prep_pool(quick: bool) -> Prepared:
@@ -174,7 +230,11 @@ for _kind in ("staging", "plain", "pinned"):
                        note={"staging": "pageable numpy through the pinned staging buffer",
                              "plain": "pageable numpy, plain cuMemcpyHtoD",
                              "pinned": "pinned source: the peak"}[_kind]))
-register_case(Case("memory", "launch_tiny_kernel", _prep_launch, unit="us", timing="host",
-                   note="host cost per launch of a cached tiny kernel"))
+register_case(Case("memory", "launch_tiny_kernel", _prep_launch("ints"), unit="us", timing="host",
+                   note="host cost per launch of a cached tiny kernel: fn(1, 32, args)"))
+register_case(Case("memory", "launch_tiny_kernel_tuples", _prep_launch("tuples"), unit="us",
+                   timing="host", note="the same, spelled fn((1,), (32,), args) as CuPy is"))
+register_case(Case("memory", "launch_driver_entry", _prep_driver_entry, unit="us", timing="host",
+                   gpu_only=True, note="bare cuLaunchKernelEx (ours) vs cuLaunchKernel, same cffi"))
 register_case(Case("memory", "pool_alloc_1MiB", _prep_pool, unit="us", timing="host",
                    note="vendor column: raw cuMemAlloc+cuMemFree"))

@@ -122,6 +122,16 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
                         unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
                         unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
                         void **kernelParams, void **extra);
+/* CUlaunchConfig as cuda.h declares it (attrs is a CUlaunchAttribute*; oxicuda passes none).
+   cuLaunchKernelEx takes the function as void* so a launch passes a prebuilt cdata, which
+   cffi forwards without converting a Python int. */
+typedef struct {
+    unsigned int gridDimX; unsigned int gridDimY; unsigned int gridDimZ;
+    unsigned int blockDimX; unsigned int blockDimY; unsigned int blockDimZ;
+    unsigned int sharedMemBytes; CUstream hStream; void *attrs; unsigned int numAttrs;
+} CUlaunchConfig;
+CUresult cuLaunchKernelEx(const CUlaunchConfig *config, void *f, void **kernelParams,
+                          void **extra);
 CUresult cuTensorMapEncodeTiled(void *tensorMap, int tensorDataType, unsigned int tensorRank,
                                 hostptr_t globalAddress, const uint64_t *globalDim,
                                 const uint64_t *globalStrides, const uint32_t *boxDim,
@@ -198,6 +208,44 @@ class LibCudaParamBuffer(ParamBuffer):
         self.handle = self._pointers
 
 
+class LibCudaLaunchPlan:
+    """A function's launch prepared once for ``cuLaunchKernelEx``.
+
+    One storage holds a ``CUlaunchConfig`` (``header_format``, ``header_size`` bytes) and then the
+    parameters, at a 64-byte aligned offset, so a launch writes geometry, stream and arguments
+    with one ``struct.pack_into`` into ``buffer`` and calls ``call(*call_args)``: the config,
+    the function and the parameter pointers are cdata made here, so cffi converts no Python int
+    per launch. ``build_launch`` (driver/params.py) generates that per-launch code.
+    """
+
+    #: gridDim x/y/z, blockDim x/y/z, sharedMemBytes, padding, hStream; then zeros up to
+    #: ``header_size`` (attrs = NULL, numAttrs = 0, and the gap before the parameters)
+    header_format = "7I4xQ24x"
+    header_size = 64
+
+    def __init__(self, api: LibCudaAPI, func: int, layout: ParamLayout) -> None:
+        ffi = api.ffi
+        if (ffi.offsetof("CUlaunchConfig", "hStream") != 32
+                or ffi.sizeof("CUlaunchConfig") > self.header_size):
+            raise AssertionError("CUlaunchConfig does not have the layout header_format assumes")
+        size = self.header_size + layout.total_size
+        self._storage = ffi.new("char[]", size + _PARAM_ALIGN)
+        start = self._storage + (-int(ffi.cast("uintptr_t", self._storage))) % _PARAM_ALIGN
+        self.buffer = ffi.buffer(start, size)
+        params = start + self.header_size
+        self._pointers = ffi.new("void*[]", max(len(layout.slots), 1))
+        for i, slot in enumerate(layout.slots):
+            self._pointers[i] = params + slot.offset
+        self.call = api._launch_ex
+        self.call_args = (ffi.cast("CUlaunchConfig *", start), ffi.cast("void *", func),
+                          self._pointers, ffi.NULL)
+        self._check = api._check
+
+    def fail(self, code: int, grid: tuple, block: tuple, shared_mem: int) -> None:
+        """Raise the error of a launch that returned ``code``."""
+        self._check(code, "cuLaunchKernelEx", f"grid={grid} block={block} shared_mem={shared_mem}")
+
+
 class LibCudaAPI(DriverAPI):
     """The real driver. Construction opens the library (raising DriverNotFoundError)."""
 
@@ -210,6 +258,7 @@ class LibCudaAPI(DriverAPI):
         self._uuid_fn = self._resolve("cuDeviceGetUuid_v2", "cuDeviceGetUuid")
         self._elapsed_fn = self._resolve("cuEventElapsedTime", "cuEventElapsedTime_v2")
         self._launch = lib.cuLaunchKernel
+        self._launch_ex = self._resolve("cuLaunchKernelEx")  # drivers from CUDA 11.8 on
         self._null = ffi.NULL
         self._initialized = False
 
@@ -555,6 +604,15 @@ class LibCudaAPI(DriverAPI):
 
     def param_buffer(self, layout: ParamLayout) -> ParamBuffer:
         return LibCudaParamBuffer(self.ffi, layout)
+
+    def launch_plan(self, func: int, layout: ParamLayout) -> LibCudaLaunchPlan | None:
+        """The prepared ``cuLaunchKernelEx`` launch of ``func`` that ``Function`` uses instead of
+        ``launch_kernel``; None when the driver lacks cuLaunchKernelEx, or when ``launch_kernel``
+        was replaced on this instance (tests record launches that way), so that replacement
+        still sees every launch."""
+        if self._launch_ex is None or "launch_kernel" in vars(self):
+            return None
+        return LibCudaLaunchPlan(self, func, layout)
 
     def launch_kernel(
         self,

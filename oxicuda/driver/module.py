@@ -1,230 +1,33 @@
 """Loaded PTX modules and their kernels: ``Module(ptx).get_function(name)(grid, block, args)``.
 
 A ``Function`` prepares its launch once: the parameter layout read from the ``.entry``
-declaration, one ``ParamBuffer`` from the driver, one ``struct.Struct`` covering the whole
-layout (padding included) and one converter per parameter. A launch converts the arguments,
-does one ``pack_into`` and one driver call; bad arguments and bad geometry raise before the
-driver is touched.
+declaration, an ``ArgPacker`` (one ``struct.Struct`` over the whole layout, one converter per
+parameter) and a launch function generated for the entry (``params.build_launch``). On the real
+driver that function packs geometry, stream and arguments with one ``pack_into`` into a buffer
+that holds a ``CUlaunchConfig`` and the parameters, and calls ``cuLaunchKernelEx`` with four
+prebuilt values. Bad arguments and bad geometry raise before the driver is touched.
 """
 
 from __future__ import annotations
 
 import operator
-import struct
-import threading
 import weakref
 from collections.abc import Callable, Sequence
 
-import numpy as np
-
 from . import enums
-from .api import ParamLayout, ParamSlot
+from .api import ParamLayout
 from .backend import api
 from .context import _local as _context_local
 from .context import current_device_ordinal, ensure_context
-from .params import entry_layouts
-from .stream import as_stream_handle
+from .params import ArgPacker, build_launch, entry_layouts
+from .stream import Stream, as_stream_handle
 from .trace import ACTIVE as _ACTIVE_TRACES
 from .trace import LaunchRecord
 from .trace import record as _record_launch
 
-# struct codes for scalar parameter types (little-endian, as the driver copies raw bytes)
-_INT_CODES = {
-    ".u8": "B", ".s8": "b", ".b8": "B",
-    ".u16": "H", ".s16": "h", ".b16": "H",
-    ".u32": "I", ".s32": "i", ".b32": "I",
-    ".u64": "Q", ".s64": "q", ".b64": "Q",
-}
-_FLOAT_CODES = {".f32": "f", ".f64": "d", ".f16": "e"}
+__all__ = ["ArgPacker", "Function", "Module"]
+
 _FUNC_ATTR = enums.FUNCTION_ATTRIBUTES
-
-
-def _to_pointer_or_int(value: object) -> int:
-    """A 64-bit parameter: a device array (``.ptr``), a CUDA array interface, or an int."""
-    if type(value) is int:
-        return value
-    ptr = getattr(value, "ptr", None)
-    if ptr is not None:
-        return int(ptr)
-    cai = getattr(value, "__cuda_array_interface__", None)
-    if cai is not None:
-        return int(cai["data"][0])
-    if isinstance(value, (float, np.floating, str, bytes)):
-        raise TypeError(type(value).__name__)
-    if hasattr(value, "__int__"):
-        return int(value)
-    return operator.index(value)
-
-
-def _to_int(value: object) -> int:
-    if type(value) is int:
-        return value
-    return operator.index(value)  # ints, numpy integers, bools; floats raise TypeError
-
-
-def _to_float(value: object) -> float:
-    if type(value) is float or type(value) is int:
-        return value
-    if isinstance(value, (str, bytes)) or not isinstance(value, (int, float, np.number)):
-        raise TypeError(type(value).__name__)
-    return float(value)
-
-
-def _to_bf16_bits(value: object) -> int:
-    bits = int(np.array(_to_float(value), dtype=np.float32).view(np.uint32))
-    if (bits & 0x7F800000) == 0x7F800000 and bits & 0x7FFFFF:
-        return (bits >> 16) | 0x40  # keep NaN a NaN
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF  # round to nearest even
-
-
-def _expected_text(slot: ParamSlot) -> str:
-    t = slot.ptx_type
-    if slot.size != _scalar_size(t):
-        return f"bytes of length {slot.size}"
-    if t in (".u64", ".s64", ".b64"):
-        return "a device pointer (DeviceArray, __cuda_array_interface__) or an int"
-    if t in _FLOAT_CODES or t in (".bf16",):
-        return "a float"
-    return "an int"
-
-
-def _scalar_size(ptx_type: str) -> int:
-    return struct.calcsize(_INT_CODES.get(ptx_type) or _FLOAT_CODES.get(ptx_type) or "H")
-
-
-def _slot_plan(slot: ParamSlot) -> tuple[str, Callable[[object], object]]:
-    """The struct code and converter of one parameter."""
-    t = slot.ptx_type
-    if slot.size != _scalar_size(t):  # an array parameter: raw bytes of exactly that size
-        size = slot.size
-
-        def to_bytes(value: object) -> bytes:
-            if not isinstance(value, (bytes, bytearray, memoryview)):
-                raise TypeError(type(value).__name__)
-            data = bytes(value)
-            if len(data) != size:
-                raise TypeError(f"{len(data)} bytes")
-            return data
-
-        return f"{size}s", to_bytes
-    if t in (".u64", ".s64", ".b64"):
-        return _INT_CODES[t], _to_pointer_or_int
-    if t in _INT_CODES:
-        return _INT_CODES[t], _to_int
-    if t in _FLOAT_CODES:
-        return _FLOAT_CODES[t], _to_float
-    if t == ".bf16":
-        return "H", _to_bf16_bits
-    raise ValueError(f"kernel parameter {slot.name!r} has type {t}, which launches cannot pass")
-
-
-class ArgPacker:
-    """Converts launch arguments and packs them into a parameter buffer, for one kernel entry."""
-
-    def __init__(self, kernel: str, layout: ParamLayout) -> None:
-        self.kernel = kernel
-        self.layout = layout
-        fmt = ["<"]
-        converters = []
-        pos = 0
-        for slot in layout.slots:
-            code, conv = _slot_plan(slot)
-            if slot.offset > pos:
-                fmt.append(f"{slot.offset - pos}x")
-            fmt.append(code)
-            converters.append(conv)
-            pos = slot.offset + slot.size
-        if layout.total_size > pos:
-            fmt.append(f"{layout.total_size - pos}x")
-        self.struct = struct.Struct("".join(fmt))
-        if self.struct.size != layout.total_size:
-            raise AssertionError(
-                f"{kernel}: packed size {self.struct.size} != layout size {layout.total_size}"
-            )
-        self._converters = tuple(converters)
-        self._count = len(converters)
-        self.fast_pack_into = self._build_fast_pack()
-
-    def _build_fast_pack(self) -> Callable[[object, Sequence[object]], None]:
-        """A packer specialised to this entry: unpacks ``args`` into locals, converts each with
-        an inline fast path for plain ints/floats, and does one ``pack_into``. Anything unusual
-        (wrong count, wrong type, out of range) falls back to ``pack_into``, which raises the
-        precise error."""
-        n = self._count
-        if n == 0:
-            def fast_empty(buffer, args, _slow=self.pack_into):
-                if args:
-                    _slow(buffer, args)
-            return fast_empty
-        namespace: dict[str, object] = {
-            "_pack": self.struct.pack_into, "_slow": self.pack_into,
-            "_ptr_of": operator.attrgetter("ptr"), "_index": operator.index,
-        }
-        exprs = []
-        for i, conv in enumerate(self._converters):
-            namespace[f"c{i}"] = conv
-            if conv is _to_pointer_or_int:  # objects without an int .ptr take the slow path
-                exprs.append(f"a{i} if type(a{i}) is int else _ptr_of(a{i})")
-            elif conv is _to_int:
-                exprs.append(f"a{i} if type(a{i}) is int else _index(a{i})")
-            elif conv is _to_float:
-                exprs.append(f"a{i} if type(a{i}) is float else c{i}(a{i})")
-            else:
-                exprs.append(f"c{i}(a{i})")
-        names = ", ".join(f"a{i}" for i in range(n)) + ("," if n == 1 else "")
-        source = (
-            "def fast_pack_into(buffer, args):\n"
-            "    try:\n"
-            f"        {names} = args\n"
-            f"        _pack(buffer, 0, {', '.join(exprs)})\n"
-            "    except Exception:\n"
-            "        _slow(buffer, args)\n"
-        )
-        exec(compile(source, f"<oxicuda launch packer {self.kernel}>", "exec"), namespace)
-        return namespace["fast_pack_into"]  # type: ignore[return-value]
-
-    def convert(self, args: Sequence[object]) -> list[object]:
-        """The packable values of ``args``; TypeError names the first bad parameter."""
-        if len(args) != self._count:
-            names = ", ".join(f"{s.name} ({s.ptx_type})" for s in self.layout.slots)
-            raise TypeError(
-                f"{self.kernel}: got {len(args)} argument(s), the kernel takes {self._count}: "
-                f"{names or 'none'}"
-            )
-        try:
-            return [conv(a) for conv, a in zip(self._converters, args)]
-        except (TypeError, ValueError, KeyError, IndexError, OverflowError):
-            self._raise_for_bad_argument(args)
-            raise
-
-    def pack_into(self, buffer, args: Sequence[object]) -> None:
-        """Convert ``args`` and write them into ``buffer`` at offset 0."""
-        values = self.convert(args)
-        try:
-            self.struct.pack_into(buffer, 0, *values)
-        except struct.error:
-            self._raise_for_bad_argument(args)
-            raise
-
-    def pack(self, args: Sequence[object]) -> bytes:
-        """The packed parameter bytes of ``args`` (for tests and tools; launches use pack_into)."""
-        buf = bytearray(self.layout.total_size)
-        self.pack_into(buf, args)
-        return bytes(buf)
-
-    def _raise_for_bad_argument(self, args: Sequence[object]) -> None:
-        for i, (slot, conv, value) in enumerate(zip(self.layout.slots, self._converters, args)):
-            code, _ = _slot_plan(slot)
-            try:
-                struct.pack("<" + code, conv(value))
-            except (TypeError, ValueError, KeyError, IndexError, OverflowError, struct.error) as exc:
-                seen = f"{type(value).__name__} {value!r}"
-                if len(seen) > 80:
-                    seen = seen[:77] + "..."
-                raise TypeError(
-                    f"{self.kernel}: argument {i} ({slot.name}, {slot.ptx_type}) expects "
-                    f"{_expected_text(slot)} in range for {slot.ptx_type}; got {seen}"
-                ) from exc
 
 
 def _dim3(value: object, what: str) -> tuple[int, int, int]:
@@ -250,6 +53,15 @@ def _dim3(value: object, what: str) -> tuple[int, int, int]:
     return dims
 
 
+def _shared_bytes(value: object) -> int:
+    if type(value) is int:
+        return value
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"shared_mem must be an int number of bytes, got {value!r}") from None
+
+
 class Function:
     """One kernel entry of a loaded ``Module``; calling it launches the kernel."""
 
@@ -260,11 +72,16 @@ class Function:
         self.handle = api().module_get_function(module.handle, name)
         self.layout = layout
         self.packer = ArgPacker(name, layout)
-        self._params = api().param_buffer(layout)
         self._limits: tuple | None = None
-        self._launch_kernel = api().launch_kernel
-        self._launch_lock = threading.Lock()
-        self._pack = self.packer.fast_pack_into
+        drv, handle = api(), self.handle
+        plan_for = getattr(drv, "launch_plan", None)  # only drivers with a native plan have it
+        plan = plan_for(handle, layout) if plan_for is not None else None
+        if plan is not None:
+            self._launch = build_launch(self.packer, new_native=lambda: plan_for(handle, layout),
+                                        first_native=plan)
+        else:
+            self._launch = build_launch(self.packer, launch_kernel=drv.launch_kernel, handle=handle,
+                                        new_params=lambda: drv.param_buffer(layout))
         # 1-D fast-path bounds (threads per block, grid.x, dynamic shared bytes), set on first use
         self._max_block_1d = 0
         self._max_grid_1d = 0
@@ -372,35 +189,38 @@ class Function:
     ) -> None:
         """Launch on ``stream`` (None: the default stream). Asynchronous like cuLaunchKernel.
 
+        ``grid`` and ``block`` are ints or tuples of 1 to 3 ints; ``args`` holds one value per
+        kernel parameter (device arrays or pointers as ints, ints, floats, numpy scalars).
         Raises TypeError (wrong argument count or type, naming the parameter) or ValueError
         (grid, block or shared memory over the limits) before anything reaches the driver.
         """
-        if (
-            type(grid) is int and type(block) is int and 0 < grid <= self._max_grid_1d
-            and 0 < block <= self._max_block_1d and 0 <= shared_mem <= self._max_dyn
-        ):
-            grid3 = (grid, 1, 1)
-            block3 = (block, 1, 1)
-        else:
-            grid3 = (grid, 1, 1) if type(grid) is int and grid > 0 else _dim3(grid, "grid")
-            block3 = (block, 1, 1) if type(block) is int and block > 0 else _dim3(block, "block")
-            self._check_geometry(grid3, block3, shared_mem)
         if stream is None:
             stream_handle = 0
         elif type(stream) is int and stream >= 0:
             stream_handle = stream
+        elif type(stream) is Stream:
+            stream_handle = stream._handle
         else:
             stream_handle = as_stream_handle(stream)
-        params = self._params
         if getattr(_context_local, "ctx", None) is None:
             ensure_context()
-        with self._launch_lock:  # one parameter buffer per function: pack and launch as one step
-            self._pack(params.data, args)
-            self._launch_kernel(self.handle, grid3, block3, shared_mem, stream_handle, params)
+        if (
+            type(grid) is int and type(block) is int and type(shared_mem) is int
+            and 0 < grid <= self._max_grid_1d and 0 < block <= self._max_block_1d
+            and 0 <= shared_mem <= self._max_dyn
+        ):
+            self._launch(grid, 1, 1, block, 1, 1, shared_mem, stream_handle, args)
+            if _ACTIVE_TRACES:
+                _record_launch(LaunchRecord(self.name, self.spec, (grid, 1, 1), (block, 1, 1),
+                                            shared_mem, stream_handle))
+            return
+        grid3 = _dim3(grid, "grid")
+        block3 = _dim3(block, "block")
+        shared_mem = _shared_bytes(shared_mem)
+        self._check_geometry(grid3, block3, shared_mem)
+        self._launch(*grid3, *block3, shared_mem, stream_handle, args)
         if _ACTIVE_TRACES:
-            _record_launch(
-                LaunchRecord(self.name, self.spec, grid3, block3, shared_mem, stream_handle)
-            )
+            _record_launch(LaunchRecord(self.name, self.spec, grid3, block3, shared_mem, stream_handle))
 
     def prepared_launch(
         self, grid: int | tuple[int, ...], block: int | tuple[int, ...], shared_mem: int = 0
@@ -414,24 +234,24 @@ class Function:
         """
         grid3 = _dim3(grid, "grid")
         block3 = _dim3(block, "block")
-        shared_mem = operator.index(shared_mem)
+        shared_mem = _shared_bytes(shared_mem)
         self._check_geometry(grid3, block3, shared_mem)
-        handle, params, pack, launch_kernel = self.handle, self._params, self._pack, self._launch_kernel
-        lock = self._launch_lock
-        data = params.data
+        gx, gy, gz = grid3
+        bx, by, bz = block3
+        run = self._launch
 
         def launch(args: Sequence[object], stream: object = None) -> None:
             if stream is None:
                 stream_handle = 0
             elif type(stream) is int and stream >= 0:
                 stream_handle = stream
+            elif type(stream) is Stream:
+                stream_handle = stream._handle
             else:
                 stream_handle = as_stream_handle(stream)
             if getattr(_context_local, "ctx", None) is None:
                 ensure_context()
-            with lock:
-                pack(data, args)
-                launch_kernel(handle, grid3, block3, shared_mem, stream_handle, params)
+            run(gx, gy, gz, bx, by, bz, shared_mem, stream_handle, args)
             if _ACTIVE_TRACES:
                 _record_launch(LaunchRecord(self.name, self.spec, grid3, block3, shared_mem, stream_handle))
 
