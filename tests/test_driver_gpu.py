@@ -15,8 +15,12 @@ pytestmark = pytest.mark.gpu
 
 
 def _api():
+    """The driver API with the primary context current (raw driver calls need one; a test can be
+    the first of a fresh xdist worker)."""
     from oxicuda.driver import backend
+    from oxicuda.driver.context import ensure_context
 
+    ensure_context()
     return backend.api()
 
 
