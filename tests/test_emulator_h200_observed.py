@@ -124,15 +124,16 @@ def test_the_last_nan_operand_in_ptx_order_wins_in_f64_add_and_mul(emu):
 
 @pytest.mark.parametrize("a,b,c,want", [
     (QNAN_NEG, QNAN_1234, SNAN, QNAN_1234),            # b's NaN before c's and a's
-    (QNAN_NEG, 0, SNAN, QNAN_NEG),                     # a's before c's
-    (SNAN_NEG, 0, QNAN_1234, 0xFFFC000000000001),      # a's, quieted, sign kept
+    (QNAN_NEG, 0, SNAN, 0x7FF8000000000001),           # c's before a's, quieted
+    (SNAN_NEG, 0, QNAN_1234, QNAN_1234),
+    (SNAN_NEG, 0, 0, 0xFFFC000000000001),              # a's alone, quieted, sign kept
     (0, 0x3FF0000000000000, SNAN, 0x7FF8000000000001),  # c's alone, quieted
-    (0x3FF0000000000000, SNAN_NEG, QNAN_ALL, 0xFFFC000000000001),
+    (0x3FF0000000000000, SNAN_NEG, QNAN_ALL, 0xFFFC000000000001),  # b's before c's
 ])
-def test_fma_f64_takes_b_then_a_then_c_nan(emu, a, b, c, want):
-    """fma.rn.f64: the product's NaN (b's, else a's) before the addend's. b over a is observed
-    (fma a, b, a on the H200); the place of c is inferred and is what benches/probe_fidelity.py
-    checks on the GPU with three different NaNs."""
+def test_fma_f64_takes_b_then_c_then_a_nan(emu, a, b, c, want):
+    """fma.rn.f64 NaN priority b > c > a, as the H200 returned for every pairing of NaN operand
+    positions (benches/probe_fidelity.py on the GPU, 2026-11-29 session 3; e.g. a = qNaN payload 1,
+    b = 1.5, c = -qNaN payload 2 gave 0xfff8000000000002)."""
     fma = "fma.rn.f64 %o, %a0, %a1, %a2;"
     got = _run(emu, fma, ("f64",) * 3, "f64", (a, b, c))
     assert got == want, f"fma({hex(a)}, {hex(b)}, {hex(c)}): {hex(got)}, want {hex(want)}"

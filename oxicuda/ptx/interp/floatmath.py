@@ -44,7 +44,7 @@ def propagate_nan_f64(r, *operands):
     passed, quieted, its sign and payload kept. Operands go in rising priority: for DADD/DMUL/
     DMNMX that is PTX order (a, b), the H200's rule (tests/test_emulator_h200_observed.py holds
     the observed bits: add(0x7ff8..0, 0xfff8..0) is 0xfff8..0, add(qNaN, 0x7ff0..01) is
-    0x7ff8..01); DFMA passes (c, a, b) (see ``fma_f64``). A NaN without a NaN operand
+    0x7ff8..01); DFMA passes (a, c, b) (see ``fma_f64``). A NaN without a NaN operand
     (inf - inf, 0 * inf) stays as computed."""
     r = np.asarray(r, np.float64)
     nan = np.isnan(r)
@@ -141,10 +141,9 @@ def fma_f64(a, b, c):
     """Correctly rounded a*b + c in float64 (Boldo-Melquiond with rounding to odd, and exact
     rational arithmetic for the lanes near overflow or underflow). A zero result has the sign
     of IEEE a*b + c. A NaN operand's NaN comes out quieted, sign and payload kept, b's before
-    a's before c's: the H200 gives b's NaN for fma.rn.f64 a, b, a with both NaN (the 2026-11-29
-    GPU run of test_f64_nan_encodings_match_the_gpu; b over a as in mul.f64). The order of c
-    against b is inferred (the product's NaN first, as add.f64 prefers its second operand), to
-    be confirmed by benches/probe_fidelity.py."""
+    c's before a's: what the H200 returned for every pairing of NaN and non-NaN operands of
+    fma.rn.f64 (benches/probe_fidelity.py, 2026-11-29 session 3: NaN operands a->a, b->b, c->c,
+    ab->b, ac->c, bc->b, abc->b)."""
     a = np.asarray(a, np.float64)
     b = np.asarray(b, np.float64)
     c = np.asarray(c, np.float64)
@@ -166,7 +165,7 @@ def fma_f64(a, b, c):
         for k in zip(*np.nonzero(edge.reshape(r.shape))):
             r[k] = _fma_f64_exact(float(flat_a[k]), float(flat_b[k]), float(flat_c[k]), r[k])
         r = r.reshape(np.shape(naive))
-    return propagate_nan_f64(r, c, a, b)
+    return propagate_nan_f64(r, a, c, b)
 
 
 def fma_f32(a, b, c):
