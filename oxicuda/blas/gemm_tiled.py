@@ -72,13 +72,16 @@ _T64x128 = TileConfig(64, 128, 8, 8, 8)  # ~139 registers, 128 threads: 3 CTAs/S
 _T128x64 = TileConfig(128, 64, 8, 8, 8)
 _T128x256 = TileConfig(128, 256, 8, 8, 16)  # ~215 registers: 1 CTA/SM; 6 LDS.128 per 128 FFMA
 _T256x128 = TileConfig(256, 128, 8, 16, 8)  # ~200 registers (8x8 needs 4 LDS.128 per 64 FFMA)
-# warp-blocked thread order (one shared wavefront per fragment read) and the prefetching loop;
-# the prefetching 128x128 tiles need the 2-CTA bound (~135-140 registers unbounded on sm_90, none
-# spilled at 128 with 16-byte loads)
-_T128_W = TileConfig(128, 128, 8, 8, 8, warp_m=4)  # 128 registers
+# the prefetching loop, with and without the warp-blocked thread order; the 128x128 8x8 ones need
+# the 2-CTA bound (~135-140 registers unbounded on sm_90; none spilled at 128 with 16-byte loads)
 _T128_PF = TileConfig(128, 128, 8, 8, 8, 2, prefetch=True)
 _T128_W_PF = TileConfig(128, 128, 8, 8, 8, 2, warp_m=4, prefetch=True)
 _T128x256_W_PF = TileConfig(128, 256, 8, 8, 16, warp_m=4, prefetch=True)  # ~220-230 registers: 1 CTA/SM
+# 128 threads of 8x16: 6 LDS.128 per 128 FFMA like 128x256 (8x8 needs 4 per 64: the shared
+# datapath's 128 B/clock at the FFMA peak), but 2 CTAs/SM (~230 registers) and half the tile, so
+# 4096^2 still makes 1024 CTAs
+_T128_8x16 = TileConfig(128, 128, 8, 8, 16)
+_T128_8x16_PF = TileConfig(128, 128, 8, 8, 16, prefetch=True)
 _T64 = TileConfig(64, 64, 8, 4, 4)
 _T32 = TileConfig(32, 32, 8, 2, 2)
 
@@ -86,8 +89,8 @@ _T32 = TileConfig(32, 32, 8, 2, 2)
 #: which one a problem gets is gemm_dispatch's table. The float32 candidates are what
 #: benches/sweep_blas.py times on the H200.
 TILE_CONFIGS: dict[str, tuple[TileConfig, ...]] = {
-    "float32": (_T128, _T128_K16_2CTA, _T64x128, _T128x64, _T128x256, _T256x128, _T64, _T128_W, _T128_PF, _T128_W_PF,
-                _T128x256_W_PF),
+    "float32": (_T128, _T128_K16_2CTA, _T64x128, _T128x64, _T128x256, _T256x128, _T64, _T128_PF, _T128_W_PF, _T128x256_W_PF,
+                _T128_8x16, _T128_8x16_PF),
     "float16": (_T128, _T64),
     "bfloat16": (_T128, _T64),
     "float64": (TileConfig(128, 64, 8, 8, 4, 2), TileConfig(128, 128, 8, 8, 8), _T64, _T32),
@@ -158,6 +161,9 @@ class GemmTiledSpec(KernelSpec):
                              f"rows, with 32 / warp_m dividing the {nx} thread columns")
         if self.prefetch and self.bk % 2:
             raise ValueError(f"{name}: prefetch needs an even bk; got bk={self.bk}")
+        if self.raw_out and (self.prefetch or self.warp_m):
+            raise ValueError(f"{name}: the prefetch/warp_m variants are whole-K tiles for the square sweep; split-K "
+                             f"partials (raw_out) use the plain tiles")
 
     @property
     def threads(self) -> int:
@@ -459,7 +465,8 @@ def configurations(arch: str) -> Iterable[GemmTiledSpec]:
     """The tiled configurations for ``arch``: every tile of TILE_CONFIGS for every dtype, both
     storage orders of A and B (and conjugations for complex), scalar and vector loads (vector
     loads come with vector C access), split-K partials (raw_out) for the real accumulating
-    dtypes, and the mixed-output variants (float16/bfloat16 data, float32 C)."""
+    dtypes (not for the prefetch/warp_m variants), and the mixed-output variants (float16/bfloat16
+    data, float32 C)."""
     for dtype, cfgs in TILE_CONFIGS.items():
         kind = cg.kind_of(dtype)
         trans = ["N", "T", "C"] if kind.complex else ["N", "T"]
@@ -469,10 +476,11 @@ def configurations(arch: str) -> Iterable[GemmTiledSpec]:
             outs.append(("", True))
         outs += [(c, False) for d, c in MIXED_OUTPUTS if d == dtype]
         for cfg in cfgs:
+            cfg_outs = [o for o in outs if not (o[1] and (cfg.prefetch or cfg.warp_m))]
             for ta in trans:
                 for tb in trans:
                     for v in vecs:
-                        for c_dtype, raw in outs:
+                        for c_dtype, raw in cfg_outs:
                             probe = spec_for(cfg, arch=arch, dtype=dtype, c_dtype=c_dtype, raw_out=raw)
                             vec_c = probe.smem_vector if v > 1 and probe.c_kind.nbytes >= 4 else 1
                             yield spec_for(cfg, arch=arch, dtype=dtype, transa="N" if ta == "N" else "T",
