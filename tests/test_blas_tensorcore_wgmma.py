@@ -157,16 +157,18 @@ def test_matmul_on_row_major_bf16_dispatches_to_wgmma(rng):
     assert (specs[0].a_kmajor, specs[0].b_kmajor) == (False, True)
 
 
-def test_wgmma_supports_every_f16_layout_and_only_tn_for_tf32_on_sm90():
+def test_wgmma_supports_every_layout_for_f16_bf16_and_tf32_on_sm90():
     base = {"m": 64, "n": 64, "k": 64, "dtype": "float16", "compute": "f32", "transa": True, "transb": False,
             "lda": 64, "ldb": 64, "ldc": 64, "alignment": 16, "arch": "sm_90"}
-    for dtype in ("float16", "bfloat16"):
+    for dtype, compute in (("float16", "f32"), ("bfloat16", "f32"), ("float32", "tf32")):
         for ta, tb in LAYOUTS:
-            assert wg.supports({**base, "dtype": dtype, "transa": ta, "transb": tb})
-    tf32 = {**base, "dtype": "float32", "compute": "tf32"}
-    assert wg.supports(tf32)
-    for ta, tb in LAYOUTS[1:]:
-        assert not wg.supports({**tf32, "transa": ta, "transb": tb})
+            p = {**base, "dtype": dtype, "compute": compute, "transa": ta, "transb": tb}
+            assert wg.supports(p)
+            spec = wg.choose_spec(p)
+            # tf32 wgmma reads K-major operands only: the MN-major ones are transposed in launch
+            want = (True, True) if dtype == "float32" else (ta, not tb)
+            assert (spec.a_kmajor, spec.b_kmajor) == want
+            assert wg.needs_transpose(p) == ((not ta, tb) if dtype == "float32" else (False, False))
     assert not wg.supports({**base, "dtype": "float32", "compute": "f32"})
     assert not wg.supports({**base, "arch": "sm_86"})
     assert not wg.supports({**base, "alignment": 8})
@@ -180,18 +182,72 @@ def test_wgmma_supports_every_f16_layout_and_only_tn_for_tf32_on_sm90():
         wg.GemmWgmmaSpec(b_kmajor=False, block_n=96)
 
 
-def test_dispatch_routes_tf32_with_mn_major_operands_to_mma_sync():
+def test_dispatch_routes_tf32_in_every_layout_to_wgmma_on_sm90_and_mma_sync_on_sm86():
     from oxicuda.blas.gemm_dispatch import DeviceInfo, GemmProblem, choose_algo
 
-    dev = DeviceInfo(arch="sm_90", sm_count=132, max_threads_per_sm=2048)
-    for ta, tb in (("N", "N"), ("T", "T"), ("N", "T")):
-        p = GemmProblem(4096, 4096, 4096, "float32", "tf32", ta, tb, 4096, 4096, 4096, arch="sm_90")
-        assert choose_algo(p, dev).algo == "tensor_core"
-    p = GemmProblem(4096, 4096, 4096, "float32", "tf32", "T", "N", 4096, 4096, 4096, arch="sm_90")
-    assert choose_algo(p, dev).algo == "wgmma"
+    h200 = DeviceInfo(arch="sm_90", sm_count=132, max_threads_per_sm=2048)
+    a4000 = DeviceInfo(arch="sm_86", sm_count=48, max_threads_per_sm=1536)
     for ta, tb in (("N", "N"), ("T", "T"), ("N", "T"), ("T", "N")):
-        p = GemmProblem(4096, 4096, 4096, "bfloat16", "f32", ta, tb, 4096, 4096, 4096, arch="sm_90")
-        assert choose_algo(p, dev).algo == "wgmma"
+        for dtype, compute in (("float32", "tf32"), ("bfloat16", "f32")):
+            p = GemmProblem(4096, 4096, 4096, dtype, compute, ta, tb, 4096, 4096, 4096, arch="sm_90")
+            assert choose_algo(p, h200).algo == "wgmma"
+        p = GemmProblem(4096, 4096, 4096, "float32", "tf32", ta, tb, 4096, 4096, 4096, arch="sm_86")
+        assert choose_algo(p, a4000).algo == "tensor_core"
+
+
+@pytest.mark.parametrize("transa,transb", LAYOUTS)
+def test_wgmma_tf32_every_layout_runs_the_transpose_then_the_k_major_gemm(rng, transa, transb):
+    """The public column-major entry with compute tf32 on 64x72x40 (padded leading dimensions,
+    C NaN-filled, beta 0): MN-major operands go through the transpose kernel into scratch, then
+    one K-major wgmma launch; the trace shows both."""
+    _skip_unless_sm90()
+    from oxicuda.blas import transpose_kernels as tk
+    from oxicuda.blas.gemm_core import gemm_colmajor
+
+    ops = Operands(rng, 64, 72, 40, "float32", transa, transb, poison=True, pad=12)
+    old = ops.c_host.copy()
+    with oxicuda.trace() as tr:
+        _launch_or_skip(lambda: gemm_colmajor("T" if transa else "N", "T" if transb else "N", ops.m, ops.n, ops.k,
+                                              1.5, ops.a.ptr, ops.lda, ops.b.ptr, ops.ldb, 0.0, ops.c.ptr, ops.ldc,
+                                              dtype="float32", compute="tf32"))
+    _check(ops, 1.5, 0.0, old)
+    specs = [rec.spec for rec in tr.launches]
+    transposes = [s for s in specs[:-1] if isinstance(s, tk.TransposeSpec)]
+    assert len(transposes) == len(specs) - 1 == (not transa) + transb, specs
+    assert isinstance(specs[-1], wg.GemmWgmmaSpec) and (specs[-1].a_kmajor, specs[-1].b_kmajor) == (True, True)
+    # the transposes read the operands as stored: A (m x k) first, then B (n x k)
+    rows = ([ops.m] if not transa else []) + ([ops.n] if transb else [])
+    assert [rec.grid[0] for rec in tr.launches[:-1]] == [-(-r // 64) for r in rows]
+
+
+def test_wgmma_tf32_batched_transposes_each_batch_in_one_launch_and_shares_a_stride0_operand(rng):
+    """Batched tf32 with both operands MN-major (A not transposed, B transposed), beta != 0,
+    device-pointer scalars: one transpose launch per operand covering the batch (grid.z), one
+    GEMM; then the same with A shared by all batch entries (stride_a 0: transposed once)."""
+    _skip_unless_sm90()
+    from oxicuda.blas import transpose_kernels as tk
+
+    ops = Operands(rng, 40, 70, 36, "float32", False, True, batch=3, poison=False)
+    old = ops.c_host.copy()
+    scalars = oxicuda.asarray(np.array([0.5, -2.0], np.float32))
+    with oxicuda.trace() as tr:
+        _run(ops, False, True, 9.0, 9.0, SMALL, batch=3, stride_a=ops.stride_a, stride_b=ops.stride_b,
+             stride_c=ops.stride_c, alpha_ptr=scalars.ptr, beta_ptr=scalars.ptr + 4)
+    _check(ops, 0.5, -2.0, old)
+    assert [type(rec.spec) for rec in tr.launches] == [tk.TransposeSpec, tk.TransposeSpec, wg.GemmWgmmaSpec]
+    assert [rec.grid[2] for rec in tr.launches] == [3, 3, 3]
+
+    c = oxicuda.asarray(np.full((3, ops.n, ops.ldc), np.nan, np.float32))
+    with oxicuda.trace() as tr:
+        _launch_or_skip(lambda: wg.launch(_problem(ops, False, True), 1.0, ops.a.ptr, ops.lda, ops.b.ptr, ops.ldb,
+                                          0.0, c.ptr, ops.ldc, batch=3, stride_a=0, stride_b=ops.stride_b,
+                                          stride_c=ops.stride_c))
+    a0 = ops.a_host[0, :ops.m].astype(np.float64)  # A of batch entry 0, for every entry
+    ref = np.einsum("ik,bjk->bij", a0, ops.b_host[:, :ops.n].astype(np.float64))
+    got = c.get().transpose(0, 2, 1)
+    assert np.abs(got[:, :ops.m] - ref).max() < 4e-3 * np.abs(ref).max()
+    assert np.isnan(got[:, ops.m:]).all()
+    assert [rec.grid[2] for rec in tr.launches] == [1, 3, 1, 1, 1]  # A once; per-entry GEMMs (stride 0)
 
 
 def test_wgmma_configurations_assemble_for_sm90a_without_spills_or_serialized_wgmma():

@@ -196,3 +196,109 @@ def test_dispatch_picks_wgmma_for_tf32_tn_when_the_math_mode_allows_tf32():
         assert err < 3e-3, f"tf32 8192: max error {err:.3g} on the first 256 columns of C"
     finally:
         cublas.destroy(h)
+
+
+def _torch_tf32(monkeypatch):
+    """torch with TF32 matmuls allowed for this test only (the flag is process-wide)."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", True)
+    return torch
+
+
+@pytest.mark.parametrize("transa,transb", LAYOUTS)
+def test_wgmma_tf32_4096_every_layout_matches_torch_matmul_with_tf32(monkeypatch, transa, transb):
+    """tf32 in every layout through the public column-major entry (MN-major operands transposed
+    into scratch, then the K-major wgmma kernel): against a float64 product of the same inputs and
+    against torch.matmul with allow_tf32 (cuBLAS's tf32)."""
+    from oxicuda.blas import transpose_kernels as tk
+    from oxicuda.blas.gemm_core import gemm_colmajor
+
+    torch = _torch_tf32(monkeypatch)
+    m = n = k = 4096
+    g = torch.Generator(device="cuda").manual_seed(21)
+    a_st = torch.randn((m, k) if transa else (k, m), device="cuda", generator=g)  # column-major storage
+    b_st = torch.randn((k, n) if transb else (n, k), device="cuda", generator=g)
+    op_a = a_st if transa else a_st.T  # (m, k)
+    op_b = b_st.T if not transb else b_st  # (k, n)
+    c = torch.full((n, m), float("nan"), device="cuda")
+    with oxicuda.trace() as tr:
+        gemm_colmajor("T" if transa else "N", "T" if transb else "N", m, n, k, 1.0, a_st.data_ptr(),
+                      k if transa else m, b_st.data_ptr(), n if transb else k, 0.0, c.data_ptr(), m, dtype="float32",
+                      compute="tf32")
+    torch.cuda.synchronize()
+    specs = [rec.spec for rec in tr.launches]
+    assert isinstance(specs[-1], wg.GemmWgmmaSpec), specs
+    assert [type(s) for s in specs[:-1]] == [tk.TransposeSpec] * ((not transa) + transb), specs
+    ref = (op_a.double() @ op_b.double()).T
+    vendor = (op_a @ op_b).T.double()
+    scale = ref.abs().max()
+    err = ((c.double() - ref).abs().max() / scale).item()
+    vendor_err = ((vendor - ref).abs().max() / scale).item()
+    assert err < 3e-3, f"tf32: max error {err:.3g} x max|ref| (torch.matmul tf32: {vendor_err:.3g})"
+    assert ((c.double() - vendor).abs().max() / scale).item() < 4e-3
+
+
+def test_dispatch_runs_tf32_row_major_cublas_sgemm_through_transpose_and_wgmma_at_8192(monkeypatch):
+    """What bench case blas/tf32_8192 times: column-major NN with the TF32 math mode (the layout of
+    row-major matmul: op(A) MN-major). One transpose of A, then the K-major wgmma GEMM."""
+    from oxicuda.blas import transpose_kernels as tk
+    from oxicuda.cuda import cublas
+
+    torch = _torch_tf32(monkeypatch)
+    s = 8192
+    g = torch.Generator(device="cuda").manual_seed(13)
+    a = torch.randn(s, s, device="cuda", generator=g)  # column-major A: storage[j, i] = A[i, j]
+    b = torch.randn(s, s, device="cuda", generator=g)
+    c = torch.full((s, s), float("nan"), device="cuda")
+    one, zero = np.array(1.0, np.float32), np.array(0.0, np.float32)
+    h = cublas.create()
+    try:
+        cublas.setMathMode(h, cublas.CUBLAS_TF32_TENSOR_OP_MATH)
+        with oxicuda.trace() as tr:
+            cublas.sgemm(h, cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_N, s, s, s, one.ctypes.data, a.data_ptr(), s,
+                         b.data_ptr(), s, zero.ctypes.data, c.data_ptr(), s)
+        torch.cuda.synchronize()
+    finally:
+        cublas.destroy(h)
+    specs = [rec.spec for rec in tr.launches]
+    assert [type(x) for x in specs] == [tk.TransposeSpec, wg.GemmWgmmaSpec], specs
+    assert (specs[0].vec_in, specs[0].vec_out) == (4, 4)
+    # C^T (row-major view of column-major C) = B^T A^T with A^T, B^T the torch tensors a, b
+    ref = b[:256].double() @ a.double()  # rows 0..255 of C^T: the first 256 columns of C
+    err = ((c[:256].double() - ref).abs().max() / ref.abs().max()).item()
+    assert err < 3e-3, f"tf32 8192 NN: max error {err:.3g} on the first 256 columns of C"
+
+
+@pytest.mark.parametrize("rows,cols", [(8192, 8192), (1000, 17), (17, 1000), (4097, 4099)])
+def test_transpose_kernel_on_h200_matches_torch_and_moves_near_copy_bandwidth(rows, cols):
+    """The transpose alone: exact against torch's, and at 8192^2 float32 its time against a
+    device-to-device copy of the same bytes (both timed with CUDA events, median of 20)."""
+    from oxicuda.blas import transpose_kernels as tk
+
+    torch = _torch()
+    src = torch.randn(cols, rows, device="cuda")  # column-major rows x cols, ld = rows
+    dst = torch.full((rows, cols), float("nan"), device="cuda")
+    run = lambda: tk.transpose(rows, cols, src.data_ptr(), rows, dst.data_ptr(), cols, elem_bytes=4)
+    run()
+    torch.cuda.synchronize()
+    assert torch.equal(dst, src.T.contiguous())
+    if rows * cols < 8192 * 8192:
+        return
+    copy_dst = torch.empty_like(src)
+    times = {}
+    for name, fn in (("transpose", run), ("copy", lambda: copy_dst.copy_(src))):
+        for _ in range(3):
+            fn()
+        samples = []
+        for _ in range(20):
+            t0, t1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            t0.record()
+            fn()
+            t1.record()
+            t1.synchronize()
+            samples.append(t0.elapsed_time(t1))
+        times[name] = sorted(samples)[10]
+    gbs = {k: 2 * rows * cols * 4 / (v * 1e-3) / 1e9 for k, v in times.items()}
+    print(f"8192^2 float32: transpose {times['transpose']:.3f} ms ({gbs['transpose']:.0f} GB/s), "
+          f"copy {times['copy']:.3f} ms ({gbs['copy']:.0f} GB/s)")
+    assert gbs["transpose"] >= 0.6 * gbs["copy"], gbs
