@@ -104,31 +104,38 @@ def generate(spec: TransposeSpec) -> str:
     v = spec.vec_in
     q = 32 // v
     own_line, own_vec = kb.shr(tid, q.bit_length() - 1), kb.and_(tid, q - 1)
+    # every load of the thread is issued before the first shared store waits for its data
+    loaded = []
     for line_off, vec_off in _slots(spec, v):
         jc = kb.add(own_line, line_off)
         ri = kb.mul(kb.add(own_vec, vec_off), v)  # row within the tile
         i, j = kb.add(i0, ri), kb.add(j0, jc)
         ok = kb.and_(kb.setp("lt", i, rows), kb.setp("lt", j, cols))
+        vals = [kb.mov(0, bt) for _ in range(v)]
         with kb.if_(ok):
             g = kb.addr(src, kb.add(kb.cvt(i, "u64"), kb.mul(kb.cvt(j, "u64"), ld_src)), es)
-            vals = kb.ld("global", bt, g, vec=v)
-            vals = vals if v > 1 else (vals,)
-            s = kb.addr(base, kb.mad(jc, T + 1, ri), es)
-            for e, val in enumerate(vals):
-                kb.st("shared", s, val, offset=e * es)
+            got = kb.ld("global", bt, g, vec=v)
+            for r, x in zip(vals, got if v > 1 else (got,)):
+                kb.assign(r, x)
+        loaded.append((kb.addr(base, kb.mad(jc, T + 1, ri), es), vals))
+    for s, vals in loaded:  # out-of-range elements land in the tile too (as 0); nothing writes them out
+        for e, val in enumerate(vals):
+            kb.st("shared", s, val, offset=e * es)
     kb.bar_sync()
 
     # write: destination rows j0 + vec_out * vj .. (source columns) of destination column i0 + ic
     w = spec.vec_out
     q = 32 // w
     own_line, own_vec = kb.shr(tid, q.bit_length() - 1), kb.and_(tid, q - 1)
+    # the whole tile was written above, so the shared reads need no guard; the global stores do
     for line_off, vec_off in _slots(spec, w):
         ic = kb.add(own_line, line_off)
         jr = kb.mul(kb.add(own_vec, vec_off), w)  # source column within the tile
         i, j = kb.add(i0, ic), kb.add(j0, jr)
         ok = kb.and_(kb.setp("lt", i, rows), kb.setp("lt", j, cols))
+        s = kb.addr(base, kb.mad(jr, T + 1, ic), es)
+        vals = [kb.ld("shared", bt, s, offset=e * (T + 1) * es) for e in range(w)]
         with kb.if_(ok):
-            vals = [kb.ld("shared", bt, kb.addr(base, kb.mad(kb.add(jr, e), T + 1, ic), es)) for e in range(w)]
             g = kb.addr(dst, kb.add(kb.cvt(j, "u64"), kb.mul(kb.cvt(i, "u64"), ld_dst)), es)
             kb.st("global", g, vals if w > 1 else vals[0])
     return kb.ptx()
