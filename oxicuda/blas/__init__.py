@@ -2,7 +2,8 @@
 
 Public names load on first use (``import oxicuda.blas`` stays light): ``gemm``, ``matmul``
 (``gemm_api``), ``gemm_colmajor`` (``gemm_core``: the pointer-level entry every surface calls),
-``gemv_colmajor`` (``gemv``), ``gemm_strided_batched``/``gemm_batched`` (``gemm_batched``).
+``gemv_colmajor`` (``gemv``), ``gemm_strided_batched``/``gemm_batched`` (``gemm_batched``),
+``transpose`` (``transpose_kernels``: out-of-place, batched, pointer-level).
 ``KERNEL_MODULES`` lists the generator modules so that the kernel registry can enumerate them.
 """
 
@@ -28,13 +29,14 @@ _LAZY = {
         "asum_ptr", "iamax_ptr", "iamin_ptr")},
     **{name: "level2" for name in ("ger", "symv", "trsv", "ger_ptr", "symv_ptr", "trsv_ptr")},
     **{name: "level3" for name in ("trsm_ptr", "syrk_ptr", "symm_ptr", "trmm_ptr")},
+    "transpose": "transpose_kernels",
     "Handle": "handle",
     "create_handle": "handle",
 }
 
 _GENERATORS = (
     "gemm_naive", "gemm_tiled", "gemm_splitk", "gemv", "gemm_tensorcore", "gemm_wgmma", "gemm_dmma",
-    "level1_kernels", "level2_kernels", "level3_kernels",
+    "level1_kernels", "level2_kernels", "level3_kernels", "transpose_kernels",
 )
 KERNEL_MODULES = tuple(m for m in _GENERATORS if importlib.util.find_spec(f"{__name__}.{m}") is not None)
 
