@@ -115,3 +115,11 @@ def test_transpose_configurations_assemble_for_sm86_and_sm90():
             pytest.skip(str(exc))
         assert all(r.ok for r in reports), [r.message[:300] for r in reports if not r.ok]
         assert max(r.spills for r in reports) == 0
+
+
+def test_transpose_is_public_and_registered_for_kernels_validate(rng):
+    assert oxicuda.blas.transpose is tk.transpose and "transpose_kernels" in oxicuda.blas.KERNEL_MODULES
+    registry.load_all_families()
+    assert registry.configurations("sm_90", family=tk.FAMILY)
+    src, got, _ = _run(rng, 3, 5, 3, 5)
+    _check(src, got, 3, 5)
