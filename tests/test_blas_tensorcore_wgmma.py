@@ -220,6 +220,20 @@ def test_wgmma_tf32_every_layout_runs_the_transpose_then_the_k_major_gemm(rng, t
     assert [rec.grid[0] for rec in tr.launches[:-1]] == [-(-r // 64) for r in rows]
 
 
+@pytest.mark.parametrize("m,n,k", [(17, 127, 1), (1, 17, 127), (127, 1, 17), (64, 64, 0)])
+def test_wgmma_tf32_odd_shapes_with_both_operands_transposed(rng, m, n, k):
+    """A not transposed, B transposed (both MN-major): two transposes, then the K-major GEMM; with
+    k = 0 nothing is transposed and C = beta * C."""
+    _skip_unless_sm90()
+    ops = Operands(rng, m, n, k, "float32", False, True, poison=k > 0)
+    old = ops.c_host.copy()
+    beta = 0.0 if k else 0.5
+    with oxicuda.trace() as tr:
+        _run(ops, False, True, -1.25, beta)
+    _check(ops, -1.25, beta, old)
+    assert len(tr.launches) == (3 if k else 1)
+
+
 def test_wgmma_tf32_batched_transposes_each_batch_in_one_launch_and_shares_a_stride0_operand(rng):
     """Batched tf32 with both operands MN-major (A not transposed, B transposed), beta != 0,
     device-pointer scalars: one transpose launch per operand covering the batch (grid.z), one
