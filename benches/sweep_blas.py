@@ -151,10 +151,10 @@ def _variants(name: str, m: int, n: int, k: int, batch: int, dtype: str, kind: s
             if cfg.bm * cfg.bn >= 64 * 64:
                 out.append((f"tiled {cfg.name}", gd.tiled_spec(problem, info, cfg=cfg)))
         if dtype == "float64" and int(info.arch[3:].rstrip("a")) >= 80:
-            from oxicuda.blas.gemm_dmma import TILES as DMMA_TILES
+            from oxicuda.blas.gemm_dmma import tiles_for
 
-            for tile in DMMA_TILES:
-                out.append(("dmma {}x{}x{}_w{}x{}".format(*tile), gd.dmma_spec(problem, info, tile)))
+            for tile in tiles_for(info.arch):
+                out.append(("dmma {}x{}x{}_w{}x{}_{}".format(*tile), gd.dmma_spec(problem, info, tile)))
         return out
     out.append((f"tiled {gd.TILES[dtype]['large'].name}", gd.tiled_spec(problem, info, cfg=gd.TILES[dtype]["large"])))
     natural_cfg, natural = gd.split_k_choice(problem, info)
@@ -330,7 +330,7 @@ def _describe(algo) -> dict:
                 "splits": algo.splits, "partials_only": True}
     spec = getattr(algo, "spec", algo)
     if spec.family == "gemm_dmma":
-        return {"dmma_tile": [spec.bm, spec.bn, spec.bk, spec.warps_m, spec.warps_n]}
+        return {"dmma_tile": [spec.bm, spec.bn, spec.bk, spec.warps_m, spec.warps_n, spec.shape]}
     out = {"tile": [spec.bm, spec.bn, spec.bk, spec.tm, spec.tn, spec.min_ctas]}
     if getattr(spec, "warp_m", 0) or getattr(spec, "prefetch", False):
         out["tile_options"] = {"warp_m": spec.warp_m, "prefetch": spec.prefetch}
@@ -356,7 +356,8 @@ def suggest(record: dict) -> dict:
                  "dispatch_kernels": disp.get("kernels")}
         dt = case["dtype"]
         if "dmma_tile" in best:
-            entry["table"] = f'THRESHOLDS["float64_dmma"] = True; DMMA_TILES["large"] = {tuple(best["dmma_tile"])}'
+            entry["table"] = (f'THRESHOLDS["float64_dmma"] = True; DMMA_TILES[<this arch>]["large"] = '
+                              f'{tuple(best["dmma_tile"])}')
         elif "splits" in best:
             entry["table"] = (f'split tile TileConfig{tuple(best["tile"])} with {best["splits"]} splits '
                               f'(compare RESIDENT_CTAS / split_k_waves)')

@@ -70,14 +70,17 @@ def test_forced_specs_that_do_not_fit_the_call_are_refused(rng):
 
 # -- float64 on DMMA tensor cores -------------------------------------------------------------
 
-@pytest.mark.parametrize("tile,trans,aligned", [(t, REAL_TRANS[i], i % 2 == 0) for i, t in enumerate(gemm_dmma.TILES)],
+@pytest.mark.parametrize("tile,trans,aligned", [(t, REAL_TRANS[i % 4], i % 2 == 0) for i, t in enumerate(gemm_dmma.TILES)],
                          ids=str)
 def test_every_dmma_tile_matches_reference(rng, tile, trans, aligned):
     ta, tb = trans
-    bm, bn, bk, wm, wn = tile
+    bm, bn, bk, wm, wn, shape = tile
+    if tile not in gemm_dmma.tiles_for(_arch()):
+        pytest.skip(f"{shape} needs sm_{gemm_dmma.SHAPES[shape]}; the live device is {_arch()} (the emulator runs "
+                    "this test as sm_90 in test_dmma_sm90_shapes_pass_on_an_emulated_sm90)")
     v = 2 if aligned else 1
     spec = gemm_dmma.GemmDmmaSpec(arch=_arch(), transa=ta, transb=tb, bm=bm, bn=bn, bk=bk, warps_m=wm, warps_n=wn,
-                                  vec_a=v, vec_b=v)
+                                  vec_a=v, vec_b=v, shape=shape)
     if aligned:  # 16-byte loads; beta != 0 reads C
         got, ref, t = run_case(rng, "float64", ta, tb, 20, 12, 24, algo=spec, beta=0.5, pad=4, offset=(0, 0))
     else:  # interior pointers, odd shapes, beta = 0 over NaN
@@ -94,10 +97,33 @@ def test_dmma_is_reachable_by_algo_and_by_the_dispatch_flag(rng, monkeypatch):
     assert gd.choose_algo(p, H200).algo == "tiled"  # off until measured on the H200
     monkeypatch.setitem(gd.THRESHOLDS, "float64_dmma", True)
     plan = gd.choose_algo(p, H200)
-    assert plan.algo == "dmma" and (plan.spec.bm, plan.spec.bn) == gd.DMMA_TILES["large"][:2]
-    assert (plan.spec.vec_a, plan.spec.vec_b) == (2, 2)
+    assert plan.algo == "dmma" and (plan.spec.bm, plan.spec.bn) == gd.DMMA_TILES["sm_90"]["large"][:2]
+    assert plan.spec.shape == "m16n8k8" and (plan.spec.vec_a, plan.spec.vec_b) == (2, 2)
+    a4000 = gd.choose_algo(p, gd.DeviceInfo(arch="sm_86", sm_count=48, max_threads_per_sm=1536))
+    assert a4000.spec.shape == "m8n8k4" and (a4000.spec.bm, a4000.spec.bn) == gd.DMMA_TILES["sm_80"]["large"][:2]
+    assert gd.choose_algo(_problem(100, 80, 64, "float64"), H200).spec.shape == "m16n8k16"  # the small tile
     with pytest.raises(ValueError, match="dmma"):
         gd.choose_algo(_problem(64, 64, 64, "float32"), H200, algo="dmma")
+
+
+def test_dmma_sm90_shapes_pass_on_an_emulated_sm90():
+    # the DMMA.16x8xK tiles need an sm_90 device: rerun the DMMA tests on the emulator as an H200
+    import os
+    import subprocess
+    import sys
+
+    if oxicuda.get_backend() != "emulator" or _arch() == "sm_90":
+        pytest.skip("the sm_90 DMMA tiles run directly on this backend")
+    env = dict(os.environ, OXICUDA_EMULATOR_ARCH="sm_90", OXICUDA_BACKEND="emulator")
+    here = os.path.dirname(__file__)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k",
+                           "every_dmma_tile and m16n8 or dmma_is_reachable"], cwd=os.path.dirname(here), env=env,
+                          capture_output=True, text=True, timeout=600, check=False)
+    tail = (proc.stdout + proc.stderr)[-3000:]
+    assert proc.returncode == 0, tail
+    last = tail.strip().splitlines()[-1]
+    sm90 = [t for t in gemm_dmma.TILES if gemm_dmma.SHAPES[t[5]] == 90]
+    assert "skipped" not in last and f"{len(sm90) + 1} passed" in last, tail
 
 
 # -- split-K -----------------------------------------------------------------------------------

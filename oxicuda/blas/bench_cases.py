@@ -251,4 +251,4 @@ register_case(Case("blas", "sgemm_64_host_cost", _host_cost_prepare, unit="us", 
                    note="host microseconds of one cached 64x64 sgemm call vs CuPy's raw cublas.sgemm"))
 register_case(Case("blas", "dgemm_4096_dmma", _gemm_case(4096, 4096, 4096, "float64", algo="dmma"),
                    flops=_flops(4096, 4096, 4096), quick=False,
-                   note="float64 on DMMA tensor cores (mma.sync m8n8k4)"))
+                   note="float64 on DMMA tensor cores (mma.sync m16n8k8 on sm_90, m8n8k4 before)"))

@@ -14,7 +14,8 @@ as fastest correct variants: 128x128x8 8x8 for sgemm 4096/8192 and strided batch
 "large" tile; the model's pick for 64 x 512^3), split-K 128x128 with 261 splits for
 128x128x131072 (0.99x cuBLAS; 256 splits 0.98x) and 33 for 512x512x65536 (0.92x; 16 splits
 0.89x, 17 splits, a few CTAs past a round, 0.61x), and the SIMT dgemm tiles at ~0.37x
-(``float64_dmma`` stays off: DMMA measured no faster, bench dgemm_4096_dmma). The model
+(``float64_dmma`` stays off: the m8n8k4 DMMA kernel measured no faster, bench dgemm_4096_dmma; the sm_90
+tiles now use the DMMA.16x8xK shapes, unmeasured). The model
 reproduces those split-count figures within 8% (tests/test_blas_gemm_perfpaths.py) and picks
 261, 33 and 12 splits of 64x128 for 64x4096x16384 (0.87x in bench-blas.json at 146a34d, which
 ran 12). Shapes outside that list follow the model unmeasured.
@@ -58,8 +59,20 @@ THRESHOLDS = {
     "float64_dmma": False,
 }
 
-#: DMMA tile (bm, bn, bk, warps_m, warps_n) by role, from gemm_dmma.TILES. PROVISIONAL.
-DMMA_TILES = {"large": (128, 64, 8, 4, 2), "small": (64, 64, 16, 2, 2)}
+#: DMMA tile (bm, bn, bk, warps_m, warps_n, mma shape) by oldest arch, then role, from
+#: gemm_dmma.TILES. sm_80: the m8n8k4 tiles; sm_90: the DMMA.16x8xK shapes (CUTLASS's Hopper dgemm
+#: tile 128x64 with 2x2 warps). Not measured on the H200 yet (the sweep's dgemm section times all).
+DMMA_TILES = {"sm_80": {"large": (128, 64, 8, 4, 2, "m8n8k4"), "small": (64, 64, 16, 2, 2, "m8n8k4")},
+              "sm_90": {"large": (128, 64, 8, 2, 2, "m16n8k8"), "small": (64, 64, 16, 2, 2, "m16n8k16")}}
+
+
+def dmma_tiles(arch: str) -> dict[str, tuple]:
+    """DMMA_TILES' roles for ``arch``: those of the newest arch at or below it."""
+    sm = int(arch[3:].rstrip("a"))
+    have = [a for a in DMMA_TILES if int(a[3:]) <= sm]
+    if not have:
+        raise ValueError(f"gemm: DMMA needs sm_80+; the device is {arch}")
+    return DMMA_TILES[max(have, key=lambda a: int(a[3:]))]
 
 
 def _cfg(dtype: str, bm: int, bn: int, bk: int, tm: int, tn: int, min_ctas: int = 0) -> TileConfig:
@@ -441,15 +454,17 @@ def dmma_spec(problem: GemmProblem, device: DeviceInfo, tile: tuple | None = Non
     from .gemm_dmma import GemmDmmaSpec
 
     if tile is None:
-        big = DMMA_TILES["large"]
+        roles = dmma_tiles(device.arch)
+        big = roles["large"]
         tiles = math.ceil(problem.m / big[0]) * math.ceil(problem.n / big[1]) * problem.batch
-        tile = big if tiles >= THRESHOLDS["big_tile_min_tiles_per_sm"] * device.sm_count else DMMA_TILES["small"]
+        tile = big if tiles >= THRESHOLDS["big_tile_min_tiles_per_sm"] * device.sm_count else roles["small"]
     if tile not in DMMA_REGISTERED:
         raise AssertionError(f"DMMA tile {tile} is not registered in gemm_dmma.TILES")
-    bm, bn, bk, wm, wn = tile
+    bm, bn, bk, wm, wn, shape = tile
     cfg = TileConfig(bm, bn, bk, 1, 1)
     return GemmDmmaSpec(arch=device.arch.rstrip("a"), transa="N" if problem.transa == "N" else "T",
                         transb="N" if problem.transb == "N" else "T", bm=bm, bn=bn, bk=bk, warps_m=wm, warps_n=wn,
+                        shape=shape,
                         vec_a=_vector_width(problem, "a", cfg, problem.k),
                         vec_b=_vector_width(problem, "b", cfg, problem.k))
 

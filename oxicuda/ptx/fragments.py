@@ -16,6 +16,10 @@ and "Register Fragments and Shared Memory Matrix Layouts" of wgmma. With
   col = groupID.
 - m8n8k4 .f64 A (8x4, 1 reg): row = groupID, col = tig; B (4x8): row = tig, col = groupID;
   C/D (8x8, 2 regs): row = groupID, col = 2*tig + i.
+- m16n8k4 / m16n8k8 / m16n8k16 .f64 (sm_90, PTX 7.8; one f64 element per register): A (16xK,
+  K/2 regs): row = groupID + 8*(i&1), col = tig + 4*(i>>1); B (Kx8, K/4 regs): row = tig + 4*i,
+  col = groupID; C/D (16x8, 4 regs): row = groupID + 8*(i>>1), col = 2*tig + (i&1) (the tf32
+  layouts with f64 elements; CUTLASS's SM90_16x8x{4,8,16}_F64F64F64F64_TN traits agree).
 
 Element ``i`` of a fragment lives in register ``i // per_reg`` (the low half first for packed
 16-bit types). Every table is checked at import: each (row, col) is held exactly once.
@@ -130,6 +134,10 @@ _B4x8_TF32 = _frag(4, 8, 1, 1, lambda g, t, i: (t, g), "B m16n8k4 tf32")
 _A8x4_F64 = _frag(8, 4, 1, 1, lambda g, t, i: (g, t), "A m8n8k4 f64")
 _B4x8_F64 = _frag(4, 8, 1, 1, lambda g, t, i: (t, g), "B m8n8k4 f64")
 _C8x8_F64 = _frag(8, 8, 2, 1, lambda g, t, i: (g, 2 * t + i), "C m8n8k4 f64")
+_C16x8_F64 = _frag(16, 8, 4, 1, lambda g, t, i: (g + 8 * (i >> 1), 2 * t + (i & 1)), "C m16n8 f64")
+_A16xK_F64 = {k: _frag(16, k, k // 2, 1, lambda g, t, i: (g + 8 * (i & 1), t + 4 * (i >> 1)), f"A m16n8k{k} f64")
+              for k in (4, 8, 16)}
+_BKx8_F64 = {k: _frag(k, 8, k // 4, 1, lambda g, t, i: (t + 4 * i, g), f"B m16n8k{k} f64") for k in (4, 8, 16)}
 
 
 def _mma(
@@ -153,6 +161,7 @@ MMA_SHAPES: dict[tuple[str, str, str], MmaShape] = {
         _mma("m16n8k8", "tf32", "f32", _A16x8_TF32, _B8x8_TF32, _C16x8_F32, 80, "7.0"),
         _mma("m16n8k4", "tf32", "f32", _A16x4_TF32, _B4x8_TF32, _C16x8_F32, 80, "7.0"),
         _mma("m8n8k4", "f64", "f64", _A8x4_F64, _B4x8_F64, _C8x8_F64, 80, "7.0"),
+        *(_mma(f"m16n8k{k}", "f64", "f64", _A16xK_F64[k], _BKx8_F64[k], _C16x8_F64, 90, "7.8") for k in (4, 8, 16)),
     )
 }
 
