@@ -70,6 +70,25 @@ def test_wgmma_tf32_tn_matches_float64_reference(rng, m, n, k):
 
 
 @pytest.mark.parametrize("transa,transb", LAYOUTS)
+@pytest.mark.parametrize("m,n,k,batch", [(1000, 999, 1001, 1), (8, 8, 8, 1), (1031, 2100, 777, 1), (300, 260, 200, 3)])
+def test_wgmma_tf32_every_layout_matches_float64_reference(rng, transa, transb, m, n, k, batch):
+    """tf32 in every layout (MN-major operands transposed into scratch first), odd sizes, and a
+    strided batch with beta != 0: one transpose launch per MN-major operand, then one GEMM."""
+    from oxicuda.blas import transpose_kernels as tk
+
+    ops = Operands(rng, m, n, k, "float32", transa, transb, batch=batch, poison=batch == 1)
+    old = ops.c_host.copy()
+    beta = 0.0 if batch == 1 else -1.5
+    with oxicuda.trace() as tr:
+        wg.launch(_problem(ops, transa, transb), 0.75, ops.a.ptr, ops.lda, ops.b.ptr, ops.ldb, beta, ops.c.ptr,
+                  ops.ldc, batch=batch, stride_a=ops.stride_a, stride_b=ops.stride_b, stride_c=ops.stride_c)
+    _check(ops, 0.75, beta, old)
+    specs = [rec.spec for rec in tr.launches]
+    assert [type(x) for x in specs] == [tk.TransposeSpec] * ((not transa) + transb) + [wg.GemmWgmmaSpec], specs
+    assert all(rec.grid[2] == batch for rec in tr.launches)
+
+
+@pytest.mark.parametrize("transa,transb", LAYOUTS)
 def test_wgmma_beta_accumulates_and_batched_strided_launch(rng, transa, transb):
     ops = Operands(rng, 300, 260, 200, "bfloat16", transa, transb, batch=3, poison=False)
     old = ops.c_host.copy()
