@@ -53,6 +53,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import ClassVar
 
+from oxicuda.memory.workspace import workspace
 from oxicuda.ptx import fragments
 from oxicuda.ptx.builder import KernelBuilder
 from oxicuda.ptx.registry import register_family
@@ -74,6 +75,7 @@ from .gemm_tensorcore import (
 from .gemm_tensorcore import (
     _load_as_f32 as load_as_f32,
 )
+from .transpose_kernels import transpose
 
 ALGO = "wgmma"
 FAMILY = "gemm_wgmma"
@@ -465,10 +467,6 @@ def _kmajor_scratch(p: GemmProblem, a_ptr: int, lda: int, b_ptr: int, ldb: int, 
     K-major problem with (a_ptr, lda, stride_a, b_ptr, ldb, stride_b) over the scratch where
     transposed. A batch stride of 0 (one operand shared by every batch entry) stays 0 and is
     transposed once. Everything runs on ``stream``."""
-    from oxicuda.memory.workspace import workspace
-
-    from .transpose_kernels import transpose
-
     ta, tb = needs_transpose(p)
     kp = max(4, -(-p.k // 4) * 4)
     count_a = p.m * kp * (batch if stride_a and batch > 1 else 1) if ta else 0

@@ -21,9 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from oxicuda.ptx import cache
 from oxicuda.ptx.builder import KernelBuilder
 from oxicuda.ptx.registry import register_family
 from oxicuda.ptx.spec import KernelSpec
+from oxicuda.ptx.target import device_arch
 
 FAMILY = "transpose"
 THREADS = 256
@@ -201,8 +203,6 @@ def transpose(rows: int, cols: int, src_ptr: int, ld_src: int, dst_ptr: int, ld_
         raise ValueError(f"transpose: stride_dst={stride_dst} makes batch entries of dst overlap; it must be >= "
                          f"ld_dst * (rows - 1) + cols = {ld_dst * (rows - 1) + cols}")
     if arch is None:
-        from oxicuda.ptx.target import device_arch
-
         arch = device_arch()
     spec = choose_spec(arch, elem_bytes, rows, cols, src_ptr, ld_src, stride_src, dst_ptr, ld_dst, stride_dst)
     grid = spec.grid(rows, cols, batch)
@@ -211,7 +211,5 @@ def transpose(rows: int, cols: int, src_ptr: int, ld_src: int, dst_ptr: int, ld_
                          f"limits (65535 in y and z); split the problem")
     if rows == 0 or cols == 0 or batch == 0:
         return
-    from oxicuda.ptx import cache
-
     fn = cache.load(spec)
     fn(grid, (THREADS,), [rows, cols, src_ptr, ld_src, stride_src, dst_ptr, ld_dst, stride_dst], stream=stream)
