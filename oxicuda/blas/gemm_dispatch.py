@@ -60,10 +60,10 @@ THRESHOLDS = {
 }
 
 #: DMMA tile (bm, bn, bk, warps_m, warps_n, mma shape) by oldest arch, then role, from
-#: gemm_dmma.TILES. sm_80: the m8n8k4 tiles; sm_90: the DMMA.16x8xK shapes (CUTLASS's Hopper dgemm
-#: tile 128x64 with 2x2 warps). Not measured on the H200 yet (the sweep's dgemm section times all).
+#: gemm_dmma.TILES. sm_80: the m8n8k4 tiles; sm_90: the DMMA.16x8xK shapes (128x64 as 4x2 warps,
+#: 16 warps per SM). Not measured on the H200 yet (the sweep's dgemm section times every tile).
 DMMA_TILES = {"sm_80": {"large": (128, 64, 8, 4, 2, "m8n8k4"), "small": (64, 64, 16, 2, 2, "m8n8k4")},
-              "sm_90": {"large": (128, 64, 8, 2, 2, "m16n8k8"), "small": (64, 64, 16, 2, 2, "m16n8k16")}}
+              "sm_90": {"large": (128, 64, 8, 4, 2, "m16n8k8"), "small": (64, 64, 16, 2, 2, "m16n8k16")}}
 
 
 def dmma_tiles(arch: str) -> dict[str, tuple]:
