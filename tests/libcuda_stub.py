@@ -118,6 +118,7 @@ class StubDriver:
 
         from oxicuda.driver.libcuda import LibCudaAPI
 
+        self.path = path
         old = os.environ.get("OXICUDA_LIBCUDA")
         os.environ["OXICUDA_LIBCUDA"] = path
         try:

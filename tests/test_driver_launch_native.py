@@ -52,6 +52,13 @@ class NativeFakeDriver(FakeDriver):
     def launch_plan(self, func, layout):
         return self._stub_api.launch_plan(func, layout)
 
+    def ctx_get_current(self) -> int:
+        self.on_context_query()
+        return super().ctx_get_current()
+
+    def on_context_query(self) -> None:
+        pass
+
 
 @pytest.fixture
 def native(monkeypatch, stub):
@@ -139,12 +146,14 @@ def test_bad_arguments_and_geometry_raise_before_the_driver_is_called(native, st
 def test_a_failed_launch_raises_the_driver_error_and_the_next_launch_works(native, stub):
     fn = Module(ADD_ONE_PTX).get_function("add_one")
     stub.state.stub_result = 701  # CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+    before = _calls(stub)
     try:
         with pytest.raises(CudaError, match=r"(?s)cuLaunchKernelEx.*grid=\(2, 1, 1\) block=\(64, 1, 1\)") as info:
             fn(2, 64, [0x1000, 4])
         assert info.value.code == 701
     finally:
         stub.state.stub_result = 0
+    assert _calls(stub) == before + 1  # this thread has a context: no second attempt
     fn(3, 32, [0x2000, 5])
     assert stub.last_geometry() == ((3, 1, 1), (32, 1, 1), 0)
     assert stub.last_param_bytes(fn.layout) == struct.pack("<QI", 0x2000, 5)
@@ -199,14 +208,17 @@ def test_trace_records_native_launches(native, stub):
     ]
 
 
-def test_launch_plan_steps_aside_when_launch_kernel_is_replaced_on_the_instance(stub, monkeypatch):
+def test_launch_plan_steps_aside_when_launch_kernel_is_replaced_on_the_instance(stub):
     from oxicuda.driver.params import entry_layouts
 
-    api = stub.api
+    api = libcuda_stub.StubDriver(stub.path).api  # not the shared one: this test patches it
     layout = entry_layouts(ADD_ONE_PTX)["add_one"]
     assert api.launch_plan(0x600, layout) is not None
-    monkeypatch.setattr(api, "launch_kernel", lambda *a: None)
+    original = api.launch_kernel
+    api.launch_kernel = lambda *a: None
     assert api.launch_plan(0x600, layout) is None
+    api.launch_kernel = original  # what monkeypatch's undo leaves: the bound original
+    assert api.launch_plan(0x600, layout) is not None
 
 
 def test_driver_api_launch_kernel_sends_the_same_bytes_through_cuLaunchKernel(stub, rng):
@@ -220,3 +232,26 @@ def test_driver_api_launch_kernel_sends_the_same_bytes_through_cuLaunchKernel(st
     assert stub.state.stub_used_ex == 0 and stub.state.stub_function == 0x1234
     assert stub.last_geometry() == ((3, 2, 1), (64, 2, 1), 256) and stub.state.stub_stream == 0x99
     assert struct.unpack("<QQf4xdiI", stub.last_param_bytes(layout)) == tuple(values)
+
+
+def test_a_thread_without_a_current_context_gets_one_and_its_launch_goes_through(native, stub):
+    """The launch path calls the driver without checking for a current context first; the
+    driver refuses (CUDA_ERROR_INVALID_CONTEXT) in a thread that has none, and the launch then
+    makes the primary context current and launches again."""
+    fn = Module(ADD_ONE_PTX).get_function("add_one")
+    seen = {}
+
+    def worker() -> None:
+        stub.state.stub_result = 201  # refused until a context is made current in this thread
+        native.on_context_query = lambda: setattr(stub.state, "stub_result", 0)
+        before = _calls(stub)
+        fn(4, 32, [0x5000, 9])
+        seen["attempts"] = _calls(stub) - before
+        seen["params"] = stub.last_param_bytes(fn.layout)
+        seen["context"] = getattr(context._local, "ctx", None)
+
+    th = threading.Thread(target=worker)
+    th.start()
+    th.join()
+    assert seen == {"attempts": 2, "params": struct.pack("<QI", 0x5000, 9), "context": 0xC0 + 100}
+    assert stub.state.stub_result == 0

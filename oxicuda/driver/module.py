@@ -14,10 +14,9 @@ import operator
 import weakref
 from collections.abc import Callable, Sequence
 
-from . import enums
+from . import context, enums
 from .api import ParamLayout
 from .backend import api
-from .context import _local as _context_local
 from .context import current_device_ordinal, ensure_context
 from .params import ArgPacker, build_launch, entry_layouts
 from .stream import Stream, as_stream_handle
@@ -53,6 +52,12 @@ def _dim3(value: object, what: str) -> tuple[int, int, int]:
     return dims
 
 
+def _make_context_current() -> None:
+    """Before a launch through the DriverAPI seam: a context current in this thread."""
+    if getattr(context._local, "ctx", None) is None:
+        ensure_context()
+
+
 def _shared_bytes(value: object) -> int:
     if type(value) is int:
         return value
@@ -78,10 +83,12 @@ class Function:
         plan = plan_for(handle, layout) if plan_for is not None else None
         if plan is not None:
             self._launch = build_launch(self.packer, new_native=lambda: plan_for(handle, layout),
-                                        first_native=plan)
+                                        first_native=plan, refused=self._refused)
+            self._plan_fail = plan.fail
         else:
             self._launch = build_launch(self.packer, launch_kernel=drv.launch_kernel, handle=handle,
-                                        new_params=lambda: drv.param_buffer(layout))
+                                        new_params=lambda: drv.param_buffer(layout),
+                                        before=_make_context_current)
         # 1-D fast-path bounds (threads per block, grid.x, dynamic shared bytes), set on first use
         self._max_block_1d = 0
         self._max_grid_1d = 0
@@ -202,8 +209,6 @@ class Function:
             stream_handle = stream._handle
         else:
             stream_handle = as_stream_handle(stream)
-        if getattr(_context_local, "ctx", None) is None:
-            ensure_context()
         if (
             type(grid) is int and type(block) is int and type(shared_mem) is int
             and 0 < grid <= self._max_grid_1d and 0 < block <= self._max_block_1d
@@ -221,6 +226,18 @@ class Function:
         self._launch(*grid3, *block3, shared_mem, stream_handle, args)
         if _ACTIVE_TRACES:
             _record_launch(LaunchRecord(self.name, self.spec, grid3, block3, shared_mem, stream_handle))
+
+    def _refused(self, code: int, gx: int, gy: int, gz: int, bx: int, by: int, bz: int, smem: int,
+                 stream: int, args: Sequence[object]) -> None:
+        """A launch the driver refused. The launch path does not check for a current context
+        before calling the driver (that check cost more than the rest of a launch's Python);
+        so in a thread where oxicuda has not made a context current yet, make one current and
+        launch again. Otherwise raise the driver's error."""
+        if getattr(context._local, "ctx", None) is None:
+            ensure_context()
+            self._launch(gx, gy, gz, bx, by, bz, smem, stream, args)
+            return
+        self._plan_fail(code, (gx, gy, gz), (bx, by, bz), smem)
 
     def prepared_launch(
         self, grid: int | tuple[int, ...], block: int | tuple[int, ...], shared_mem: int = 0
@@ -249,8 +266,6 @@ class Function:
                 stream_handle = stream._handle
             else:
                 stream_handle = as_stream_handle(stream)
-            if getattr(_context_local, "ctx", None) is None:
-                ensure_context()
             run(gx, gy, gz, bx, by, bz, shared_mem, stream_handle, args)
             if _ACTIVE_TRACES:
                 _record_launch(LaunchRecord(self.name, self.spec, grid3, block3, shared_mem, stream_handle))

@@ -255,9 +255,11 @@ def build_launch(
     *,
     new_native: Callable[[], object] | None = None,
     first_native: object = None,
+    refused: Callable[..., None] | None = None,
     launch_kernel: Callable[..., None] | None = None,
     handle: int = 0,
     new_params: Callable[[], object] | None = None,
+    before: Callable[[], None] | None = None,
 ) -> Callable[..., None]:
     """The launch of one kernel entry: ``launch(gx, gy, gz, bx, by, bz, smem, stream, args)``.
 
@@ -269,8 +271,11 @@ def build_launch(
     ``new_native`` makes a driver launch plan (``LibCudaAPI.launch_plan``): its ``buffer`` holds a
     launch configuration (``header_format``) followed by the parameters, so the single
     ``pack_into`` writes geometry, stream and arguments, and ``call(*call_args)`` launches
-    (``first_native``: a plan already made, used as the first buffer). Without one, ``new_params`` makes a ``ParamBuffer`` and the launch calls ``launch_kernel(handle,
-    grid, block, smem, stream, params)`` (the ``DriverAPI`` seam: the emulator, test drivers).
+    (``first_native``: a plan already made, used as the first buffer). When the driver returns
+    an error, ``refused(code, gx, gy, gz, bx, by, bz, smem, stream, args)`` decides (it may
+    launch again or raise; without it the plan's ``fail`` raises). Without a plan, ``new_params`` makes a ``ParamBuffer`` and the launch calls ``launch_kernel(handle,
+    grid, block, smem, stream, params)`` (the ``DriverAPI`` seam: the emulator, test drivers),
+    after calling ``before()`` when given.
 
     Buffers come from a free list: a launch pops one (``list.pop`` is atomic), packs, calls the
     driver and pushes it back, so threads launching the same kernel at once each pack their own
@@ -306,13 +311,18 @@ def build_launch(
 
         free = [new_item(first)]
         names = [f"_p{i}" for i in range(len(first.call_args))]
+        if refused is None:
+            def refused(code, gx, gy, gz, bx, by, bz, smem, stream, args):
+                first.fail(code, (gx, gy, gz), (bx, by, bz), smem)
+
         namespace.update(_pack=pack.pack_into, _checked=pack_checked, _call=first.call,
-                         _fail=first.fail)
+                         _refused=refused)
         item = ", ".join(["buf", *names])
         fast = f"_pack(buf, 0, {_GEOMETRY}, {', '.join(exprs)})"
         checked = f"_checked(buf, {_GEOMETRY}, args)"
         driver = f"code = _call({', '.join(names)})"
-        after = ["    if code:", "        _fail(code, (gx, gy, gz), (bx, by, bz), smem)"]
+        after = ["    if code:", f"        _refused(code, {_GEOMETRY}, args)"]
+        prologue = []
     else:
         if launch_kernel is None or new_params is None:
             raise ValueError("build_launch needs new_native, or launch_kernel and new_params")
@@ -329,9 +339,12 @@ def build_launch(
         checked = "_checked(buf, args)"
         driver = "_launch_kernel(_handle, (gx, gy, gz), (bx, by, bz), smem, stream, params)"
         after = []
+        prologue = ["    _before()"] if before is not None else []
+        namespace["_before"] = before
     namespace.update(_pop=free.pop, _push=free.append, _grow=new_item, _keep=keep)
     lines = [
         f"def launch({_GEOMETRY}, args):",
+        *prologue,
         "    try:",
         "        item = _pop()",
         "    except IndexError:",
