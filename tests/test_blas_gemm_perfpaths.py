@@ -182,6 +182,20 @@ def test_batched_tile_follows_the_batch_count(batch, tile):
     assert gd.choose_algo(_problem(512, 512, 512), H200).spec.bm == gd.TILES["float32"]["small"].bm
 
 
+def test_split_counts_stay_within_the_workspace_cap_and_prefer_fewer_within_the_tie(monkeypatch):
+    # 1000 x 1000: 64 tiles of 128x128; 33 splits (8 rounds of 2 CTAs per SM) are modelled ~2%
+    # faster than 4 (one round) but would need 132 MB of partial slabs
+    p = _problem(1000, 1000, 100000)
+    plan = gd.choose_algo(p, H200)
+    assert plan.algo == "split_k" and plan.splits * 1000 * 1000 * 4 <= gd.THRESHOLDS["split_k_max_workspace"]
+    monkeypatch.setitem(gd.THRESHOLDS, "split_k_max_workspace", 1 << 40)
+    cfg, splits = gd.split_k_choice(p, H200)
+    clocks = gd.split_k_clocks(p, H200, cfg, splits)
+    assert all(gd.split_k_clocks(p, H200, cfg, s) > clocks for s in range(2, splits))
+    assert all(gd.split_k_clocks(p, H200, cfg, s) >= clocks / (1 + gd.THRESHOLDS["split_k_tie"])
+               for s in range(splits, 200))
+
+
 def test_dispatch_does_not_split_when_tiles_fill_the_sms():
     assert gd.choose_algo(_problem(4096, 4096, 65536), H200).algo == "tiled"
     assert gd.choose_algo(_problem(128, 128, 2048), H200).algo == "tiled"  # K too short to split

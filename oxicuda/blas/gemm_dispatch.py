@@ -52,6 +52,8 @@ THRESHOLDS = {
     "split_k_fill_fraction": 0.5,      # ... and the output tiles fill less than this share of SMs
     "split_k_min_chunk": 256,          # each split keeps at least this much K
     "split_k_max_splits": 512,
+    "split_k_max_workspace": 64 << 20,  # bytes of partial slabs a split count may need
+    "split_k_tie": 0.005,              # counts modelled within this share of the best: the fewest wins
     "split_k_waves": 1,                # tiles x splits fill this many whole waves of resident CTAs
     "big_tile_min_tiles_per_sm": 1.0,  # the large CTA tile when it makes at least this many per SM
     # float64 on DMMA tensor cores (gemm_dmma, sm_80+) instead of the SIMT tiles. Off until the H200
@@ -401,8 +403,9 @@ def tiled_spec(problem: GemmProblem, device: DeviceInfo, *, k_extent: int | None
 def split_k_choice(problem: GemmProblem, device: DeviceInfo) -> tuple[TileConfig, int]:
     """(tile, splits) for split-K; splits 1 means: do not split. Split only when K is long and
     the output tiles fill less than ``split_k_fill_fraction`` of the SMs. Tiles in TILE_RATE:
-    the tile and count (each split keeping ``split_k_min_chunk`` of K) with the least
-    ``split_k_clocks``; others: the least-padding tile with the most splits that keep tiles x
+    the tile and count (each split keeping ``split_k_min_chunk`` of K, the slabs within
+    ``split_k_max_workspace``) with the least ``split_k_clocks``, the fewest splits among those
+    within ``split_k_tie`` of it; others: the least-padding tile with the most splits that keep tiles x
     splits within ``split_k_waves`` whole waves of resident CTAs (a partial extra wave would cost
     a full one)."""
     t = THRESHOLDS
@@ -414,12 +417,17 @@ def split_k_choice(problem: GemmProblem, device: DeviceInfo) -> tuple[TileConfig
     most = min(problem.k // t["split_k_min_chunk"], t["split_k_max_splits"])
     if most < 2:
         return cfg, 1
+    slab = problem.m * problem.n * cg.kind_of(problem.dtype).acc_nbytes
+    most = min(most, t["split_k_max_workspace"] // max(1, slab))
     modelled = [c for c in TILES[problem.dtype]["split_k"] if _rate_key(c) in TILE_RATE]
-    if modelled:
-        # ties (tiles too few to load the SMs): the tile padding M x N least, then the listed order
-        best = min(((split_k_clocks(problem, device, c, s), _tiles(problem, c) * c.bm * c.bn, i, s, c)
-                    for i, c in enumerate(modelled) for s in range(2, most + 1)), key=lambda x: x[:4])
-        return best[4], best[3]
+    if modelled and most >= 2:
+        scored = [(split_k_clocks(problem, device, c, s), s, _tiles(problem, c) * c.bm * c.bn, i, c)
+                  for i, c in enumerate(modelled) for s in range(2, most + 1)]
+        # within the model's noise the fewest splits win (less workspace and reduction traffic);
+        # then the tile padding M x N least (tiles too few to load the SMs), then the listed order
+        bound = min(x[0] for x in scored) * (1 + t["split_k_tie"])
+        best = min((x for x in scored if x[0] <= bound), key=lambda x: x[1:4])
+        return best[4], best[1]
     want = (t["split_k_waves"] * resident_ctas(cfg) * device.sm_count) // _tiles(problem, cfg)
     splits = min(want, most)
     return cfg, (splits if splits >= 2 else 1)
