@@ -255,3 +255,37 @@ def test_a_thread_without_a_current_context_gets_one_and_its_launch_goes_through
     th.join()
     assert seen == {"attempts": 2, "params": struct.pack("<QI", 0x5000, 9), "context": 0xC0 + 100}
     assert stub.state.stub_result == 0
+
+
+def _general_geometry(fn, grid, block, shared_mem):
+    """The general conversion and check, without the short path for tuples."""
+    from oxicuda.driver.module import _dim3, _shared_bytes
+
+    grid3, block3 = _dim3(grid, "grid"), _dim3(block, "block")
+    shared_mem = _shared_bytes(shared_mem)
+    fn._check_geometry(grid3, block3, shared_mem)
+    return (*grid3, *block3, shared_mem)
+
+
+def test_tuple_geometry_short_path_agrees_with_the_general_checks(native, rng):
+    fn = Module(ADD_ONE_PTX).get_function("add_one")
+    fn(1, 32, [0x1000, 4])  # the limits are read on the first launch
+    values = [1, 2, 7, 64, 65, 512, 513, 1024, 65535, 70000, 2**31 - 1, 2**31, 0, -1, 2.0,
+              np.int64(3), True, None]
+    for _ in range(400):
+        def dims():
+            if rng.random() < 0.1:
+                return tuple(values[int(i)] for i in rng.integers(0, len(values), int(rng.integers(0, 5))))
+            return tuple(values[int(rng.integers(0, len(values)))] if rng.random() < 0.3
+                         else int(rng.integers(1, 40)) for _ in range(int(rng.integers(1, 4))))
+        grid, block = dims(), dims()
+        smem = [0, 128, 48 * 1024 - 1024, 48 * 1024, -4, 1.5][int(rng.integers(0, 6))]
+        try:
+            expected = _general_geometry(fn, grid, block, smem)
+        except (TypeError, ValueError) as exc:
+            with pytest.raises(type(exc)) as info:
+                fn._geometry(grid, block, smem)
+            assert str(info.value) == str(exc), (grid, block, smem)
+        else:
+            got = fn._geometry(grid, block, smem)
+            assert got == expected and all(type(v) is int for v in got), (grid, block, smem)

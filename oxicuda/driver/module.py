@@ -93,6 +93,8 @@ class Function:
         self._max_block_1d = 0
         self._max_grid_1d = 0
         self._max_dyn = -1
+        # the same limits flat, for tuple geometry: threads, block x/y/z, grid x/y/z, dynamic
+        self._flat_limits: tuple | None = None
 
     # -- attributes ---------------------------------------------------------------------------
     def get_attribute(self, name: str) -> int:
@@ -125,7 +127,8 @@ class Function:
                 f"exceeds the device's opt-in limit of {optin} bytes per block"
             )
         api().func_set_attribute(self.handle, _FUNC_ATTR["MAX_DYNAMIC_SHARED_SIZE_BYTES"], nbytes)
-        self._limits = None
+        self._limits = self._flat_limits = None
+        self._max_dyn = -1  # the fast paths re-read the limits on the next launch
 
     def max_active_blocks_per_sm(self, block_size: int, dynamic_smem: int = 0) -> int:
         """Occupancy: resident blocks per SM at this block size and dynamic shared memory."""
@@ -150,7 +153,44 @@ class Function:
         self._max_block_1d = min(limits[0], limits[1][0])
         self._max_grid_1d = limits[2][0]
         self._max_dyn = limits[3]
+        self._flat_limits = (limits[0], *limits[1], *limits[2], limits[3])
         return limits
+
+    def _geometry(self, grid: object, block: object, shared_mem: object) -> tuple:
+        """``(gx, gy, gz, bx, by, bz, shared_mem)``, checked against the limits. Tuples of 1 to
+        3 plain ints within the limits take a short path without calls; anything else is
+        converted by ``_dim3`` and checked by ``_check_geometry``, which raise the precise error."""
+        flat = self._flat_limits
+        if type(grid) is tuple and type(block) is tuple and type(shared_mem) is int and flat:
+            n, m = len(grid), len(block)
+            if n == 1:
+                gx, gy, gz = grid[0], 1, 1
+            elif n == 3:
+                gx, gy, gz = grid
+            elif n == 2:
+                (gx, gy), gz = grid, 1
+            else:
+                gx = None
+            if m == 1:
+                bx, by, bz = block[0], 1, 1
+            elif m == 3:
+                bx, by, bz = block
+            elif m == 2:
+                (bx, by), bz = block, 1
+            else:
+                bx = None
+            if type(gx) is int and type(gy) is int and type(gz) is int and type(bx) is int \
+                    and type(by) is int and type(bz) is int:
+                threads, mbx, mby, mbz, mgx, mgy, mgz, max_dyn = flat
+                if (0 < gx <= mgx and 0 < gy <= mgy and 0 < gz <= mgz and 0 < bx <= mbx
+                        and 0 < by <= mby and 0 < bz <= mbz and bx * by * bz <= threads
+                        and 0 <= shared_mem <= max_dyn):
+                    return (gx, gy, gz, bx, by, bz, shared_mem)
+        grid3 = _dim3(grid, "grid")
+        block3 = _dim3(block, "block")
+        shared_mem = _shared_bytes(shared_mem)
+        self._check_geometry(grid3, block3, shared_mem)
+        return (*grid3, *block3, shared_mem)
 
     def _check_geometry(self, grid: tuple, block: tuple, shared_mem: int) -> None:
         limits = self._limits or self._launch_limits()
@@ -219,13 +259,11 @@ class Function:
                 _record_launch(LaunchRecord(self.name, self.spec, (grid, 1, 1), (block, 1, 1),
                                             shared_mem, stream_handle))
             return
-        grid3 = _dim3(grid, "grid")
-        block3 = _dim3(block, "block")
-        shared_mem = _shared_bytes(shared_mem)
-        self._check_geometry(grid3, block3, shared_mem)
-        self._launch(*grid3, *block3, shared_mem, stream_handle, args)
+        gx, gy, gz, bx, by, bz, shared_mem = self._geometry(grid, block, shared_mem)
+        self._launch(gx, gy, gz, bx, by, bz, shared_mem, stream_handle, args)
         if _ACTIVE_TRACES:
-            _record_launch(LaunchRecord(self.name, self.spec, grid3, block3, shared_mem, stream_handle))
+            _record_launch(LaunchRecord(self.name, self.spec, (gx, gy, gz), (bx, by, bz), shared_mem,
+                                        stream_handle))
 
     def _refused(self, code: int, gx: int, gy: int, gz: int, bx: int, by: int, bz: int, smem: int,
                  stream: int, args: Sequence[object]) -> None:
@@ -249,12 +287,8 @@ class Function:
 
         Raises ValueError/TypeError for bad geometry now, as a call would.
         """
-        grid3 = _dim3(grid, "grid")
-        block3 = _dim3(block, "block")
-        shared_mem = _shared_bytes(shared_mem)
-        self._check_geometry(grid3, block3, shared_mem)
-        gx, gy, gz = grid3
-        bx, by, bz = block3
+        gx, gy, gz, bx, by, bz, shared_mem = self._geometry(grid, block, shared_mem)
+        grid3, block3 = (gx, gy, gz), (bx, by, bz)
         run = self._launch
 
         def launch(args: Sequence[object], stream: object = None) -> None:
