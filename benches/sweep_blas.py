@@ -196,7 +196,7 @@ def _split_ladder(problem, info, cfg, natural: int, full: bool) -> list[int]:
         counts.add(rounds * r * info.sm_count // tiles)
     if full:
         counts.add(r * info.sm_count // tiles + 1)
-    if full and gd._rate_key(cfg) in gd.TILE_RATE:
+    if full and cfg in gd.TILE_RATE:
         counts.add(min(range(2, most + 1), key=lambda s: gd.split_k_clocks(problem, info, cfg, s)))
     return sorted(c for c in counts if 2 <= c <= most)
 

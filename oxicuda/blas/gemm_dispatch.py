@@ -132,7 +132,7 @@ def resident_ctas(cfg: TileConfig) -> int:
 # partials: 512x512x65536 with 4 / 8 / 16 / 17 / 33 splits measured 18.0 / 35.9 / 45.1 / 30.7 / 46.2
 # TFLOP/s, the model 18.0 / 35.9 / 45.1 / 29.4 / 45.8 (scaled to the 16-split figure); 128x128x131072
 # with 66 / 132 / 256 / 261 / 512 splits measured 17.0 / 31.0 / 39.0 / 39.7 / 35.8, the model
-# 17.8 / 32.4 / 39.0 / 39.6 / 36.5. The model's picks: 261 and 33 splits (the fastest measured),
+# 17.1 / 33.1 / 39.0 / 39.5 / 36.0. The model's picks: 261 and 33 splits (the fastest measured),
 # 12 splits of 64x128 for 64x4096x16384 (39.2 TFLOP/s in bench-blas.json at 146a34d, which ran 12).
 
 #: FP32 FMA lanes per SM, by arch (not exposed by the driver)
@@ -143,17 +143,13 @@ MEMORY_BYTES_PER_CLOCK = {"sm_80": 1000, "sm_86": 287, "sm_89": 400, "sm_90": 21
 #: Share of FP32 peak a tile's K loop reaches with a full SM (float32, H200 sweep: 128x128 45.5 of
 #: 66.9 TFLOP/s on 8192^3; 64x128/128x64 41-42 where 128x128 made 46.2 on 512x512x65536 split 33;
 #: 64x64 4x4 29.2 on 4096^3). Tiles missing here are not considered by the model.
-TILE_RATE = {(128, 128, 8, 8, 8, 0): 0.68, (64, 128, 8, 8, 8, 0): 0.62, (128, 64, 8, 8, 8, 0): 0.62,
-             (64, 64, 8, 4, 4, 0): 0.44}
+TILE_RATE = {TileConfig(128, 128, 8, 8, 8): 0.68, TileConfig(64, 128, 8, 8, 8): 0.62,
+             TileConfig(128, 64, 8, 8, 8): 0.62, TileConfig(64, 64, 8, 4, 4): 0.44}
 #: A partial round of r' of r resident CTAs runs at (r'/r) ** this of a full round's SM throughput
 #: (H200: 8 splits of 512x512x65536, one 128x128 CTA per SM, ran at 0.79 of two per SM: 0.5 ** 0.34).
 OCCUPANCY_EXPONENT = 0.34
 #: Fixed clocks per round of CTAs (first global loads, C / partial writes).
 ROUND_CLOCKS = 2000
-
-
-def _rate_key(cfg: TileConfig) -> tuple:
-    return (cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn, cfg.min_ctas)
 
 
 def modelled_clocks(cfg: TileConfig, ctas: int, k_tiles: int, device: DeviceInfo) -> float:
@@ -165,7 +161,7 @@ def modelled_clocks(cfg: TileConfig, ctas: int, k_tiles: int, device: DeviceInfo
     ctas_time = full * r + (rem ** (1 - OCCUPANCY_EXPONENT) * r ** OCCUPANCY_EXPONENT if rem else 0.0)
     lanes = FP32_LANES.get(device.arch.rstrip("a"), 128)
     fma = cfg.bm * cfg.bn * cfg.bk
-    return ctas_time * k_tiles * fma / (lanes * TILE_RATE[_rate_key(cfg)]) + ROUND_CLOCKS * (full + (rem > 0))
+    return ctas_time * k_tiles * fma / (lanes * TILE_RATE[cfg]) + ROUND_CLOCKS * (full + (rem > 0))
 
 
 def split_k_clocks(problem: GemmProblem, device: DeviceInfo, cfg: TileConfig, splits: int) -> float:
@@ -419,7 +415,7 @@ def split_k_choice(problem: GemmProblem, device: DeviceInfo) -> tuple[TileConfig
         return cfg, 1
     slab = problem.m * problem.n * cg.kind_of(problem.dtype).acc_nbytes
     most = min(most, t["split_k_max_workspace"] // max(1, slab))
-    modelled = [c for c in TILES[problem.dtype]["split_k"] if _rate_key(c) in TILE_RATE]
+    modelled = [c for c in TILES[problem.dtype]["split_k"] if c in TILE_RATE]
     if modelled and most >= 2:
         scored = [(split_k_clocks(problem, device, c, s), s, _tiles(problem, c) * c.bm * c.bn, i, c)
                   for i, c in enumerate(modelled) for s in range(2, most + 1)]
