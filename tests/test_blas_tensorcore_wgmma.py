@@ -170,6 +170,9 @@ def test_wgmma_supports_every_layout_for_f16_bf16_and_tf32_on_sm90():
             assert (spec.a_kmajor, spec.b_kmajor) == want
             assert wg.needs_transpose(p) == ((not ta, tb) if dtype == "float32" else (False, False))
     assert not wg.supports({**base, "dtype": "float32", "compute": "f32"})
+    # K past the transpose's grid (65535 tiles of 64 in y): only the layout without transposes
+    huge_k = {**base, "dtype": "float32", "compute": "tf32", "k": 65536 * 64, "lda": 65536 * 64, "ldb": 65536 * 64}
+    assert wg.supports(huge_k) and not wg.supports({**huge_k, "transa": False, "lda": 64})
     assert not wg.supports({**base, "arch": "sm_86"})
     assert not wg.supports({**base, "alignment": 8})
     assert not wg.supports({**base, "transa": False, "lda": 63})

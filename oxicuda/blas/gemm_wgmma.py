@@ -75,7 +75,8 @@ from .gemm_tensorcore import (
 from .gemm_tensorcore import (
     _load_as_f32 as load_as_f32,
 )
-from .transpose_kernels import transpose
+from .transpose_kernels import DEFAULT_TILE as TRANSPOSE_TILE
+from .transpose_kernels import MAX_GRID_YZ, transpose
 
 ALGO = "wgmma"
 FAMILY = "gemm_wgmma"
@@ -433,6 +434,8 @@ def supports(problem: object) -> bool:
     if getattr(p, "c_dtype", "") not in ("", p.dtype):  # C in the data's dtype only (no MIXED_C)
         return False
     if max(p.m, p.n, p.k, p.lda, p.ldb, p.ldc) >= 2**31:
+        return False
+    if any(needs_transpose(p)) and -(-p.k // TRANSPOSE_TILE) > MAX_GRID_YZ:  # the transpose's grid.y covers K
         return False
     rows_a, rows_b = (p.k if p.transa else p.m), (p.n if p.transb else p.k)
     return p.lda >= max(1, rows_a) and p.ldb >= max(1, rows_b) and p.ldc >= max(1, p.m)

@@ -30,6 +30,9 @@ from oxicuda.ptx.target import device_arch
 FAMILY = "transpose"
 THREADS = 256
 TILES = (32, 64)
+#: the tile ``choose_spec`` uses (4-byte elements: 16.6 KB of shared memory per CTA, 8 CTAs of 256 threads per
+#: sm_90 SM with 4 x 16 bytes of loads in flight per thread, 128 KB per SM)
+DEFAULT_TILE = 64
 #: element bytes -> the PTX bit type moved (the transpose never looks at values)
 BIT_TYPES = {2: "b16", 4: "b32", 8: "b64"}
 MAX_GRID_YZ = 65535
@@ -169,12 +172,12 @@ def _widest(es: int, *counts: int) -> int:
 
 def choose_spec(arch: str, elem_bytes: int, rows: int, cols: int, src_ptr: int, ld_src: int, stride_src: int,
                 dst_ptr: int, ld_dst: int, stride_dst: int) -> TransposeSpec:
-    """The kernel for one transpose: 64x64 tiles, the widest accesses whose vectors stay whole
+    """The kernel for one transpose: ``DEFAULT_TILE`` square tiles, the widest accesses whose vectors stay whole
     and aligned (rows, leading dimension, pointer and batch stride of each side)."""
     es = elem_bytes
     vec_in = _widest(es, rows, ld_src, stride_src, src_ptr // es) if src_ptr % es == 0 else 1
     vec_out = _widest(es, cols, ld_dst, stride_dst, dst_ptr // es) if dst_ptr % es == 0 else 1
-    return TransposeSpec(arch=arch.rstrip("a"), elem_bytes=es, tile=64, vec_in=vec_in, vec_out=vec_out)
+    return TransposeSpec(arch=arch.rstrip("a"), elem_bytes=es, tile=DEFAULT_TILE, vec_in=vec_in, vec_out=vec_out)
 
 
 def transpose(rows: int, cols: int, src_ptr: int, ld_src: int, dst_ptr: int, ld_dst: int, *, elem_bytes: int,
