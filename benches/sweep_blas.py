@@ -32,6 +32,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from oxicuda.blas.gemm_dispatch import GemmPlan  # after the path insert
+from oxicuda.blas.gemm_tiled import TileConfig
 
 #: name -> (m, n, k, batch, dtype, kind) with kind "square" (every tile) or "skinny" (split-K)
 CASES = {
@@ -161,7 +162,8 @@ def _variants(name: str, m: int, n: int, k: int, batch: int, dtype: str, kind: s
     # dispatch's split-K tiles get the whole ladder; other registered tiles of 64x128 and up (the
     # 64x64 4x4 tile measured at 0.6x of 128x128) their one- and two-round counts
     cands = list(dict.fromkeys((*gd.TILES[dtype]["split_k"], *[c for c in TILE_CONFIGS[dtype] if c.bm * c.bn > 64 * 64
-                                                                and not (c.prefetch or c.warp_m)])))
+                                                                and not (c.prefetch or c.warp_m)],
+                                *EXTRA_SPLIT_TILES.get(dtype, ()))))
     for cfg in cands:
         full = cfg in gd.TILES[dtype]["split_k"]
         for splits in _split_ladder(problem, info, cfg, natural if cfg == natural_cfg else 0, full):
@@ -175,6 +177,12 @@ def _variants(name: str, m: int, n: int, k: int, batch: int, dtype: str, kind: s
     if plan is not None:
         out.append((f"partials only {natural_cfg.name} x{plan.splits}", PartialsOnly(**vars(plan))))
     return out
+
+
+#: split-K partial tiles timed here beyond gemm_tiled's registered ones (any TileConfig generates;
+#: tests/test_blas_gemm_perfpaths.py checks these on the emulator): 64x256 8x16 keeps 64-row
+#: outputs (64x4096x16384) unpadded with 8x16's 6 LDS.128 per 128 FFMA (64x128 8x8: 4 per 64)
+EXTRA_SPLIT_TILES = {"float32": (TileConfig(64, 256, 8, 8, 16),)}
 
 
 @dataclasses.dataclass(frozen=True)

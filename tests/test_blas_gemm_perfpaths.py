@@ -244,6 +244,26 @@ def test_split_k_with_the_128x128_partials_matches_reference(rng):
     check(got, ref, "float32", k)
 
 
+def test_split_k_with_the_sweeps_extra_partial_tiles_matches_reference(rng):
+    # benches/sweep_blas.py times these unregistered tiles as split-K partials on the H200
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benches" / "sweep_blas.py"
+    loader = importlib.util.spec_from_file_location("sweep_blas", path)
+    sweep = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(sweep)
+    info = gemm_core.device_info(0)
+    for i, cfg in enumerate(sweep.EXTRA_SPLIT_TILES["float32"]):
+        m, n, k, ta = (64, 300, 96, "N") if i % 2 == 0 else (40, 260, 100, "T")
+        p = gd.GemmProblem(m, n, k, "float32", transa=ta, lda=m if ta == "N" else k, ldb=k, ldc=m,
+                           align_a=16, align_b=16, align_c=16, arch=info.arch)
+        plan = gd.split_k_plan(p, info, 3, cfg)
+        got, ref, t = run_case(rng, "float32", ta, "N", m, n, k, algo=plan, beta=0.0, pad=4, offset=(0, 0))
+        assert [x.spec for x in t.launches] == [plan.spec, plan.reduce] and plan.spec.bn == cfg.bn
+        check(got, ref, "float32", k)
+
+
 def test_strided_batch_runs_the_tile_the_wave_model_picks(rng, h200_like):
     m, n, k, batch = 40, 24, 40, 3  # m*n*k past the naive kernel's limit
     A = host_random(rng, (batch, k, m), "float32")

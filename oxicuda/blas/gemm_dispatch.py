@@ -109,9 +109,10 @@ TILES: dict[str, dict[str, object]] = {
 #: CTAs of a tile resident per SM (ptxas sm_90 registers of the 16-byte-load float32 variants,
 #: partials and C writers alike: 128x128 ~120-128 registers x 256 threads -> 2; 64x128/128x64 ~140 x
 #: 128 -> 3; 64x64 4x4 ~57 x 256 -> 4; 128x256/256x128 200-245 x 256 -> 1; 128x128 8x16 ~230 x 128
-#: -> 2); others default to 16 warps per SM.
+#: -> 2; 64x256 8x16, the sweep's split-K candidate for 64-row outputs, ~240 x 128 -> 2); others
+#: default to 16 warps per SM.
 RESIDENT_CTAS = {(128, 128, 8, 8): 2, (64, 128, 8, 8): 3, (128, 64, 8, 8): 3, (64, 64, 4, 4): 4,
-                 (128, 256, 8, 16): 1, (256, 128, 16, 8): 1, (128, 128, 8, 16): 2}
+                 (128, 256, 8, 16): 1, (256, 128, 16, 8): 1, (128, 128, 8, 16): 2, (64, 256, 8, 16): 2}
 
 
 def resident_ctas(cfg: TileConfig) -> int:
