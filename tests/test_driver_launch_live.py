@@ -168,3 +168,34 @@ def test_real_driver_launches_through_the_cuLaunchKernelEx_plan_and_the_seam_sti
     assert plan.call(*plan.call_args) == 0
     drv.ctx_synchronize()
     np.testing.assert_array_equal(out2.get(), x * np.float32(2.0) + np.float32(3))
+
+
+def test_a_launch_from_a_thread_without_a_context_computes(rng):
+    """The first thing a new thread does is a launch: no context is current there yet (on the
+    real driver the launch is refused once, then made with the primary context current)."""
+    import threading
+
+    from oxicuda.driver import context
+
+    fn = Module(AXPB_PTX).get_function("axpb")
+    n = 300
+    x = rng.standard_normal(n).astype(np.float32)
+    xd = oxicuda.asarray(x)
+    out = oxicuda.full(n, np.nan, np.float32)
+    seen = {}
+
+    def worker() -> None:
+        seen["context before"] = getattr(context._local, "ctx", None)
+        try:
+            fn(3, 128, (out, xd, np.float32(1.5), -0.25, 4, np.uint32(n)))
+            api().ctx_synchronize()
+        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+            seen["error"] = exc
+        seen["context after"] = getattr(context._local, "ctx", None)
+
+    th = threading.Thread(target=worker)
+    th.start()
+    th.join()
+    assert seen.get("error") is None, seen["error"]
+    assert seen["context before"] is None and seen["context after"] is not None
+    np.testing.assert_array_equal(out.get(), (x * np.float32(1.5) + np.float32(-0.25)) + np.float32(4))

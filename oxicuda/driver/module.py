@@ -267,10 +267,11 @@ class Function:
 
     def _refused(self, code: int, gx: int, gy: int, gz: int, bx: int, by: int, bz: int, smem: int,
                  stream: int, args: Sequence[object]) -> None:
-        """A launch the driver refused. The launch path does not check for a current context
-        before calling the driver (that check cost more than the rest of a launch's Python);
-        so in a thread where oxicuda has not made a context current yet, make one current and
-        launch again. Otherwise raise the driver's error."""
+        """A launch the driver refused. The launch path does not look up this thread's context
+        before calling the driver (a thread-local lookup on every launch); the driver refuses a
+        launch in a thread with no current context (CUDA_ERROR_INVALID_CONTEXT), so in a thread
+        where oxicuda has not made a context current yet, make one current and launch again.
+        Otherwise raise the driver's error."""
         if getattr(context._local, "ctx", None) is None:
             ensure_context()
             self._launch(gx, gy, gz, bx, by, bz, smem, stream, args)
