@@ -119,6 +119,26 @@ def test_dispatch_splits_the_skinny_shapes_on_this_gpu(rng, m, n, k):
     _check(dC.get(), _matmul64(A, B), 1e-5, k)
 
 
+@pytest.mark.parametrize("batch", [64, 9])
+def test_strided_batch_runs_the_wave_models_tile_on_this_gpu(rng, batch):
+    # 64 x 512^3 (issue 5) and 9 x 512^3: one launch, the tile gemm_dispatch.batched_tile picks for
+    # this GPU's SM count, every element against float64
+    m = n = k = 512
+    A = rng.standard_normal((batch, k, m)).astype(np.float32)  # column-major m x k per entry
+    B = rng.standard_normal((batch, n, k)).astype(np.float32)
+    dA, dB = oxicuda.asarray(A), oxicuda.asarray(B)
+    dC = oxicuda.asarray(np.full((batch, n, m), np.nan, np.float32))
+    with oxicuda.trace() as t:
+        gemm_colmajor("N", "N", m, n, k, 1.0, dA.ptr, m, dB.ptr, k, 0.0, dC.ptr, m, dtype="float32", batch=batch,
+                      stride_a=m * k, stride_b=k * n, stride_c=m * n)
+    info = gd.device_info(0)
+    want = gd.batched_tile(gd.GemmProblem(m, n, k, "float32", lda=m, ldb=k, ldc=m, batch=batch, arch=info.arch), info)
+    assert len(t.launches) == 1 and t.launches[0].grid == (m // want.bm, n // want.bn, batch)
+    got = dC.get()
+    for z in range(batch):
+        _check(got[z].T, _matmul64(A[z].T.copy(), B[z].T.copy()), 1e-5, k)
+
+
 @pytest.mark.parametrize("splits,beta", [(200, 0.0), (37, 0.75)])
 def test_forced_split_k_plans_with_grouped_reductions(rng, splits, beta):
     m, n, k = 256, 96, 24000
