@@ -58,6 +58,9 @@ for step in "${steps[@]}"; do
         timeout "$lim" python3 "benches/sweep_$name.py" --json "$OUT/sweep-$name.json" ${SWEEP_ARGS:-} > "$OUT/sweep-$name.txt" 2>&1
         echo "sweep $name rc=$?"
       done ;;
+    diag)
+      # ad-hoc diagnostics carried in .diag/ (not committed): each *.sh there runs with a time limit
+      for f in .diag/*.sh; do [ -f "$f" ] && timeout ${DIAG_LIMIT:-120} bash "$f" > "$OUT/diag-$(basename "$f" .sh).log" 2>&1; echo "diag $f rc=$?"; done ;;
     probe)
       # where the emulator had to guess: the GPU's answers as JSON (benches/probe_fidelity.py)
       timeout ${PROBE_LIMIT:-120} python3 benches/probe_fidelity.py --json "$OUT/probe-fidelity.json" > "$OUT/probe-fidelity.txt" 2>&1
@@ -70,8 +73,8 @@ for step in "${steps[@]}"; do
       timeout 200 python3 benches/ptx_costs.py --json "$OUT/ptx_costs.json" 2>&1 | tee "$OUT/ptx_costs.txt" ;;
     bench-*)
       # one family's full case list, e.g. bench-attention
-      fam=${step#bench-}; lim_var="LIMIT_${fam}"
-      timeout ${!lim_var:-${FAMILY_LIMIT:-120}} python3 -m oxicuda bench "$fam" --json "$OUT/bench-$fam.json" > "$OUT/bench-$fam.txt" 2>&1
+      fam=${step#bench-}; lim_var="LIMIT_${fam}"; case_var="CASE_${fam}"
+      timeout ${!lim_var:-${FAMILY_LIMIT:-120}} python3 -m oxicuda bench "$fam" ${!case_var:+--case "${!case_var}"} --json "$OUT/bench-$fam.json" > "$OUT/bench-$fam.txt" 2>&1
       echo "bench $fam rc=$?"; grep -E "^$fam/" "$OUT/bench-$fam.txt" ;;
   esac
 done
