@@ -7,19 +7,15 @@ tensor-core tiles), ``RESIDENT_CTAS`` (CTAs per SM of a tile, read off ptxas's r
 and the wave model's ``TILE_RATE``/``OCCUPANCY_EXPONENT``/``ROUND_CLOCKS``/
 ``MEMORY_BYTES_PER_CLOCK``, which price a tile and split count in SM clocks so that split-K
 (tile and count) and strided batches (tile per batch count) take the candidate that finishes
-first. They were checked against the H200: ``benches/sweep_blas.py`` (every candidate of
-``gemm_tiled.TILE_CONFIGS`` / ``gemm_dmma.TILES`` and a ladder of split counts on issue 5's shapes
-beside cuBLAS; record benches/results/2026-11-29-h200-session2/sweep-blas.json, 2026-11-29) found,
-as fastest correct variants: 128x128x8 8x8 for sgemm 4096/8192 and strided batched 64x512 (the
-"large" tile; the model's pick for 64 x 512^3), split-K 128x128 with 261 splits for
-128x128x131072 (0.99x cuBLAS; 256 splits 0.98x) and 33 for 512x512x65536 (0.92x; 16 splits
-0.89x, 17 splits, a few CTAs past a round, 0.61x), and the SIMT dgemm tiles at ~0.37x (the
-128x128 8x8 one fastest, 22.6 against 21.1 TFLOP/s for 128x64 8x4: the float64 "large" tile)
-(``float64_dmma`` stays off: the m8n8k4 DMMA kernel measured no faster, bench dgemm_4096_dmma; the sm_90
-tiles now use the DMMA.16x8xK shapes, unmeasured). The model
-reproduces those split-count figures within 8% (tests/test_blas_gemm_perfpaths.py) and picks
-261, 33 and 12 splits of 64x128 for 64x4096x16384 (0.87x in bench-blas.json at 146a34d, which
-ran 12). Shapes outside that list follow the model unmeasured.
+first. They were checked against the H200 with ``benches/sweep_blas.py`` (every candidate of
+``gemm_tiled.TILE_CONFIGS`` / ``gemm_dmma.TILES`` and ladders of split counts on issue 5's shapes
+beside cuBLAS), most recently benches/results/2026-11-29-h200-session3/call2-sweep-blas.json:
+128x128x8 8x8 for sgemm 4096/8192 and strided batched 64x512 (the "large" tile; the wave model's
+pick for 64 x 512^3, 128x64 measured 1% faster there and 1% slower in the session-2 sweep);
+split-K as the wave model section below records (0.98x / 0.86x / 0.97x of cuBLAS on the three
+skinny shapes); float64: DMMA 64x64x16 m8n8k4 26.7 TFLOP/s (0.44x cuBLAS) ahead of the best SIMT
+tile, 128x128 8x8 at 23.2 (the float64 "large" SIMT tile for other archs), so sm_90 runs float64
+on DMMA. Shapes outside those lists follow the model unmeasured.
 
 Branches, in order:
 1. ``gemv``        m == 1 or n == 1 (one matrix-vector product, batch 1, strided operands);
@@ -28,7 +24,7 @@ Branches, in order:
 3. ``naive``       tiny problems (m*n*k <= naive_max_work): one thread per output;
 4. ``split_k``     output tiles cannot fill the SMs and K is long: K over grid.z, then a reduction
                    (tile and count from the wave model);
-5. ``dmma``        float64 on sm_80+ when THRESHOLDS["float64_dmma"] (off until measured);
+5. ``dmma``        float64 on the archs in THRESHOLDS["float64_dmma"] (sm_90, measured);
 6. ``tiled``       everything else (shared-memory tiles, register blocking; batches take the
                    wave model's tile for their batch count).
 A float32 C over float16/bfloat16 data (``c_dtype``) skips gemv and naive, and takes tensor cores
@@ -57,16 +53,18 @@ THRESHOLDS = {
     "split_k_tie": 0.005,              # counts modelled within this share of the best: the fewest wins
     "split_k_waves": 1,                # tiles x splits fill this many whole waves of resident CTAs
     "big_tile_min_tiles_per_sm": 1.0,  # the large CTA tile when it makes at least this many per SM
-    # float64 on DMMA tensor cores (gemm_dmma, sm_80+) instead of the SIMT tiles. Off until the H200
-    # has run tests/test_blas_perfpaths_gpu.py and benches/sweep_blas.py shows DMMA ahead.
-    "float64_dmma": False,
+    # archs whose float64 GEMMs run on DMMA tensor cores (gemm_dmma) instead of the SIMT tiles: the
+    # H200 (call2-sweep-blas.json, dgemm 4096^3: DMMA 64x64x16 m8n8k4 26.7 TFLOP/s, the best SIMT
+    # tile 23.2; every DMMA tile passed tests/test_blas_perfpaths_gpu.py there)
+    "float64_dmma": ("sm_90",),
 }
 
 #: DMMA tile (bm, bn, bk, warps_m, warps_n, mma shape) by oldest arch, then role, from
-#: gemm_dmma.TILES. sm_80: the m8n8k4 tiles; sm_90: the DMMA.16x8xK shapes (128x64 as 4x2 warps,
-#: 16 warps per SM). Not measured on the H200 yet (the sweep's dgemm section times every tile).
+#: gemm_dmma.TILES. sm_90: the fastest measured on the H200 (call2-sweep-blas.json, dgemm 4096^3:
+#: 64x64x16 m8n8k4 26.7 TFLOP/s; 128x128x8 25.8, 128x64x8 20.2, 64x128x8 19.1); the DMMA.16x8xK
+#: tiles (m16n8k8 / m16n8k16) are in the sweep, not yet measured.
 DMMA_TILES = {"sm_80": {"large": (128, 64, 8, 4, 2, "m8n8k4"), "small": (64, 64, 16, 2, 2, "m8n8k4")},
-              "sm_90": {"large": (128, 64, 8, 4, 2, "m16n8k8"), "small": (64, 64, 16, 2, 2, "m16n8k16")}}
+              "sm_90": {"large": (64, 64, 16, 2, 2, "m8n8k4"), "small": (64, 64, 16, 2, 2, "m8n8k4")}}
 
 
 def dmma_tiles(arch: str) -> dict[str, tuple]:
@@ -130,26 +128,28 @@ def resident_ctas(cfg: TileConfig) -> int:
 # in SM clocks = rounds x K tiles per CTA x the tile's FMAs / (FP32 lanes x TILE_RATE), plus
 # ROUND_CLOCKS per round (a CTA's first loads and its C writes), plus, for split-K, the partial
 # slabs written and read back by the reduction at MEMORY_BYTES_PER_CLOCK.
-# Checked against the H200 sweep (benches/results/2026-11-29-h200-session2/sweep-blas.json), 128x128
-# partials: 512x512x65536 with 4 / 8 / 16 / 17 / 33 splits measured 18.0 / 35.9 / 45.1 / 30.7 / 46.2
-# TFLOP/s, the model 18.0 / 35.9 / 45.1 / 29.4 / 45.8 (scaled to the 16-split figure); 128x128x131072
-# with 66 / 132 / 256 / 261 / 512 splits measured 17.0 / 31.0 / 39.0 / 39.7 / 35.8, the model
-# 17.1 / 33.1 / 39.0 / 39.5 / 36.0. The model's picks: 261 and 33 splits (the fastest measured),
-# 12 splits of 64x128 for 64x4096x16384 (39.2 TFLOP/s in bench-blas.json at 146a34d, which ran 12).
+# Fitted to the H200 sweep benches/results/2026-11-29-h200-session3/call2-sweep-blas.json (34 split-K
+# variants of the three base tiles on the three skinny shapes; tests/test_blas_gemm_perfpaths.py
+# replays them): every count whose busiest SM runs whole rounds within 10% of its measurement
+# (most within 5%); counts a few CTAs past a round measured 0.69-0.92x of the round below, which
+# the model overstates for short CTAs (128x128x131072 x265: 34.6 measured, 26.5 modelled) but
+# always ranks below it. Its picks: 128x64 x198 for 128x128x131072 (39.2 TFLOP/s, the fastest),
+# 128x128 x33 for 512x512x65536 (43.4; the fastest, 128x64 x37, made 44.1) and 64x128 x12 for
+# 64x4096x16384 (39.4, the fastest). The same sweep priced the reduction (partial products alone):
+# 5% of the time at 128x128x131072, 2-3% on the other two.
 
 #: FP32 FMA lanes per SM, by arch (not exposed by the driver)
 FP32_LANES = {"sm_80": 64, "sm_86": 128, "sm_89": 128, "sm_90": 128}
 #: Chip-wide bytes per SM clock for split-K partials (write + reduction read; they mostly stay
 #: in L2): the copy bandwidth over the SM clock (H200 4.26 TB/s / 1.98 GHz; A4000 448 GB/s / 1.56 GHz).
 MEMORY_BYTES_PER_CLOCK = {"sm_80": 1000, "sm_86": 287, "sm_89": 400, "sm_90": 2150}
-#: Share of FP32 peak a tile's K loop reaches with a full SM (float32, H200 sweep: 128x128 45.5 of
-#: 66.9 TFLOP/s on 8192^3; 64x128/128x64 41-42 where 128x128 made 46.2 on 512x512x65536 split 33;
-#: 64x64 4x4 29.2 on 4096^3). Tiles missing here are not considered by the model.
-TILE_RATE = {TileConfig(128, 128, 8, 8, 8): 0.68, TileConfig(64, 128, 8, 8, 8): 0.62,
-             TileConfig(128, 64, 8, 8, 8): 0.62, TileConfig(64, 64, 8, 4, 4): 0.44}
+#: Share of FP32 peak a tile's K loop reaches with a full SM (float32; fitted to the sweep above,
+#: 64x64 4x4 from its 29 of 66.9 TFLOP/s on 4096^3). Tiles missing here are not considered by the model.
+TILE_RATE = {TileConfig(128, 128, 8, 8, 8): 0.67, TileConfig(64, 128, 8, 8, 8): 0.62,
+             TileConfig(128, 64, 8, 8, 8): 0.65, TileConfig(64, 64, 8, 4, 4): 0.44}
 #: A partial round of r' of r resident CTAs runs at (r'/r) ** this of a full round's SM throughput
-#: (H200: 8 splits of 512x512x65536, one 128x128 CTA per SM, ran at 0.79 of two per SM: 0.5 ** 0.34).
-OCCUPANCY_EXPONENT = 0.34
+#: (fitted as above; one 128x128 CTA alone on an SM at 0.85 of two).
+OCCUPANCY_EXPONENT = 0.24
 #: Fixed clocks per round of CTAs (first global loads, C / partial writes).
 ROUND_CLOCKS = 2000
 
@@ -524,6 +524,6 @@ def choose_algo(problem: GemmProblem, device: DeviceInfo, algo: str | None = Non
         cfg, splits = split_k_choice(p, device)
         if splits > 1:
             return split_k_plan(p, device, splits, cfg)
-        if THRESHOLDS["float64_dmma"] and _dmma_ok(p, device):
+        if device.arch.rstrip("a") in THRESHOLDS["float64_dmma"] and _dmma_ok(p, device):
             return GemmPlan("dmma", dmma_spec(p, device))
     return GemmPlan("tiled", tiled_spec(p, device))
