@@ -364,7 +364,7 @@ def suggest(record: dict) -> dict:
                  "dispatch_kernels": disp.get("kernels")}
         dt = case["dtype"]
         if "dmma_tile" in best:
-            entry["table"] = (f'THRESHOLDS["float64_dmma"] = True; DMMA_TILES[<this arch>]["large"] = '
+            entry["table"] = (f'THRESHOLDS["float64_dmma"] = (<this arch>,); DMMA_TILES[<this arch>]["large"] = '
                               f'{tuple(best["dmma_tile"])}')
         elif "splits" in best:
             entry["table"] = (f'split tile TileConfig{tuple(best["tile"])} with {best["splits"]} splits '
