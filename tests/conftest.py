@@ -56,6 +56,21 @@ def pytest_runtest_logreport(report):
         fh.write(line)
 
 
+def pytest_sessionstart(session):
+    """With OXICUDA_TEST_LOG under xdist, a worker that dies (segfault, abort, a timeout's exit)
+    leaves its Python stacks in <log>.<worker>.fault: xdist drops a crashed worker's stderr."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if _RESULT_LOG and worker:
+        import faulthandler
+
+        global _FAULT_FILE
+        _FAULT_FILE = open(f"{_RESULT_LOG}.{worker}.fault", "w")  # noqa: SIM115 - open until exit
+        faulthandler.enable(file=_FAULT_FILE, all_threads=True)
+
+
+_FAULT_FILE = None
+
+
 def pytest_runtest_logstart(nodeid, location):
     """With OXICUDA_TEST_LOG, also note each test as it starts (with the xdist worker), so a test that
     hangs is the one logged as started and never finished."""
