@@ -162,7 +162,7 @@ def _variants(name: str, m: int, n: int, k: int, batch: int, dtype: str, kind: s
     # dispatch's split-K tiles get the whole ladder; other registered tiles of 64x128 and up (the
     # 64x64 4x4 tile measured at 0.6x of 128x128) their one- and two-round counts
     cands = list(dict.fromkeys((*gd.TILES[dtype]["split_k"], *[c for c in TILE_CONFIGS[dtype] if c.bm * c.bn > 64 * 64
-                                                                and not (c.prefetch or c.warp_m)],
+                                                                and not c.square_only],
                                 *EXTRA_SPLIT_TILES.get(dtype, ()))))
     for cfg in cands:
         full = cfg in gd.TILES[dtype]["split_k"]
@@ -340,8 +340,8 @@ def _describe(algo) -> dict:
     if spec.family == "gemm_dmma":
         return {"dmma_tile": [spec.bm, spec.bn, spec.bk, spec.warps_m, spec.warps_n, spec.shape]}
     out = {"tile": [spec.bm, spec.bn, spec.bk, spec.tm, spec.tn, spec.min_ctas]}
-    if getattr(spec, "warp_m", 0) or getattr(spec, "prefetch", False):
-        out["tile_options"] = {"warp_m": spec.warp_m, "prefetch": spec.prefetch}
+    if getattr(spec, "warp_m", 0) or getattr(spec, "prefetch", False) or getattr(spec, "interior", False):
+        out["tile_options"] = {"warp_m": spec.warp_m, "prefetch": spec.prefetch, "interior": spec.interior}
     if hasattr(algo, "splits"):
         out["splits"] = algo.splits
     return out
@@ -372,7 +372,7 @@ def suggest(record: dict) -> dict:
         elif "tile" in best:
             options = "".join(f", {k}={v!r}" for k, v in best.get("tile_options", {}).items())
             entry["table"] = (f'TILES["{dt}"]["large"] = _cfg("{dt}", ' + ", ".join(map(str, best["tile"])) + options
-                              + ")" + (" (_cfg must pass warp_m/prefetch on to TileConfig)" if options else ""))
+                              + ")" + (" (_cfg must pass warp_m/prefetch/interior on to TileConfig)" if options else ""))
         else:
             entry["table"] = "dispatch already picks the fastest"
         out[case["case"]] = entry

@@ -19,7 +19,7 @@ from oxicuda.ptx import validate
 
 REAL_TRANS = [("N", "N"), ("T", "N"), ("N", "T"), ("T", "T")]
 VARIANTS = [cfg for cfg in TILE_CONFIGS["float32"]
-            if cfg.warp_m or cfg.prefetch or (cfg.bm, cfg.bn, cfg.tm, cfg.tn) == (128, 128, 8, 16)]
+            if cfg.square_only or (cfg.bm, cfg.bn, cfg.tm, cfg.tn) == (128, 128, 8, 16)]
 
 
 def _arch() -> str:
@@ -28,10 +28,12 @@ def _arch() -> str:
 
 def test_the_float32_table_registers_the_variants():
     names = {cfg.name for cfg in VARIANTS}
-    assert {"128x128x8_8x8_c2_pf", "128x128x8_8x8_c2_w4x8_pf", "128x128x8_8x16_pf"} <= names
+    assert {"128x128x8_8x8_c2_pf", "128x256x8_8x16_w4x8_pf", "128x128x8_8x16_pf", "128x128x8_8x8_i",
+            "128x128x8_8x8_c2_pf_i", "128x128x8_8x16_pf_i"} <= names
 
 
-@pytest.mark.parametrize("cfg", VARIANTS, ids=lambda c: c.name)
+# an interior variant's checked loop is its sibling's (tested here); its unchecked loop is tested below
+@pytest.mark.parametrize("cfg", [c for c in VARIANTS if not c.interior], ids=lambda c: c.name)
 @pytest.mark.parametrize("ta,tb", REAL_TRANS)
 def test_variant_matches_reference_on_odd_shapes_for_all_transposes(rng, cfg, ta, tb):
     # 37 x 45 x 19: partial tiles in M, N and K, three K tiles (the prefetch carries fragments
@@ -43,6 +45,22 @@ def test_variant_matches_reference_on_odd_shapes_for_all_transposes(rng, cfg, ta
                            device_scalars=i >= 2)
     assert [x.spec for x in t.launches] == [spec]
     check(got, ref, "float32", 19)
+
+
+@pytest.mark.parametrize("cfg", [c for c in VARIANTS if c.interior], ids=lambda c: c.name)
+@pytest.mark.parametrize("ta,tb", REAL_TRANS)
+def test_interior_variant_unchecked_loop_matches_reference(rng, cfg, ta, tb):
+    # 136 x 128: CTA 0 is inside M x N (runs the unchecked loop for all but its last two K steps),
+    # CTA 1 holds the 8-row edge (checked loop); scalar loads over a K tail (K = 37) or 16-byte
+    # loads and C (K = 40); beta = 0 over NaN and beta != 0, host and device scalars
+    i = REAL_TRANS.index((ta, tb))
+    v = 4 if i % 2 else 1
+    k = 40 if v > 1 else 37
+    spec = spec_for(cfg, arch=_arch(), dtype="float32", transa=ta, transb=tb, vec_a=v, vec_b=v, vec_c=v)
+    got, ref, t = run_case(rng, "float32", ta, tb, 136, 128, k, algo=spec, beta=0.5 * (i // 2),
+                           device_scalars=i in (1, 2), pad=4 if v > 1 else 3, offset=(0, 0) if v > 1 else (2, 1))
+    assert [x.spec for x in t.launches] == [spec] and t.launches[0].grid[:2] == (2, 1)
+    check(got, ref, "float32", k)
 
 
 @pytest.mark.parametrize("cfg", [c for c in VARIANTS if c.prefetch], ids=lambda c: c.name)

@@ -16,7 +16,7 @@ from oxicuda.blas.gemm_tiled import TILE_CONFIGS, spec_for
 pytestmark = pytest.mark.gpu
 
 VARIANTS = [cfg for cfg in TILE_CONFIGS["float32"]
-            if cfg.warp_m or cfg.prefetch or (cfg.bm, cfg.bn, cfg.tm, cfg.tn) == (128, 128, 8, 16)]
+            if cfg.square_only or (cfg.bm, cfg.bn, cfg.tm, cfg.tn) == (128, 128, 8, 16)]
 
 
 def _arch() -> str:

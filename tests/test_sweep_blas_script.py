@@ -61,11 +61,12 @@ def test_square_sgemm_cases_time_every_loop_and_thread_order_variant(name):
     sweep = _load()
     m, n, k, batch, dtype, kind = sweep.CASES[name]
     labels = {label: algo for label, algo in sweep._variants(name, m, n, k, batch, dtype, kind, H200)}
-    variants = [c for c in TILE_CONFIGS["float32"] if c.warp_m or c.prefetch]
+    variants = [c for c in TILE_CONFIGS["float32"] if c.square_only]
     assert len(variants) >= 3
     for cfg in variants:
         spec = labels[f"tiled {cfg.name}"]
-        assert (spec.warp_m, spec.prefetch, spec.min_ctas) == (cfg.warp_m, cfg.prefetch, cfg.min_ctas)
+        assert (spec.warp_m, spec.prefetch, spec.interior, spec.min_ctas) == (cfg.warp_m, cfg.prefetch, cfg.interior,
+                                                                             cfg.min_ctas)
         assert spec.vec_a == spec.vec_b == spec.vec_c == 4
 
 

@@ -28,10 +28,18 @@ before the last K row's FFMAs, and the first fragments of the next tile are read
 barrier into registers that live across the loop, so those reads' latency hides behind the last
 row's tm x tn FFMAs instead of stalling every warp at the top of the next step. Its FFMAs run in
 serpentine order (row r's columns reversed on odd r), so consecutive FFMAs share an operand.
+
+``interior`` gives CTAs whose tile lies wholly inside M x N a second copy of the K loop whose
+global loads carry no bounds tests, zero fills or branches (all but its last two K steps, whose
+fetches reach the K tail and past it); edge CTAs and those last steps run the checked loop.
+
+``prefetch``, ``warp_m`` and ``interior`` are sweep candidates for whole-K float32 problems: specs
+with any of them refuse ``raw_out`` (split-K partials keep the plain tiles).
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -55,15 +63,22 @@ class TileConfig:
     min_ctas: int = 0
     warp_m: int = 0
     prefetch: bool = False
+    interior: bool = False
 
     @property
     def threads(self) -> int:
         return (self.bm // self.tm) * (self.bn // self.tn)
 
     @property
+    def square_only(self) -> bool:
+        """A loop variant for whole-K problems (no split-K partials)."""
+        return bool(self.warp_m or self.prefetch or self.interior)
+
+    @property
     def name(self) -> str:
         return (f"{self.bm}x{self.bn}x{self.bk}_{self.tm}x{self.tn}" + (f"_c{self.min_ctas}" if self.min_ctas else "")
-                + (f"_w{self.warp_m}x{32 // self.warp_m}" if self.warp_m else "") + ("_pf" if self.prefetch else ""))
+                + (f"_w{self.warp_m}x{32 // self.warp_m}" if self.warp_m else "") + ("_pf" if self.prefetch else "")
+                + ("_i" if self.interior else ""))
 
 
 _T128 = TileConfig(128, 128, 8, 8, 8)             # ~120-125 registers: 2 CTAs/SM unbounded
@@ -75,13 +90,16 @@ _T256x128 = TileConfig(256, 128, 8, 16, 8)  # ~200 registers (8x8 needs 4 LDS.12
 # the prefetching loop, with and without the warp-blocked thread order; the 128x128 8x8 ones need
 # the 2-CTA bound (~135-140 registers unbounded on sm_90; none spilled at 128 with 16-byte loads)
 _T128_PF = TileConfig(128, 128, 8, 8, 8, 2, prefetch=True)
-_T128_W_PF = TileConfig(128, 128, 8, 8, 8, 2, warp_m=4, prefetch=True)
 _T128x256_W_PF = TileConfig(128, 256, 8, 8, 16, warp_m=4, prefetch=True)  # ~220-230 registers: 1 CTA/SM
 # 128 threads of 8x16: 6 LDS.128 per 128 FFMA like 128x256 (8x8 needs 4 per 64: the shared
 # datapath's 128 B/clock at the FFMA peak), but 2 CTAs/SM (~230 registers) and half the tile, so
 # 4096^2 still makes 1024 CTAs
 _T128_8x16 = TileConfig(128, 128, 8, 8, 16)
 _T128_8x16_PF = TileConfig(128, 128, 8, 8, 16, prefetch=True)
+# the unchecked interior loop over the plain and the prefetching tiles (128 / 128 / ~230 registers)
+_T128_I = TileConfig(128, 128, 8, 8, 8, interior=True)
+_T128_PF_I = TileConfig(128, 128, 8, 8, 8, 2, prefetch=True, interior=True)
+_T128_8x16_PF_I = TileConfig(128, 128, 8, 8, 16, prefetch=True, interior=True)
 _T64 = TileConfig(64, 64, 8, 4, 4)
 _T32 = TileConfig(32, 32, 8, 2, 2)
 
@@ -89,8 +107,8 @@ _T32 = TileConfig(32, 32, 8, 2, 2)
 #: which one a problem gets is gemm_dispatch's table. The float32 candidates are what
 #: benches/sweep_blas.py times on the H200.
 TILE_CONFIGS: dict[str, tuple[TileConfig, ...]] = {
-    "float32": (_T128, _T128_K16_2CTA, _T64x128, _T128x64, _T128x256, _T256x128, _T64, _T128_PF, _T128_W_PF, _T128x256_W_PF,
-                _T128_8x16, _T128_8x16_PF),
+    "float32": (_T128, _T128_K16_2CTA, _T64x128, _T128x64, _T128x256, _T256x128, _T64, _T128_PF, _T128x256_W_PF, _T128_8x16,
+                _T128_8x16_PF, _T128_I, _T128_PF_I, _T128_8x16_PF_I),
     "float16": (_T128, _T64),
     "bfloat16": (_T128, _T64),
     "float64": (TileConfig(128, 64, 8, 8, 4, 2), TileConfig(128, 128, 8, 8, 8), _T64, _T32),
@@ -125,6 +143,7 @@ class GemmTiledSpec(KernelSpec):
     min_ctas: int = 0
     warp_m: int = 0
     prefetch: bool = False
+    interior: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -161,9 +180,9 @@ class GemmTiledSpec(KernelSpec):
                              f"rows, with 32 / warp_m dividing the {nx} thread columns")
         if self.prefetch and self.bk % 2:
             raise ValueError(f"{name}: prefetch needs an even bk; got bk={self.bk}")
-        if self.raw_out and (self.prefetch or self.warp_m):
-            raise ValueError(f"{name}: the prefetch/warp_m variants are whole-K tiles for the square sweep; split-K "
-                             f"partials (raw_out) use the plain tiles")
+        if self.raw_out and (self.prefetch or self.warp_m or self.interior):
+            raise ValueError(f"{name}: the prefetch/warp_m/interior variants are whole-K tiles for the square sweep; "
+                             f"split-K partials (raw_out) use the plain tiles")
 
     @property
     def threads(self) -> int:
@@ -231,10 +250,20 @@ class TileLoader:
         self.step_const = bk * es
         self.X = RS
 
-    def fetch(self, k_base: Value, kz: Value) -> None:
-        """Registers <- global tile starting at K = ``k_base`` (zero outside the matrix)."""
+    def fetch(self, k_base: Value, kz: Value, checked: bool = True) -> None:
+        """Registers <- global tile starting at K = ``k_base`` (zero outside the matrix); with
+        ``checked`` False the caller knows the whole tile is inside it (no tests, no zero fill)."""
         kb, kind = self.kb, self.kind
-        for gptr, inb, p, _, regs, _ in self.slots:
+        for gptr, inb, p, _, regs, live in self.slots:
+            if not checked:
+                with kb.if_(live) if live is not None else contextlib.nullcontext():
+                    if self.vec > 1:
+                        vals = cg.widen(kb, kind, kb.ld("global", kind.storage, gptr, vec=self.vec))
+                    else:
+                        vals = cg.load(kb, kind, gptr, conj=self.conj)
+                    for reg, v in zip(regs, vals):
+                        kb.assign(reg, v)
+                continue
             ok = kb.and_(inb, kb.setp("lt", kb.add(k_base, p), kz))
             for reg in regs:
                 kb.assign(reg, 0.0)
@@ -335,13 +364,13 @@ def generate(spec: GemmTiledSpec) -> str:
     if spec.prefetch:  # K row 0 of the first tile, in registers that the loop keeps refilling
         first = frags(frag_bases(base), 0)
         carried = tuple([tuple(kb.mov(x) for x in e) for e in side] for side in first)
-    ntiles = kb.div(kb.add(kz, bk - 1), bk)
-    with kb.loop(0, ntiles, 1, type_="u32") as kt:
+    def k_step(kt: Value, checked: bool) -> None:
+        """One K step: fetch tile kt + 1, multiply tile kt, store tile kt + 1, barrier."""
         load_a.advance()
         load_b.advance()
         k_next = kb.mul(kb.add(kt, 1), bk)
-        load_a.fetch(k_next, kz)
-        load_b.fetch(k_next, kz)
+        load_a.fetch(k_next, kz, checked)
+        load_b.fetch(k_next, kz, checked)
         cur = frag_bases(kb.add(base, buf))
         for p in kb.unroll(bk):
             av, bv = carried if spec.prefetch and p == 0 else frags(cur, p)
@@ -368,6 +397,21 @@ def generate(spec: GemmTiledSpec) -> str:
             load_a.store(nxt)
             load_b.store(nxt)
             kb.bar_sync()
+
+    ntiles = kb.div(kb.add(kz, bk - 1), bk)
+    start: Value | int = 0
+    if spec.interior:
+        # step kt fetches tile kt + 1: for kt < ntiles - 2 that tile is whole in K too
+        inside = kb.and_(kb.setp("le", kb.add(i0, bm), m), kb.setp("le", kb.add(j0, bn), n))
+        inside = kb.and_(inside, kb.setp("ge", ntiles, 2))
+        start = kb.mov(0, "u32")
+        with kb.if_(inside):
+            unchecked_end = kb.sub(ntiles, 2)
+            with kb.loop(0, unchecked_end, 1, type_="u32") as kt:
+                k_step(kt, checked=False)
+            kb.assign(start, unchecked_end)
+    with kb.loop(start, ntiles, 1, type_="u32") as kt:
+        k_step(kt, checked=True)
 
     if spec.prefetch:
         alpha, _ = cg.resolve_scalar(kb, kind, *alpha_p)
@@ -458,14 +502,14 @@ def _frag(kb: KernelBuilder, kind: cg.ElementKind, base: Value, offset: int, cou
 def spec_for(cfg: TileConfig, **fields) -> GemmTiledSpec:
     """The GemmTiledSpec of tile ``cfg`` with the other ``fields`` (arch, dtype, transposes, ...)."""
     return GemmTiledSpec(bm=cfg.bm, bn=cfg.bn, bk=cfg.bk, tm=cfg.tm, tn=cfg.tn, min_ctas=cfg.min_ctas,
-                         warp_m=cfg.warp_m, prefetch=cfg.prefetch, **fields)
+                         warp_m=cfg.warp_m, prefetch=cfg.prefetch, interior=cfg.interior, **fields)
 
 
 def configurations(arch: str) -> Iterable[GemmTiledSpec]:
     """The tiled configurations for ``arch``: every tile of TILE_CONFIGS for every dtype, both
     storage orders of A and B (and conjugations for complex), scalar and vector loads (vector
     loads come with vector C access), split-K partials (raw_out) for the real accumulating
-    dtypes (not for the prefetch/warp_m variants), and the mixed-output variants (float16/bfloat16
+    dtypes (not for the square-only loop variants), and the mixed-output variants (float16/bfloat16
     data, float32 C)."""
     for dtype, cfgs in TILE_CONFIGS.items():
         kind = cg.kind_of(dtype)
@@ -476,7 +520,7 @@ def configurations(arch: str) -> Iterable[GemmTiledSpec]:
             outs.append(("", True))
         outs += [(c, False) for d, c in MIXED_OUTPUTS if d == dtype]
         for cfg in cfgs:
-            cfg_outs = [o for o in outs if not (o[1] and (cfg.prefetch or cfg.warp_m))]
+            cfg_outs = [o for o in outs if not (o[1] and cfg.square_only)]
             for ta in trans:
                 for tb in trans:
                     for v in vecs:
