@@ -78,6 +78,20 @@ def pytest_runtest_logstart(nodeid, location):
     if _RESULT_LOG and worker:
         with open(_RESULT_LOG, "a") as fh:
             fh.write(f"started  {worker:>8s}  {nodeid}\n")
+    if _FAULT_FILE is not None:  # a test still running after this long: every thread's stack, once
+        import faulthandler
+
+        _FAULT_FILE.write(f"--- {nodeid}\n")
+        _FAULT_FILE.flush()
+        faulthandler.dump_traceback_later(float(os.environ.get("OXICUDA_TEST_DUMP_AFTER", "90")),
+                                          file=_FAULT_FILE)
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    if _FAULT_FILE is not None:
+        import faulthandler
+
+        faulthandler.cancel_dump_traceback_later()
 
 
 _ISOLATED_CHILD = "OXICUDA_ISOLATED_CHILD"
