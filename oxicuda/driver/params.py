@@ -273,9 +273,11 @@ def build_launch(
     ``pack_into`` writes geometry, stream and arguments, and ``call(*call_args)`` launches
     (``first_native``: a plan already made, used as the first buffer). When the driver returns
     an error, ``refused(code, gx, gy, gz, bx, by, bz, smem, stream, args)`` decides (it may
-    launch again or raise; without it the plan's ``fail`` raises). Without a plan, ``new_params`` makes a ``ParamBuffer`` and the launch calls ``launch_kernel(handle,
-    grid, block, smem, stream, params)`` (the ``DriverAPI`` seam: the emulator, test drivers),
-    after calling ``before()`` when given.
+    launch again or raise; without it the plan's ``fail`` raises).
+
+    Without a plan, ``new_params`` makes a ``ParamBuffer`` and the launch calls
+    ``launch_kernel(handle, grid, block, smem, stream, params)`` (the ``DriverAPI`` seam: the
+    emulator, test drivers), after calling ``before()`` when given.
 
     Buffers come from a free list: a launch pops one (``list.pop`` is atomic), packs, calls the
     driver and pushes it back, so threads launching the same kernel at once each pack their own
