@@ -31,6 +31,19 @@ def pytest_runtest_setup(item):
             pytest.skip(f"needs a real GPU; live backend is {backend}")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _primary_context_on_the_main_thread():
+    """On the real driver, make the primary context current on the main thread once per process:
+    tests that call the driver directly (streams, events, raw allocations) otherwise fail with
+    INVALID_CONTEXT when they happen to be the first test of a fresh xdist worker. Library calls
+    make their own context current (tests in new threads check that)."""
+    if _backend() == "cuda":
+        from oxicuda.driver.context import ensure_context
+
+        ensure_context()
+    yield
+
+
 @pytest.fixture
 def rng(request):
     """A fresh, logged random generator per test: new inputs every run, reproducible from the log."""

@@ -14,7 +14,11 @@ from oxicuda.memory.pool import MemoryPool, bucket_size
 
 @pytest.fixture
 def pool():
-    """A private pool on device 0 whose cache is released afterwards."""
+    """A private pool on device 0 whose cache is released afterwards (the primary context made
+    current: tests call the driver directly, and one may be the first of a fresh xdist worker)."""
+    from oxicuda.driver.context import ensure_context
+
+    ensure_context()
     p = MemoryPool(0)
     yield p
     gc.collect()
