@@ -80,3 +80,35 @@ def test_bad_requests_raise():
         workspace((np.float32, -1))
     with pytest.raises(TypeError, match="allowed dtypes"):
         workspace(("object", 3))
+
+
+@pytest.mark.parametrize("how", ["clear", "evict"])
+def test_entries_of_a_stream_known_only_by_handle_never_record_on_it_after_they_go(monkeypatch, how):
+    # a foreign stream passed as an int (cublas.setStream(handle, cupy_stream.ptr)) may be
+    # destroyed while its entry is cached; the pool's free event must not go on it (on the H200
+    # cuEventRecord on a destroyed stream killed a test worker through clear_workspaces)
+    from oxicuda.driver.context import ensure_context
+
+    ensure_context()
+    drv = backend.api()
+    s = drv.stream_create()
+    seen: list[int] = []
+    real_record = drv.event_record
+    monkeypatch.setattr(drv, "event_record", lambda ev, st: (seen.append(st), real_record(ev, st))[1])
+    view = workspace((np.float32, 777), stream=s)
+    ptr = view.ptr
+    syncs = []
+    real_sync = drv.ctx_synchronize
+    monkeypatch.setattr(drv, "ctx_synchronize", lambda: (syncs.append(1), real_sync())[1])
+    del view
+    if how == "clear":
+        clear_workspaces()
+    else:
+        monkeypatch.setattr(ws_mod, "MAX_ENTRIES", 1)
+        workspace((np.float32, 5))  # pushes the stream's entry out
+    drv.stream_destroy(s)
+    gc.collect()
+    assert syncs, "the entries' work must be finished before their blocks are detached"
+    assert s not in seen
+    cached = [blk for blocks in get_pool()._free.values() for blk in blocks if blk.ptr == ptr]
+    assert len(cached) == 1 and cached[0].stream == -1  # any stream may take it

@@ -112,6 +112,7 @@ class MemoryPool:
         self._spare_events: list[int] = []
         self._in_use: dict[int, tuple[int, int]] = {}  # ptr -> (bucket size, stream)
         self._retired: set[int] = set()  # destroyed stream handles whose blocks are all done
+        self._detached: set[int] = set()  # in-use blocks to cache without an event (see detach)
         self._allocated = 0
         self._cached = 0
         self._peak = 0
@@ -188,7 +189,8 @@ class MemoryPool:
             if self._in_use.pop(ptr, None) is None:
                 raise RuntimeError(f"double free of device block at 0x{ptr:x} ({size} bytes)")
             self._allocated -= size
-            if stream in self._retired:  # its stream was synchronized and destroyed
+            if stream in self._retired or ptr in self._detached:  # its stream's work is done
+                self._detached.discard(ptr)
                 stream, event = _ANY_STREAM, _NO_EVENT
             else:
                 event = self._record_event(stream)
@@ -210,6 +212,14 @@ class MemoryPool:
                 blk.stream = _ANY_STREAM
             if live:
                 self._retired.add(handle)
+
+    def detach(self, ptr: int) -> None:
+        """The in-use block at ``ptr`` had all its work finished (the caller synchronized the
+        context): when it is freed, cache it for any stream without recording an event on its
+        stream, which may be gone by then (a foreign stream known only by its handle)."""
+        with self._lock:
+            if ptr in self._in_use:
+                self._detached.add(ptr)
 
     def stream_created(self, handle: int) -> None:
         """A new stream got ``handle``: a dead stream's handle may be reused by the driver."""

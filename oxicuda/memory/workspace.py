@@ -61,10 +61,36 @@ def workspace(request: int | tuple[object, int], stream: object = None) -> Devic
             arr = DeviceArray((count,), dt, stream=handle)
             _cache[key] = arr
             _cached_bytes += arr.nbytes
+            evicted = []
             while len(_cache) > 1 and (len(_cache) > MAX_ENTRIES or _cached_bytes > MAX_BYTES):
                 _, old = _cache.popitem(last=False)
                 _cached_bytes -= old.nbytes
+                evicted.append(old)
+            _release(evicted)
     return arr[...]
+
+
+def _release(arrays: list[DeviceArray]) -> None:
+    """Let the pool cache these dropped entries' blocks without an event on their streams.
+
+    An entry is keyed on a stream handle and does not keep that stream alive: a foreign stream
+    (a CuPy or PyTorch stream passed by handle, e.g. through cublas.setStream) may be destroyed
+    while its entry sits here, and recording the pool's free event on a destroyed stream crashes
+    the driver. So the context is synchronized (all work on these blocks is done) and the blocks
+    are detached from their streams before the entries go."""
+    if not any(a.memory is not None and a.memory.stream != 0 for a in arrays):
+        return
+    from oxicuda.driver.backend import api
+    from oxicuda.driver.context import ensure_context
+
+    from .pool import get_pool
+
+    ensure_context()
+    api().ctx_synchronize()
+    for arr in arrays:
+        block = arr.memory
+        if block is not None and block.size:
+            get_pool(block.device).detach(block.ptr)
 
 
 def workspace_stats() -> dict[str, int]:
@@ -77,5 +103,6 @@ def clear_workspaces() -> None:
     """Drop every cached workspace (blocks return to the pool once no array uses them)."""
     global _cached_bytes
     with _lock:
+        _release(list(_cache.values()))
         _cache.clear()
         _cached_bytes = 0
