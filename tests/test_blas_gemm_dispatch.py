@@ -54,6 +54,21 @@ def test_dispatch_vector_loads_follow_alignment():
     assert misaligned.vec_a == 1
 
 
+@pytest.mark.parametrize("ta,tb", [("N", "N"), ("T", "N"), ("N", "T"), ("T", "T")])
+def test_sm90_float32_with_16_byte_loads_takes_the_measured_loop_variant(ta, tb):
+    kw = dict(transa=ta, transb=tb, lda=4096, ldb=4096)
+    spec = gd.choose_algo(problem(4096, 4096, 4096, **kw), H200).spec
+    assert (spec.tm, spec.tn, spec.prefetch, spec.vec_a, spec.vec_b) == (8, 16, True, 4, 4)
+    batched = gd.choose_algo(problem(512, 512, 512, batch=64, lda=512, ldb=512, ldc=512), H200).spec
+    assert batched.prefetch and batched.tn == 16
+    # scalar loads (it would spill), another arch (unmeasured), float64, split-K: the plain tiles
+    for p, dev in ((problem(4096, 4096, 4096, align_a=4, **kw), H200), (problem(4097, 4096, 4096, lda=4097), H200),
+                   (problem(4096, 4096, 4096, **kw), A4000), (problem(4096, 4096, 4096, "float64", **kw), A4000)):
+        plan = gd.choose_algo(p, dev)
+        assert not plan.spec.prefetch and plan.spec.tn == 8, (p, dev)
+    assert not gd.choose_algo(problem(512, 512, 65536), H200).spec.prefetch
+
+
 def test_dispatch_is_pure_and_deterministic():
     p = problem(300, 200, 5000)
     assert gd.choose_algo(p, A4000) == gd.choose_algo(p, A4000)

@@ -76,8 +76,8 @@ def dmma_tiles(arch: str) -> dict[str, tuple]:
     return DMMA_TILES[max(have, key=lambda a: int(a[3:]))]
 
 
-def _cfg(dtype: str, bm: int, bn: int, bk: int, tm: int, tn: int, min_ctas: int = 0) -> TileConfig:
-    cfg = TileConfig(bm, bn, bk, tm, tn, min_ctas)
+def _cfg(dtype: str, bm: int, bn: int, bk: int, tm: int, tn: int, min_ctas: int = 0, **variant) -> TileConfig:
+    cfg = TileConfig(bm, bn, bk, tm, tn, min_ctas, **variant)
     if cfg not in TILE_CONFIGS[dtype]:
         raise AssertionError(f"dispatch table names {cfg} for {dtype}, which gemm_tiled does not register")
     return cfg
@@ -342,15 +342,36 @@ def _tiles(problem: GemmProblem, cfg: TileConfig) -> int:
     return math.ceil(problem.m / cfg.bm) * math.ceil(problem.n / cfg.bn)
 
 
+#: whole-K loop variants that replace a tile on the archs they were measured on, for problems whose
+#: A and B both get 16-byte loads (with scalar loads they spill): tile -> (archs, variant). H200,
+#: session 3 call 3 (call3-sweep-blas.json): 128x128x8 8x16 with prefetch (128 threads, 2 CTAs/SM)
+#: 51.4 / 51.9 TFLOP/s at sgemm 4096 / 8192 (1.00x / 1.01x cuBLAS; the 8x8 tile 45.0 / 45.8) and
+#: 47.0 on strided batched 64 x 512^3 (0.97x; 8x8: 42.7).
+VARIANTS: dict[TileConfig, tuple[tuple[str, ...], TileConfig]] = {
+    _cfg("float32", 128, 128, 8, 8, 8): (("sm_90",), _cfg("float32", 128, 128, 8, 8, 16, prefetch=True)),
+}
+
+
+def _variant(problem: GemmProblem, device: DeviceInfo, cfg: TileConfig) -> TileConfig:
+    archs, better = VARIANTS.get(cfg, ((), cfg))
+    if problem.dtype != "float32" or device.arch.rstrip("a") not in archs or problem.pointer_array:
+        return cfg
+    width = min(4, 16 // cg.kind_of(problem.dtype).nbytes)
+    if any(_vector_width(problem, op, better, problem.k) != width for op in ("a", "b")):
+        return cfg
+    return better
+
+
 def tile_config(problem: GemmProblem, device: DeviceInfo, *, big: bool | None = None) -> TileConfig:
-    """The CTA tile for the tiled path: TILES' "large" one when its tiles give every SM work."""
+    """The CTA tile for the tiled path: TILES' "large" one when its tiles give every SM work
+    (or its measured loop variant, see VARIANTS)."""
     roles = TILES[problem.dtype]
     if big is None and problem.batch > 1 and "batched" in roles:
-        return batched_tile(problem, device)
+        return _variant(problem, device, batched_tile(problem, device))
     if big is None:
         tiles = _tiles(problem, roles["large"]) * problem.batch
         big = tiles >= THRESHOLDS["big_tile_min_tiles_per_sm"] * device.sm_count
-    return roles["large"] if big else roles["small"]
+    return _variant(problem, device, roles["large"]) if big else roles["small"]
 
 
 def batched_tile(problem: GemmProblem, device: DeviceInfo) -> TileConfig:
