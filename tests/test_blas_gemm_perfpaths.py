@@ -98,11 +98,8 @@ def test_dmma_is_reachable_by_algo_and_by_the_dispatch_flag(rng, monkeypatch):
     assert gd.choose_algo(p, a4000_info).algo == "tiled"  # DMMA only where measured ahead: the H200
     plan = gd.choose_algo(p, H200)
     assert plan.algo == "dmma" and plan.spec.arch == "sm_90"
-    assert (plan.spec.bm, plan.spec.bn, plan.spec.bk, plan.spec.shape) == (64, 64, 16, "m8n8k4")
-    assert (plan.spec.vec_a, plan.spec.vec_b) == (2, 2)
-    monkeypatch.setitem(gd.DMMA_TILES, "sm_90", {"large": (128, 64, 8, 4, 2, "m16n8k8"),
-                                                "small": (64, 64, 16, 2, 2, "m16n8k16")})
-    assert gd.choose_algo(p, H200).spec.shape == "m16n8k8"
+    assert (plan.spec.bm, plan.spec.bn, plan.spec.bk, plan.spec.shape) == (128, 64, 8, "m16n8k8")
+    assert (plan.spec.warps_m, plan.spec.warps_n, plan.spec.vec_a, plan.spec.vec_b) == (2, 2, 2, 2)
     assert gd.choose_algo(_problem(100, 80, 64, "float64"), H200).spec.shape == "m16n8k16"  # the small tile
     monkeypatch.setitem(gd.THRESHOLDS, "float64_dmma", ("sm_86", "sm_90"))
     a4000 = gd.choose_algo(p, a4000_info)

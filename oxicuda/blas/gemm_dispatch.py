@@ -13,9 +13,9 @@ beside cuBLAS), most recently benches/results/2026-11-29-h200-session3/call2-swe
 128x128x8 8x8 for sgemm 4096/8192 and strided batched 64x512 (the "large" tile; the wave model's
 pick for 64 x 512^3, 128x64 measured 1% faster there and 1% slower in the session-2 sweep);
 split-K as the wave model section below records (0.98x / 0.86x / 0.97x of cuBLAS on the three
-skinny shapes); float64: DMMA 64x64x16 m8n8k4 26.7 TFLOP/s (0.44x cuBLAS) ahead of the best SIMT
-tile, 128x128 8x8 at 23.2 (the float64 "large" SIMT tile for other archs), so sm_90 runs float64
-on DMMA. Shapes outside those lists follow the model unmeasured.
+skinny shapes); float64 (call3-sweep-blas.json): DMMA 128x64 m16n8k8 39.7 TFLOP/s (0.64x
+cuBLAS) ahead of the best SIMT tile, 128x128 8x8 at 23.2 (the float64 "large" SIMT tile for other
+archs), so sm_90 runs float64 on DMMA. Shapes outside those lists follow the model unmeasured.
 
 Branches, in order:
 1. ``gemv``        m == 1 or n == 1 (one matrix-vector product, batch 1, strided operands);
@@ -54,17 +54,18 @@ THRESHOLDS = {
     "split_k_waves": 1,                # tiles x splits fill this many whole waves of resident CTAs
     "big_tile_min_tiles_per_sm": 1.0,  # the large CTA tile when it makes at least this many per SM
     # archs whose float64 GEMMs run on DMMA tensor cores (gemm_dmma) instead of the SIMT tiles: the
-    # H200 (call2-sweep-blas.json, dgemm 4096^3: DMMA 64x64x16 m8n8k4 26.7 TFLOP/s, the best SIMT
-    # tile 23.2; every DMMA tile passed tests/test_blas_perfpaths_gpu.py there)
+    # H200 (call3-sweep-blas.json, dgemm 4096^3: DMMA 128x64 m16n8k8 39.7 TFLOP/s, the best SIMT
+    # tile 23.2; see DMMA_TILES)
     "float64_dmma": ("sm_90",),
 }
 
 #: DMMA tile (bm, bn, bk, warps_m, warps_n, mma shape) by oldest arch, then role, from
-#: gemm_dmma.TILES. sm_90: the fastest measured on the H200 (call2-sweep-blas.json, dgemm 4096^3:
-#: 64x64x16 m8n8k4 26.7 TFLOP/s; 128x128x8 25.8, 128x64x8 20.2, 64x128x8 19.1); the DMMA.16x8xK
-#: tiles (m16n8k8 / m16n8k16) are in the sweep, not yet measured.
+#: gemm_dmma.TILES. sm_90: the fastest measured on the H200 (call3-sweep-blas.json, dgemm 4096^3, every
+#: tile exact against cuBLAS's product: 128x64x8 m16n8k8 with 2x2 warps 39.7 TFLOP/s = 0.64x cuBLAS,
+#: 64x64x16 m16n8k16 36.0, 128x128x8 m16n8k8 35.5, 128x64x8 m16n8k8 4x2 warps 25.5; the best m8n8k4
+#: tile 26.7 and the best SIMT tile 23.2).
 DMMA_TILES = {"sm_80": {"large": (128, 64, 8, 4, 2, "m8n8k4"), "small": (64, 64, 16, 2, 2, "m8n8k4")},
-              "sm_90": {"large": (64, 64, 16, 2, 2, "m8n8k4"), "small": (64, 64, 16, 2, 2, "m8n8k4")}}
+              "sm_90": {"large": (128, 64, 8, 2, 2, "m16n8k8"), "small": (64, 64, 16, 2, 2, "m16n8k16")}}
 
 
 def dmma_tiles(arch: str) -> dict[str, tuple]:
