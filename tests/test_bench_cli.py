@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 
-import oxicuda
-
 import pytest
 
+import oxicuda
 from oxicuda.bench.case import Case, Prepared, register_case
 from oxicuda.bench.run import format_table, run_case
 from oxicuda.cli import bench as bench_cli
 
 
+@pytest.mark.timeout(600)  # on a GPU every case also runs the vendor's and its checks (~3 min)
 def test_quick_bench_checks_every_case_and_writes_a_labelled_record(tmp_path, capsys):
     path = tmp_path / "record.json"
     rc = bench_cli.main(["--quick", "--json", str(path)])
