@@ -43,12 +43,14 @@ for step in "${steps[@]}"; do
       OXICUDA_TEST_LOG="$OUT/test-results.log" timeout ${TESTS_LIMIT:-480} python3 -m pytest -q -p no:cacheprovider -n 16 --timeout ${TEST_TIMEOUT:-150} --timeout-method=thread --continue-on-collection-errors --durations=25 -rfE > "$OUT/gpu-tests.log" 2>&1
       tail -n 5 "$OUT/gpu-tests.log" ;;
     sanitize)
-      # the kernel families' GPU tests under memcheck (the largest shapes deselected: memcheck is slow)
+      # the kernel families' GPU tests under memcheck (the largest shapes deselected: memcheck is slow);
+      # SANITIZE_FILES narrows it, e.g. to this session's new kernels: tests/test_blas_gemm_tiled_variants_gpu.py
+      # tests/test_blas_perfpaths_gpu.py tests/test_blas_wgmma_gpu.py (gpu-marked tests only)
       timeout ${SANITIZE_LIMIT:-300} compute-sanitizer --tool memcheck --error-exitcode 9 --target-processes all \
-        python3 -m pytest -q -p no:cacheprovider -n 8 --timeout 200 -m gpu -k "not 4096 and not issue_shape and not bench_shape and not 8192" \
-        tests/test_driver_gpu.py tests/test_blas_gpu.py tests/test_blas_tensorcore_gpu.py tests/test_blas_wgmma_gpu.py \
-        tests/test_blas_perfpaths_gpu.py tests/test_dnn_gpu.py tests/test_dnn_attention_gpu.py \
-        tests/test_dnn_attention_wgmma_gpu.py tests/test_dnn_conv_gpu.py tests/test_dnn_conv_tc_gpu.py > "$OUT/memcheck.log" 2>&1
+        python3 -m pytest -q -p no:cacheprovider -n 8 --timeout 200 -m gpu -k "not 4096 and not issue_shape and not bench_shape and not 8192 and not sweep_shape" \
+        ${SANITIZE_FILES:-tests/test_driver_gpu.py tests/test_blas_gpu.py tests/test_blas_tensorcore_gpu.py tests/test_blas_wgmma_gpu.py \
+        tests/test_blas_perfpaths_gpu.py tests/test_blas_gemm_tiled_variants_gpu.py tests/test_dnn_gpu.py tests/test_dnn_attention_gpu.py \
+        tests/test_dnn_attention_wgmma_gpu.py tests/test_dnn_conv_gpu.py tests/test_dnn_conv_tc_gpu.py} > "$OUT/memcheck.log" 2>&1
       echo "memcheck rc=$?"; grep -c "ERROR SUMMARY: 0 errors" "$OUT/memcheck.log"; grep "ERROR SUMMARY" "$OUT/memcheck.log" | sort | uniq -c | head; tail -n 3 "$OUT/memcheck.log" ;;
     sweeps)
       # tuning sweeps (tile/split/algorithm candidates); each prints a table and writes JSON
