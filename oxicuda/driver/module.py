@@ -161,24 +161,10 @@ class Function:
         3 plain ints within the limits take a short path without calls; anything else is
         converted by ``_dim3`` and checked by ``_check_geometry``, which raise the precise error."""
         flat = self._flat_limits
-        if type(grid) is tuple and type(block) is tuple and type(shared_mem) is int and flat:
-            n, m = len(grid), len(block)
-            if n == 1:
-                gx, gy, gz = grid[0], 1, 1
-            elif n == 3:
-                gx, gy, gz = grid
-            elif n == 2:
-                (gx, gy), gz = grid, 1
-            else:
-                gx = None
-            if m == 1:
-                bx, by, bz = block[0], 1, 1
-            elif m == 3:
-                bx, by, bz = block
-            elif m == 2:
-                (bx, by), bz = block, 1
-            else:
-                bx = None
+        if (type(grid) is tuple and type(block) is tuple and type(shared_mem) is int and flat
+                and 0 < len(grid) <= 3 and 0 < len(block) <= 3):
+            gx, gy, gz = (grid + (1, 1))[:3]  # missing trailing dimensions are 1
+            bx, by, bz = (block + (1, 1))[:3]
             if type(gx) is int and type(gy) is int and type(gz) is int and type(bx) is int \
                     and type(by) is int and type(bz) is int:
                 threads, mbx, mby, mbz, mgx, mgy, mgz, max_dyn = flat
