@@ -36,9 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from emulator_fidelity_cases import NP, kernel, module
+from emulator_fidelity_cases import NP, kernel, module, sm90_emulator
 
-from oxicuda.driver.emulator import EmulatorAPI
 from oxicuda.ptx.interp.harness import run_ptx
 
 #: per type: (non-NaN values, NaN values) as bit patterns; NaNs in the order named in the docstring
@@ -60,10 +59,8 @@ TMA_COORDS = [(-3, -5), (7, 4), (1, 0), (2, 0), (4, 0), (-4, -5), (8, 4), (0, 0)
 def apis():
     """(device API, emulator API, description of the device side)."""
     import oxicuda
-    from oxicuda.driver.emulator_devices import EMULATED_DEVICES
 
-    emu = EmulatorAPI(device=EMULATED_DEVICES["sm_90"])
-    emu.init()
+    emu = sm90_emulator()
     if oxicuda.get_backend() == "cuda":
         from oxicuda.driver.backend import api
         from oxicuda.driver.context import ensure_context
@@ -73,11 +70,8 @@ def apis():
         dev = oxicuda.Device(0)
         desc = f"{dev.name}, compute capability {dev.compute_capability}, driver {gpu.driver_get_version()}"
     else:
-        gpu = EmulatorAPI(device=EMULATED_DEVICES["sm_90"])
-        gpu.init()
-        gpu.ctx_set_current(gpu.device_primary_ctx_retain(0))
+        gpu = sm90_emulator()
         desc = "emulator (no GPU: dry run)"
-    emu.ctx_set_current(emu.device_primary_ctx_retain(0))
     return gpu, emu, desc
 
 

@@ -87,6 +87,17 @@ def half_inputs(rng, elem: str, packed: bool, n_in: int) -> list[np.ndarray]:
     return outs
 
 
+def sm90_emulator():
+    """An initialized emulated sm_90 driver with its primary context current in this thread."""
+    from oxicuda.driver.emulator import EmulatorAPI
+    from oxicuda.driver.emulator_devices import EMULATED_DEVICES
+
+    api = EmulatorAPI(device=EMULATED_DEVICES["sm_90"])
+    api.init()
+    api.ctx_set_current(api.device_primary_ctx_retain(0))
+    return api
+
+
 def kernel(name: str, body: str, in_types: list[str], out_type: str) -> str:
     """The .entry ``name``: thread i loads in_k[i] into %a<k> (by bits), runs ``body``, stores
     %o to out[i]. Scratch registers: %p<4> (pred), %t<4> (b32), %w<4> (b64), %q<2> (b128)."""

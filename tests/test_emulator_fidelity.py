@@ -23,9 +23,9 @@ from emulator_fidelity_cases import (
     f32v,
     kernel,
     module,
+    sm90_emulator,
 )
 
-from oxicuda.driver.emulator import EmulatorAPI
 from oxicuda.ptx.interp.harness import run_ptx
 
 ALL_CASES = CASES + APPROX_CASES + INT_CASES
@@ -33,12 +33,7 @@ ALL_CASES = CASES + APPROX_CASES + INT_CASES
 
 @pytest.fixture(scope="module")
 def emu():
-    from oxicuda.driver.emulator_devices import EMULATED_DEVICES
-
-    api = EmulatorAPI(device=EMULATED_DEVICES["sm_90"])
-    api.init()
-    api.ctx_set_current(api.device_primary_ctx_retain(0))
-    return api
+    return sm90_emulator()
 
 
 def run_case(api, case: Case, inputs) -> np.ndarray:

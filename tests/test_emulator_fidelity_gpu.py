@@ -18,7 +18,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from emulator_fidelity_cases import APPROX_CASES, CASES, INT_CASES, Case, N, f32_inputs
+from emulator_fidelity_cases import (
+    APPROX_CASES,
+    CASES,
+    INT_CASES,
+    Case,
+    N,
+    f32_inputs,
+    sm90_emulator,
+)
 from test_emulator_directed_rounding import (
     DIRECTED_CASES,
     directed_inputs,
@@ -29,7 +37,6 @@ from test_emulator_fidelity import MMA_NAN, block_cases, mma_nan_case, run_case
 from test_emulator_nvcc import bit_half_case, bit_half_reference
 from test_emulator_nvcc import ptx as nvcc_ptx
 
-from oxicuda.driver.emulator import EmulatorAPI
 from oxicuda.ptx.interp.approx import MAX_ERROR
 from oxicuda.ptx.interp.harness import run_ptx
 
@@ -40,14 +47,10 @@ pytestmark = pytest.mark.gpu
 def both():
     from oxicuda.driver.backend import api
     from oxicuda.driver.context import ensure_context
-    from oxicuda.driver.emulator_devices import EMULATED_DEVICES
 
     ensure_context()
-    emu = EmulatorAPI(device=EMULATED_DEVICES["sm_90"])
-    emu.init()
     gpu = api()  # the real driver's primary context is current in this thread
-    emu.ctx_set_current(emu.device_primary_ctx_retain(0))
-    return gpu, emu
+    return gpu, sm90_emulator()
 
 
 def _first_diff(case: Case, inputs, g, e, bad) -> str:

@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from emulator_fidelity_cases import NP, kernel, module
+from emulator_fidelity_cases import NP, kernel, module, sm90_emulator
 
-from oxicuda.driver.emulator import EmulatorAPI
 from oxicuda.ptx.interp.harness import run_ptx
 
 QNAN, QNAN_NEG, QNAN_1234 = 0x7FF8000000000000, 0xFFF8000000000000, 0x7FF8000000001234
@@ -86,12 +85,7 @@ OBSERVED = [
 
 @pytest.fixture(scope="module")
 def emu():
-    from oxicuda.driver.emulator_devices import EMULATED_DEVICES
-
-    api = EmulatorAPI(device=EMULATED_DEVICES["sm_90"])
-    api.init()
-    api.ctx_set_current(api.device_primary_ctx_retain(0))
-    return api
+    return sm90_emulator()
 
 
 def _run(api, body: str, in_types, out_type: str, inputs) -> int:
