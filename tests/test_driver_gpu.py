@@ -15,12 +15,9 @@ pytestmark = pytest.mark.gpu
 
 
 def _api():
-    """The driver API with the primary context current (raw driver calls need one; a test can be
-    the first of a fresh xdist worker)."""
+    """The driver API (conftest makes the primary context current on the main thread)."""
     from oxicuda.driver import backend
-    from oxicuda.driver.context import ensure_context
 
-    ensure_context()
     return backend.api()
 
 
