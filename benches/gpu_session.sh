@@ -16,6 +16,8 @@ for step in "${steps[@]}"; do
     tests)
       timeout 420 python3 -m pytest -q -p no:cacheprovider -x --durations=15 2>&1 | tail -n 300 > "$OUT/gpu-tests.log"
       tail -n 5 "$OUT/gpu-tests.log" ;;
+    importtime)
+      timeout 120 python3 benches/import_time.py --json "$OUT/import-time.json" > "$OUT/import-time.txt" 2>&1; echo "importtime rc=$?"; cat "$OUT/import-time.txt" ;;
     demo)
       timeout 90 python3 -m oxicuda demo > "$OUT/demo.log" 2>&1; echo "demo rc=$?"; tail -n 3 "$OUT/demo.log" ;;
     venv)
