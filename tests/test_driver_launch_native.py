@@ -19,6 +19,7 @@ from test_driver_launch import ADD_ONE_PTX, AXPB_PTX, FakeDriver
 
 from oxicuda.driver import backend, context, device
 from oxicuda.driver.errors import CudaError
+from oxicuda.driver.libcuda import FFI_TYPES
 from oxicuda.driver.module import Module
 from oxicuda.driver.stream import Stream
 from oxicuda.driver.trace import LaunchRecord, trace
@@ -289,3 +290,39 @@ def test_tuple_geometry_short_path_agrees_with_the_general_checks(native, rng):
         else:
             got = fn._geometry(grid, block, smem)
             assert got == expected and all(type(v) is int for v in got), (grid, block, smem)
+
+
+def test_the_binding_needs_no_cffi_lock_after_it_is_made(stub):
+    """A finalizer can run while cffi holds its (non-reentrant) lock, in the middle of parsing a
+    type: then any first lookup of a function or first parse of a type string in the binding would
+    wait forever on the lock its own thread holds. On the H200 a suite worker hung so, in
+    ``cuModuleUnload`` inside a ``ffi.cast``. With the lock held, every function the library
+    exports and every type string the binding uses must still be reachable."""
+    api = stub.api
+    done = []
+
+    def use_everything():
+        for name in sorted(api.exported):
+            getattr(api.lib, name)
+        for ctype in FFI_TYPES:
+            api.ffi.typeof(ctype)
+        done.append(True)
+
+    assert {"cuLaunchKernel", "cuLaunchKernelEx"} <= api.exported
+    with api.ffi._lock:  # what cffi holds while it parses a type or resolves a function
+        worker = threading.Thread(target=use_everything, daemon=True)
+        worker.start()
+        worker.join(10)
+    assert done, "a function lookup or type parse in the binding waited on cffi's lock"
+
+
+def test_every_type_string_the_binding_uses_is_parsed_up_front():
+    import re
+
+    import oxicuda.driver.libcuda as libcuda
+
+    source = open(libcuda.__file__).read()
+    used = set(re.findall(r'ffi\.(?:new|cast|typeof|sizeof)\("([^"]+)"', source))
+    assert used and used <= set(FFI_TYPES), sorted(used - set(FFI_TYPES))
+    declared = set(re.findall(r"\blib\.(cu\w+)", source))
+    assert declared <= set(libcuda.FUNCTION_NAMES), sorted(declared - set(libcuda.FUNCTION_NAMES))

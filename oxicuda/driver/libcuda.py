@@ -13,6 +13,7 @@ AArch64, Windows x64) a pointer and a ``uintptr_t`` travel identically, and this
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 from .api import DriverAPI, ParamBuffer, ParamLayout
@@ -167,11 +168,30 @@ def library_candidates() -> list[str]:
     return ["libcuda.so.1", "libcuda.so"]
 
 
+# Why everything is resolved and parsed up front: cffi takes one non-reentrant lock (``ffi._lock``)
+# while it parses a C type string it has not seen and while it looks up a library function for the
+# first time. Garbage collection can run a finalizer in the middle of either (a dropped Module,
+# Stream, Event or pool block), and those finalizers call the driver. Had that call been the first
+# use of ``cuModuleUnload``, or of a type string, the thread waited on the lock it already held:
+# a worker of the H200 suite hung that way in ``cuModuleUnload`` during a ``ffi.cast``. So the
+# binding looks up every function it declares when it opens the library, and parses every type
+# string it uses when it makes the FFI; after that no call of the binding takes cffi's lock.
+FUNCTION_NAMES = tuple(dict.fromkeys(re.findall(r"\b(cu[A-Z]\w*)\s*\(", CDEF)))
+FFI_TYPES = (
+    "CUDA_MEMCPY2D *", "CUdeviceptr *", "CUfunction *", "CUlaunchConfig *", "CUlaunchConfig",
+    "CUlinkState *", "CUmodule *", "CUuuid *", "char[]", "const char **", "float *", "int *",
+    "size_t *", "uint32_t[]", "uint64_t[]", "uintptr_t *", "uintptr_t", "unsigned long long *",
+    "void *", "void **", "void *[4]", "void*", "void*[]",
+)
+
+
 def _make_ffi():
     import cffi
 
     ffi = cffi.FFI()
     ffi.cdef(CDEF)
+    for ctype in FFI_TYPES:
+        ffi.typeof(ctype)
     return ffi
 
 
@@ -255,6 +275,8 @@ class LibCudaAPI(DriverAPI):
         self.ffi = ffi = _make_ffi()
         self.lib, self.library_name = _open_library(ffi)
         lib = self.lib
+        # every declared function the library exports, looked up now (see FUNCTION_NAMES)
+        self.exported = frozenset(n for n in FUNCTION_NAMES if self._resolve(n) is not None)
         self._uuid_fn = self._resolve("cuDeviceGetUuid_v2", "cuDeviceGetUuid")
         self._elapsed_fn = self._resolve("cuEventElapsedTime", "cuEventElapsedTime_v2")
         self._launch = lib.cuLaunchKernel
