@@ -159,13 +159,12 @@ def _variants(name: str, m: int, n: int, k: int, batch: int, dtype: str, kind: s
         return out
     out.append((f"tiled {gd.TILES[dtype]['large'].name}", gd.tiled_spec(problem, info, cfg=gd.TILES[dtype]["large"])))
     natural_cfg, natural = gd.split_k_choice(problem, info)
-    # dispatch's split-K tiles get the whole ladder; other registered tiles of 64x128 and up (the
-    # 64x64 4x4 tile measured at 0.6x of 128x128) their one- and two-round counts
-    cands = list(dict.fromkeys((*gd.TILES[dtype]["split_k"], *[c for c in TILE_CONFIGS[dtype] if c.bm * c.bn > 64 * 64
-                                                                and not c.square_only],
+    # dispatch's split-K tiles and EXTRA_SPLIT_TILES get the whole ladder; other registered tiles of
+    # 64x128 and up (the 64x64 4x4 tile measured at 0.6x of 128x128) their one- and two-round counts
+    cands = list(dict.fromkeys((*gd.TILES[dtype]["split_k"], *[c for c in TILE_CONFIGS[dtype] if c.bm * c.bn > 64 * 64],
                                 *EXTRA_SPLIT_TILES.get(dtype, ()))))
     for cfg in cands:
-        full = cfg in gd.TILES[dtype]["split_k"]
+        full = cfg in gd.TILES[dtype]["split_k"] or cfg in EXTRA_SPLIT_TILES.get(dtype, ())
         for splits in _split_ladder(problem, info, cfg, natural if cfg == natural_cfg else 0, full):
             plan = gd.split_k_plan(problem, info, splits, cfg)
             label = f"split_k {cfg.name} x{plan.splits}"
@@ -179,10 +178,14 @@ def _variants(name: str, m: int, n: int, k: int, batch: int, dtype: str, kind: s
     return out
 
 
-#: split-K partial tiles timed here beyond gemm_tiled's registered ones (any TileConfig generates;
+#: split-K partial tiles timed here beyond dispatch's candidates (any TileConfig generates;
 #: tests/test_blas_gemm_perfpaths.py checks these on the emulator): 64x256 8x16 keeps 64-row
-#: outputs (64x4096x16384) unpadded with 8x16's 6 LDS.128 per 128 FFMA (64x128 8x8: 4 per 64)
-EXTRA_SPLIT_TILES = {"float32": (TileConfig(64, 256, 8, 8, 16),)}
+#: outputs (64x4096x16384) unpadded with 8x16's 6 LDS.128 per 128 FFMA (64x128 8x8: 4 per 64);
+#: the prefetching loop (1.00x cuBLAS on sgemm 4096^3 as the 128x128 8x16 tile) over the split-K
+#: shapes: 128x128 8x16, 64x256 8x16, and the 128-thread 8x8 tiles 128x64 and 64x128
+EXTRA_SPLIT_TILES = {"float32": (TileConfig(64, 256, 8, 8, 16), TileConfig(128, 128, 8, 8, 16, prefetch=True),
+                                 TileConfig(64, 256, 8, 8, 16, prefetch=True), TileConfig(128, 64, 8, 8, 8, prefetch=True),
+                                 TileConfig(64, 128, 8, 8, 8, prefetch=True))}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,8 +203,8 @@ def _split_ladder(problem, info, cfg, natural: int, full: bool) -> list[int]:
     r = gd.resident_ctas(cfg)
     most = min(problem.k // 64, 1024)
     counts = {natural} if natural > 1 else set()
-    for rounds in (1, 2, 3) if full else (1, 2):
-        counts.add(rounds * r * info.sm_count // tiles)
+    for rounds in (1, 1.5, 2, 3) if full else (1, 2):
+        counts.add(int(rounds * r * info.sm_count) // tiles)
     if full:
         counts.add(r * info.sm_count // tiles + 1)
     if full and cfg in gd.TILE_RATE:
@@ -220,7 +223,7 @@ def sweep(args) -> dict:
     record = {"environment": environment(), "vendor": vendor.name, "repeats": args.repeats,
               "thresholds": dict(gd.THRESHOLDS), "cases": [], "skipped": []}
     for name, (m, n, k, batch, dtype, kind) in CASES.items():
-        if args.only and args.only not in name:
+        if args.only and not any(o in name for o in args.only.split(",")):
             continue
         if args.tiny:
             if name not in TINY:
@@ -383,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", help="write the record here")
     parser.add_argument("--repeats", type=int, default=10)
-    parser.add_argument("--only", help="only cases whose name contains this")
+    parser.add_argument("--only", help="only cases whose name contains this (several: comma-separated)")
     parser.add_argument("--budget-s", type=float, default=140.0)
     parser.add_argument("--tiny", action="store_true", help="emulator-sized shapes (tests); figures mean nothing")
     args = parser.parse_args(argv)

@@ -12,7 +12,6 @@ import pytest
 from test_blas_gemm import check, host_random, run_case, to_device
 
 import oxicuda
-from oxicuda.blas import gemm_dispatch as gd
 from oxicuda.blas.gemm_core import gemm_colmajor
 from oxicuda.blas.gemm_tiled import TILE_CONFIGS, GemmTiledSpec, generate, spec_for
 from oxicuda.ptx import validate
@@ -88,11 +87,6 @@ def test_variant_specs_refuse_what_they_cannot_lay_out():
         GemmTiledSpec(bm=128, bn=64, tm=8, tn=8, warp_m=2)
     with pytest.raises(ValueError, match="bk"):
         GemmTiledSpec(bm=64, bn=64, bk=5, tm=4, tn=4, prefetch=True)
-    with pytest.raises(ValueError, match="split-K"):
-        GemmTiledSpec(prefetch=True, min_ctas=2, raw_out=True)
-    with pytest.raises(ValueError, match="split-K"):  # so split-K plans cannot name them either
-        gd.split_k_plan(gd.GemmProblem(64, 64, 4096, "float32", lda=64, ldb=4096, ldc=64), gd.DeviceInfo(), 4,
-                        next(c for c in VARIANTS if c.prefetch))
 
 
 @pytest.mark.parametrize("arch", ["sm_90"])  # the H200's; sm_86 takes fewer registers

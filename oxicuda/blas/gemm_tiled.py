@@ -33,8 +33,9 @@ serpentine order (row r's columns reversed on odd r), so consecutive FFMAs share
 global loads carry no bounds tests, zero fills or branches (all but its last two K steps, whose
 fetches reach the K tail and past it); edge CTAs and those last steps run the checked loop.
 
-``prefetch``, ``warp_m`` and ``interior`` are sweep candidates for whole-K float32 problems: specs
-with any of them refuse ``raw_out`` (split-K partials keep the plain tiles).
+``prefetch``, ``warp_m`` and ``interior`` are float32 sweep candidates. Each works for split-K
+partials too (``raw_out``: K per grid.z slice); which of them dispatch uses, and as what, is
+gemm_dispatch's table.
 """
 
 from __future__ import annotations
@@ -180,9 +181,6 @@ class GemmTiledSpec(KernelSpec):
                              f"rows, with 32 / warp_m dividing the {nx} thread columns")
         if self.prefetch and self.bk % 2:
             raise ValueError(f"{name}: prefetch needs an even bk; got bk={self.bk}")
-        if self.raw_out and (self.prefetch or self.warp_m or self.interior):
-            raise ValueError(f"{name}: the prefetch/warp_m/interior variants are whole-K tiles for the square sweep; "
-                             f"split-K partials (raw_out) use the plain tiles")
 
     @property
     def threads(self) -> int:
