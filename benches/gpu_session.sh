@@ -48,8 +48,8 @@ for step in "${steps[@]}"; do
       # the kernel families' GPU tests under memcheck (the largest shapes deselected: memcheck is slow);
       # SANITIZE_FILES narrows it, e.g. to this session's new kernels: tests/test_blas_gemm_tiled_variants_gpu.py
       # tests/test_blas_perfpaths_gpu.py tests/test_blas_wgmma_gpu.py (gpu-marked tests only)
-      timeout ${SANITIZE_LIMIT:-300} compute-sanitizer --tool memcheck --error-exitcode 9 --target-processes all \
-        python3 -m pytest -q -p no:cacheprovider -n ${SANITIZE_WORKERS:-8} --timeout 200 -m gpu -k "not 4096 and not issue_shape and not bench_shape and not 8192 and not sweep_shape" \
+      OXICUDA_TEST_LOG="$OUT/memcheck-tests.log" timeout ${SANITIZE_LIMIT:-300} compute-sanitizer --tool memcheck --error-exitcode 9 --target-processes all \
+        python3 -m pytest -q -p no:cacheprovider -n ${SANITIZE_WORKERS:-8} --timeout 200 -m gpu -k "not 4096 and not issue_shape and not bench_shape and not 8192 and not sweep_shape and not skinny_shapes and not wave_models_tile" \
         ${SANITIZE_FILES:-tests/test_driver_gpu.py tests/test_blas_gpu.py tests/test_blas_tensorcore_gpu.py tests/test_blas_wgmma_gpu.py \
         tests/test_blas_perfpaths_gpu.py tests/test_blas_gemm_tiled_variants_gpu.py tests/test_dnn_gpu.py tests/test_dnn_attention_gpu.py \
         tests/test_dnn_attention_wgmma_gpu.py tests/test_dnn_conv_gpu.py tests/test_dnn_conv_tc_gpu.py} > "$OUT/memcheck.log" 2>&1

@@ -161,10 +161,11 @@ def _variants(name: str, m: int, n: int, k: int, batch: int, dtype: str, kind: s
     natural_cfg, natural = gd.split_k_choice(problem, info)
     # dispatch's split-K tiles and EXTRA_SPLIT_TILES get the whole ladder; other registered tiles of
     # 64x128 and up (the 64x64 4x4 tile measured at 0.6x of 128x128) their one- and two-round counts
-    cands = list(dict.fromkeys((*gd.TILES[dtype]["split_k"], *[c for c in TILE_CONFIGS[dtype] if c.bm * c.bn > 64 * 64],
+    split_cands = (*gd.TILES[dtype]["split_k"], *gd.split_k_candidates(problem, info))
+    cands = list(dict.fromkeys((*split_cands, *[c for c in TILE_CONFIGS[dtype] if c.bm * c.bn > 64 * 64],
                                 *EXTRA_SPLIT_TILES.get(dtype, ()))))
     for cfg in cands:
-        full = cfg in gd.TILES[dtype]["split_k"] or cfg in EXTRA_SPLIT_TILES.get(dtype, ())
+        full = cfg in split_cands or cfg in EXTRA_SPLIT_TILES.get(dtype, ())
         for splits in _split_ladder(problem, info, cfg, natural if cfg == natural_cfg else 0, full):
             plan = gd.split_k_plan(problem, info, splits, cfg)
             label = f"split_k {cfg.name} x{plan.splits}"
@@ -181,11 +182,12 @@ def _variants(name: str, m: int, n: int, k: int, batch: int, dtype: str, kind: s
 #: split-K partial tiles timed here beyond dispatch's candidates (any TileConfig generates;
 #: tests/test_blas_gemm_perfpaths.py checks these on the emulator): 64x256 8x16 keeps 64-row
 #: outputs (64x4096x16384) unpadded with 8x16's 6 LDS.128 per 128 FFMA (64x128 8x8: 4 per 64);
-#: the prefetching loop (1.00x cuBLAS on sgemm 4096^3 as the 128x128 8x16 tile) over the split-K
-#: shapes: 128x128 8x16, 64x256 8x16, and the 128-thread 8x8 tiles 128x64 and 64x128
-EXTRA_SPLIT_TILES = {"float32": (TileConfig(64, 256, 8, 8, 16), TileConfig(128, 128, 8, 8, 16, prefetch=True),
-                                 TileConfig(64, 256, 8, 8, 16, prefetch=True), TileConfig(128, 64, 8, 8, 8, prefetch=True),
-                                 TileConfig(64, 128, 8, 8, 8, prefetch=True))}
+#: and the interior loop (unchecked loads; with prefetching the best split-K partial of session 4's
+#: sweep on 512x512x65536) over 64x256 8x16, the 128-thread 8x8 tiles and 128x128 8x16
+EXTRA_SPLIT_TILES = {"float32": (TileConfig(64, 256, 8, 8, 16), TileConfig(64, 256, 8, 8, 16, prefetch=True, interior=True),
+                                 TileConfig(128, 64, 8, 8, 8, prefetch=True, interior=True),
+                                 TileConfig(64, 128, 8, 8, 8, prefetch=True, interior=True),
+                                 TileConfig(128, 128, 8, 8, 16, interior=True))}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -66,7 +66,27 @@ def test_sm90_float32_with_16_byte_loads_takes_the_measured_loop_variant(ta, tb)
                    (problem(4096, 4096, 4096, **kw), A4000), (problem(4096, 4096, 4096, "float64", **kw), A4000)):
         plan = gd.choose_algo(p, dev)
         assert not plan.spec.prefetch and plan.spec.tn == 8, (p, dev)
-    assert not gd.choose_algo(problem(512, 512, 65536), H200).spec.prefetch
+
+
+@pytest.mark.parametrize("m,n,k,tile,splits", [
+    (128, 128, 131072, (128, 64, 8, 8, True, False), 198),
+    (512, 512, 65536, (128, 128, 8, 16, True, True), 33),
+    (64, 4096, 16384, (64, 128, 8, 8, True, False), 12),
+])
+def test_sm90_split_k_takes_the_measured_prefetching_partials(m, n, k, tile, splits):
+    # session 4's sweep: the fastest partial tile and count of each skinny shape (SPLIT_K_VARIANTS)
+    plan = gd.choose_algo(problem(m, n, k, lda=m, ldb=k, ldc=m), H200)
+    s = plan.spec
+    assert plan.algo == "split_k" and plan.splits == splits
+    assert (s.bm, s.bn, s.tm, s.tn, s.prefetch, s.interior, s.raw_out) == (*tile, True)
+    # scalar loads (the prefetching tiles would spill) or another arch: the plain partial tiles
+    for p, dev in ((problem(m, n, k, lda=m, ldb=k, ldc=m, align_a=4), H200), (problem(m, n, k, lda=m, ldb=k, ldc=m), A4000)):
+        other = gd.choose_algo(p, dev)
+        assert not other.spec.prefetch and not other.spec.interior, (p, dev)
+    # every split-K tile dispatch can name is registered as a partial
+    from oxicuda.blas.gemm_tiled import configurations
+
+    assert s in set(configurations("sm_90"))
 
 
 def test_dispatch_is_pure_and_deterministic():

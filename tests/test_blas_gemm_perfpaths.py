@@ -11,6 +11,7 @@ from test_blas_gemm import check, from_device, host_random, op, run_case, to_dev
 
 import oxicuda
 from oxicuda.blas import gemm_core, gemm_dmma
+from oxicuda.blas.gemm_tiled import SPLIT_K_TILES
 from oxicuda.blas import gemm_dispatch as gd
 from oxicuda.blas.gemm_core import gemm_colmajor
 from oxicuda.blas.gemm_splitk import GemmSplitKReduceSpec
@@ -290,6 +291,21 @@ def test_split_k_with_the_sweeps_extra_partial_tiles_matches_reference(rng):
         plan = gd.split_k_plan(p, info, 3, cfg)
         got, ref, t = run_case(rng, "float32", ta, "N", m, n, k, algo=plan, beta=0.0, pad=4, offset=(0, 0))
         assert [x.spec for x in t.launches] == [plan.spec, plan.reduce] and plan.spec.bn == cfg.bn
+        check(got, ref, "float32", k)
+
+
+@pytest.mark.parametrize("cfg", [c for c in SPLIT_K_TILES["float32"]], ids=lambda c: c.name)
+def test_split_k_with_the_registered_loop_variant_partials_matches_reference(rng, cfg):
+    # dispatch's SPLIT_K_VARIANTS on sm_90: prefetching (and interior) partials; K slices with a
+    # tail, M and N past one tile, transposed A, beta != 0
+    info = gemm_core.device_info(0)
+    for m, n, k, ta in ((cfg.bm + 4, cfg.bn + 5, 200, "N"), (cfg.bm - 8, 2 * cfg.bn - 3, 172, "T")):
+        p = gd.GemmProblem(m, n, k, "float32", transa=ta, lda=m if ta == "N" else k, ldb=k, ldc=m,
+                           align_a=16, align_b=16, align_c=16, arch=info.arch)
+        plan = gd.split_k_plan(p, info, 3, cfg)
+        assert (plan.spec.prefetch, plan.spec.interior, plan.spec.vec_a) == (cfg.prefetch, cfg.interior, 4)
+        got, ref, t = run_case(rng, "float32", ta, "N", m, n, k, algo=plan, beta=0.5, pad=4, offset=(0, 0))
+        assert [x.spec for x in t.launches] == [plan.spec, plan.reduce]
         check(got, ref, "float32", k)
 
 

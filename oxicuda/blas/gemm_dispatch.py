@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from . import gemm_codegen as cg
 from .gemm_splitk import GemmSplitKReduceSpec, reduce_groups, reduce_spec  # noqa: F401  (reduce_groups re-exported)
-from .gemm_tiled import TILE_CONFIGS, GemmTiledSpec, TileConfig, spec_for
+from .gemm_tiled import SPLIT_K_TILES, TILE_CONFIGS, GemmTiledSpec, TileConfig, spec_for
 
 #: Branch thresholds; how they were checked: the module docstring.
 THRESHOLDS = {
@@ -77,10 +77,13 @@ def dmma_tiles(arch: str) -> dict[str, tuple]:
     return DMMA_TILES[max(have, key=lambda a: int(a[3:]))]
 
 
-def _cfg(dtype: str, bm: int, bn: int, bk: int, tm: int, tn: int, min_ctas: int = 0, **variant) -> TileConfig:
+def _cfg(dtype: str, bm: int, bn: int, bk: int, tm: int, tn: int, min_ctas: int = 0, *, split_k: bool = False,
+         **variant) -> TileConfig:
     cfg = TileConfig(bm, bn, bk, tm, tn, min_ctas, **variant)
-    if cfg not in TILE_CONFIGS[dtype]:
-        raise AssertionError(f"dispatch table names {cfg} for {dtype}, which gemm_tiled does not register")
+    registered = SPLIT_K_TILES.get(dtype, ()) if split_k else TILE_CONFIGS[dtype]
+    if cfg not in registered:
+        raise AssertionError(f"dispatch table names {cfg} for {dtype}, which gemm_tiled does not register"
+                             + (" as a split-K partial (SPLIT_K_TILES)" if split_k else ""))
     return cfg
 
 
@@ -147,12 +150,19 @@ MEMORY_BYTES_PER_CLOCK = {"sm_80": 1000, "sm_86": 287, "sm_89": 400, "sm_90": 21
 #: Share of FP32 peak a tile's K loop reaches with a full SM (float32; fitted to the sweep above,
 #: 64x64 4x4 from its 29 of 66.9 TFLOP/s on 4096^3). Tiles missing here are not considered by the model.
 TILE_RATE = {TileConfig(128, 128, 8, 8, 8): 0.67, TileConfig(64, 128, 8, 8, 8): 0.62,
-             TileConfig(128, 64, 8, 8, 8): 0.65, TileConfig(64, 64, 8, 4, 4): 0.44}
+             TileConfig(128, 64, 8, 8, 8): 0.65, TileConfig(64, 64, 8, 4, 4): 0.44,
+             # SPLIT_K_VARIANTS' loop variants (session 4, see there), with their own ROUND_CLOCKS
+             TileConfig(128, 128, 8, 8, 16, prefetch=True, interior=True): 0.72,
+             TileConfig(128, 64, 8, 8, 8, prefetch=True): 0.70, TileConfig(64, 128, 8, 8, 8, prefetch=True): 0.665}
 #: A partial round of r' of r resident CTAs runs at (r'/r) ** this of a full round's SM throughput
 #: (fitted as above; one 128x128 CTA alone on an SM at 0.85 of two).
 OCCUPANCY_EXPONENT = 0.24
-#: Fixed clocks per round of CTAs (first global loads, C / partial writes).
+#: Fixed clocks per round of CTAs (first global loads, C / partial writes); TILE_ROUND_CLOCKS for
+#: tiles fitted with their own (rate, round clocks) pair.
 ROUND_CLOCKS = 2000
+TILE_ROUND_CLOCKS = {TileConfig(128, 128, 8, 8, 16, prefetch=True, interior=True): 14000,
+                     TileConfig(128, 64, 8, 8, 8, prefetch=True): 10000,
+                     TileConfig(64, 128, 8, 8, 8, prefetch=True): 9000}
 
 
 def modelled_clocks(cfg: TileConfig, ctas: int, k_tiles: int, device: DeviceInfo) -> float:
@@ -164,7 +174,8 @@ def modelled_clocks(cfg: TileConfig, ctas: int, k_tiles: int, device: DeviceInfo
     ctas_time = full * r + (rem ** (1 - OCCUPANCY_EXPONENT) * r ** OCCUPANCY_EXPONENT if rem else 0.0)
     lanes = FP32_LANES.get(device.arch.rstrip("a"), 128)
     fma = cfg.bm * cfg.bn * cfg.bk
-    return ctas_time * k_tiles * fma / (lanes * TILE_RATE[cfg]) + ROUND_CLOCKS * (full + (rem > 0))
+    rounds = full + (rem > 0)
+    return ctas_time * k_tiles * fma / (lanes * TILE_RATE[cfg]) + TILE_ROUND_CLOCKS.get(cfg, ROUND_CLOCKS) * rounds
 
 
 def split_k_clocks(problem: GemmProblem, device: DeviceInfo, cfg: TileConfig, splits: int) -> float:
@@ -353,8 +364,31 @@ VARIANTS: dict[TileConfig, tuple[tuple[str, ...], TileConfig]] = {
 }
 
 
-def _variant(problem: GemmProblem, device: DeviceInfo, cfg: TileConfig) -> TileConfig:
-    archs, better = VARIANTS.get(cfg, ((), cfg))
+#: split-K partial tiles replaced by loop variants on the archs they were measured on, for problems
+#: whose A and B both get 16-byte loads (as VARIANTS). H200, session 4
+#: (benches/results/2026-11-29-h200-session4/sweep-skinny.json, TFLOP/s, cuBLAS in brackets):
+#: 128x128x131072: 128x64 prefetching x198 40.1 (39.7; plain 128x64 39.0); 512x512x65536: 128x128
+#: 8x16 prefetching with the interior loop x33 49.0 (50.4; the plain 128x128 8x8 x33 43.6, 8x16
+#: without the interior loop 43.6); 64x4096x16384: 64x128 prefetching x12 40.3 (40.9; plain 39.6).
+#: Their TILE_RATE / TILE_ROUND_CLOCKS were fitted to that sweep's whole-round counts: rms 2% for
+#: the 8x8 tiles; 128x128 8x16 within 6% on the two unpadded shapes (its x33 ahead of x16 as
+#: measured) and 11-14% optimistic on the 64-row outputs, where it still ranks below 64x128.
+SPLIT_K_VARIANTS: dict[TileConfig, tuple[tuple[str, ...], TileConfig]] = {
+    _cfg("float32", 128, 128, 8, 8, 8): (("sm_90",), _cfg("float32", 128, 128, 8, 8, 16, prefetch=True,
+                                                            interior=True, split_k=True)),
+    _cfg("float32", 128, 64, 8, 8, 8): (("sm_90",), _cfg("float32", 128, 64, 8, 8, 8, prefetch=True, split_k=True)),
+    _cfg("float32", 64, 128, 8, 8, 8): (("sm_90",), _cfg("float32", 64, 128, 8, 8, 8, prefetch=True, split_k=True)),
+}
+
+
+def split_k_candidates(problem: GemmProblem, device: DeviceInfo) -> list[TileConfig]:
+    """TILES' split-K candidates for ``problem``, each replaced by its SPLIT_K_VARIANTS loop variant
+    where that was measured faster on this arch and A and B get 16-byte loads."""
+    return [_variant(problem, device, c, SPLIT_K_VARIANTS) for c in TILES[problem.dtype]["split_k"]]
+
+
+def _variant(problem: GemmProblem, device: DeviceInfo, cfg: TileConfig, table: dict | None = None) -> TileConfig:
+    archs, better = (VARIANTS if table is None else table).get(cfg, ((), cfg))
     if problem.dtype != "float32" or device.arch.rstrip("a") not in archs or problem.pointer_array:
         return cfg
     width = min(4, 16 // cg.kind_of(problem.dtype).nbytes)
@@ -439,7 +473,7 @@ def split_k_choice(problem: GemmProblem, device: DeviceInfo) -> tuple[TileConfig
         return cfg, 1
     slab = problem.m * problem.n * cg.kind_of(problem.dtype).acc_nbytes
     most = min(most, t["split_k_max_workspace"] // max(1, slab))
-    modelled = [c for c in TILES[problem.dtype]["split_k"] if c in TILE_RATE]
+    modelled = [c for c in split_k_candidates(problem, device) if c in TILE_RATE]
     if modelled and most >= 2:
         scored = [(split_k_clocks(problem, device, c, s), s, _tiles(problem, c) * c.bm * c.bn, i, c)
                   for i, c in enumerate(modelled) for s in range(2, most + 1)]

@@ -103,6 +103,9 @@ _T128_PF_I = TileConfig(128, 128, 8, 8, 8, 2, prefetch=True, interior=True)
 _T128_8x16_PF_I = TileConfig(128, 128, 8, 8, 16, prefetch=True, interior=True)
 _T64 = TileConfig(64, 64, 8, 4, 4)
 _T32 = TileConfig(32, 32, 8, 2, 2)
+# the prefetching loop over the 128-thread 8x8 tiles (~146-148 registers: 3 CTAs/SM), for split-K
+_T128x64_PF = TileConfig(128, 64, 8, 8, 8, prefetch=True)
+_T64x128_PF = TileConfig(64, 128, 8, 8, 8, prefetch=True)
 
 #: dtype -> every tile configuration the family registers (ptxas-validated, emulator-tested);
 #: which one a problem gets is gemm_dispatch's table. The float32 candidates are what
@@ -115,6 +118,13 @@ TILE_CONFIGS: dict[str, tuple[TileConfig, ...]] = {
     "float64": (TileConfig(128, 64, 8, 8, 4, 2), TileConfig(128, 128, 8, 8, 8), _T64, _T32),
     "complex64": (_T64, _T32),
     "complex128": (_T32,),
+}
+
+#: dtype -> loop-variant tiles whose split-K partials (raw_out) are registered too: gemm_dispatch's
+#: SPLIT_K_VARIANTS (the whole-K problems' loop variants register whole-K outputs only). Those not
+#: in TILE_CONFIGS register partials only.
+SPLIT_K_TILES: dict[str, tuple[TileConfig, ...]] = {
+    "float32": (_T128_8x16_PF_I, _T128x64_PF, _T64x128_PF),
 }
 
 
@@ -507,8 +517,8 @@ def configurations(arch: str) -> Iterable[GemmTiledSpec]:
     """The tiled configurations for ``arch``: every tile of TILE_CONFIGS for every dtype, both
     storage orders of A and B (and conjugations for complex), scalar and vector loads (vector
     loads come with vector C access), split-K partials (raw_out) for the real accumulating
-    dtypes (not for the square-only loop variants), and the mixed-output variants (float16/bfloat16
-    data, float32 C)."""
+    dtypes (of the loop variants only SPLIT_K_TILES'), and the mixed-output variants
+    (float16/bfloat16 data, float32 C)."""
     for dtype, cfgs in TILE_CONFIGS.items():
         kind = cg.kind_of(dtype)
         trans = ["N", "T", "C"] if kind.complex else ["N", "T"]
@@ -517,8 +527,10 @@ def configurations(arch: str) -> Iterable[GemmTiledSpec]:
         if dtype in ("float32", "float64"):
             outs.append(("", True))
         outs += [(c, False) for d, c in MIXED_OUTPUTS if d == dtype]
-        for cfg in cfgs:
-            cfg_outs = [o for o in outs if not (o[1] and cfg.square_only)]
+        split_k = SPLIT_K_TILES.get(dtype, ())
+        for cfg in dict.fromkeys((*cfgs, *split_k)):
+            cfg_outs = [o for o in outs if (o[1] and (not cfg.square_only or cfg in split_k))
+                        or (not o[1] and cfg in cfgs)]
             for ta in trans:
                 for tb in trans:
                     for v in vecs:
