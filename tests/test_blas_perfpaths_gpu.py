@@ -12,7 +12,7 @@ import oxicuda
 from oxicuda.blas import gemm_dispatch as gd
 from oxicuda.blas import gemm_dmma
 from oxicuda.blas.gemm_core import gemm_colmajor
-from oxicuda.blas.gemm_tiled import TILE_CONFIGS, spec_for
+from oxicuda.blas.gemm_tiled import SPLIT_K_TILES, TILE_CONFIGS, spec_for
 from oxicuda.memory.dtypes import BFLOAT16, host_astype
 
 pytestmark = pytest.mark.gpu
@@ -117,6 +117,30 @@ def test_dispatch_splits_the_skinny_shapes_on_this_gpu(rng, m, n, k):
     per_sm = -(-ctas // info.sm_count)
     assert ctas >= info.sm_count and per_sm % gd.resident_ctas(cfg) == 0, (part.grid, info.sm_count)
     _check(dC.get(), _matmul64(A, B), 1e-5, k)
+
+
+@pytest.mark.parametrize("cfg", [c for c in SPLIT_K_TILES["float32"]], ids=lambda c: c.name)
+@pytest.mark.parametrize("ta,tb", [("N", "N"), ("T", "N"), ("N", "T")])
+def test_split_k_loop_variant_partials_match_float64(rng, cfg, ta, tb):
+    # gemm_dispatch.SPLIT_K_VARIANTS' prefetching (and interior) partials, forced, at a size
+    # memcheck can run: edge tiles in M and N, a K tail in the last split, beta != 0
+    m, n, k, splits = 2 * cfg.bm + 4, 3 * cfg.bn - 8, 6152, 7
+    A, B = _operands(rng, m, n, k, ta, tb, np.float32)
+    C0 = rng.standard_normal((m, n)).astype(np.float32)
+    info = gd.device_info(0)
+    p = gd.GemmProblem(m, n, k, "float32", transa=ta, transb=tb, lda=A.shape[0], ldb=B.shape[0], ldc=m,
+                       align_a=16, align_b=16, align_c=16, arch=info.arch)
+    plan = gd.split_k_plan(p, info, splits, cfg)
+    assert (plan.spec.prefetch, plan.spec.interior, plan.spec.vec_a, plan.spec.vec_b) == (cfg.prefetch, cfg.interior,
+                                                                                          4, 4)
+    dA, dB = oxicuda.asarray(np.asfortranarray(A)), oxicuda.asarray(np.asfortranarray(B))
+    dC = oxicuda.asarray(np.asfortranarray(C0))
+    with oxicuda.trace() as t:
+        gemm_colmajor(ta, tb, m, n, k, 1.5, dA.ptr, A.shape[0], dB.ptr, B.shape[0], -0.5, dC.ptr, m,
+                      dtype="float32", algo=plan)
+    assert [x.spec for x in t.launches] == [plan.spec, plan.reduce] and t.launches[0].grid[2] == plan.splits
+    ref = 1.5 * _matmul64(A if ta == "N" else A.T.copy(), B if tb == "N" else B.T.copy()) - 0.5 * C0.astype(np.float64)
+    _check(dC.get(), ref, 1e-5, k)
 
 
 @pytest.mark.parametrize("batch", [64, 9])

@@ -366,7 +366,7 @@ VARIANTS: dict[TileConfig, tuple[tuple[str, ...], TileConfig]] = {
 
 #: split-K partial tiles replaced by loop variants on the archs they were measured on, for problems
 #: whose A and B both get 16-byte loads (as VARIANTS). H200, session 4
-#: (benches/results/2026-11-29-h200-session4/sweep-skinny.json, TFLOP/s, cuBLAS in brackets):
+#: (benches/results/2026-11-29-h200-session4/call2-sweep-skinny.json, TFLOP/s, cuBLAS in brackets):
 #: 128x128x131072: 128x64 prefetching x198 40.1 (39.7; plain 128x64 39.0); 512x512x65536: 128x128
 #: 8x16 prefetching with the interior loop x33 49.0 (50.4; the plain 128x128 8x8 x33 43.6, 8x16
 #: without the interior loop 43.6); 64x4096x16384: 64x128 prefetching x12 40.3 (40.9; plain 39.6).
