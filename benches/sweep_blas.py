@@ -43,6 +43,9 @@ CASES = {
     "sgemm_128x128x131072": (128, 128, 131072, 1, "float32", "skinny"),
     "sgemm_512x512x65536": (512, 512, 65536, 1, "float32", "skinny"),
     "sgemm_64x4096x16384": (64, 4096, 16384, 1, "float32", "skinny"),
+    # the same product as torch.mm / oxicuda.blas.matmul of row-major 64 x 16384 @ 16384 x 4096
+    # arrays compute it: column-major C^T = B^T A^T, i.e. 4096 x 64 outputs
+    "sgemm_4096x64x16384": (4096, 64, 16384, 1, "float32", "skinny"),
 }
 TINY = {"sgemm_4096": (64, 48, 40, 1), "sgemm_strided_batched_64x512": (32, 16, 24, 2),
         "dgemm_4096": (36, 20, 16, 1), "sgemm_128x128x131072": (16, 8, 512, 1)}
