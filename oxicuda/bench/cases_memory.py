@@ -119,6 +119,49 @@ def _prep_h2d(kind: str):
     return prepare
 
 
+def _prep_d2h(kind: str):
+    """256 MiB device-to-host into a preallocated pageable numpy array through the staging path
+    (``memory.staging.copy_device_to_host``, what ``DeviceArray.get`` uses), through a plain
+    ``cuMemcpyDtoH`` into the same array, and into pinned memory (the peak)."""
+    def prepare(quick: bool) -> Prepared:
+        import oxicuda
+        from oxicuda.driver.backend import api
+        from oxicuda.memory.staging import copy_device_to_host
+
+        drv = api()
+        nbytes = (64 * _MiB if quick else 256 * _MiB) if _torch() else _MiB
+        want = np.random.default_rng(2).standard_normal(nbytes // 4, dtype=np.float32)
+        dev = oxicuda.asarray(want)
+        out = np.full_like(want, np.nan)
+        pinned = None
+        if kind == "pinned":
+            hptr, view = drv.mem_alloc_host(nbytes)
+            pinned = (hptr, np.frombuffer(view, dtype=np.float32))
+            pinned[1][:] = np.nan
+
+        def ours(i: int) -> None:
+            if kind == "staging":
+                copy_device_to_host(out, dev.ptr)
+            elif kind == "plain":
+                drv.memcpy_dtoh(out.ctypes.data, dev.ptr, nbytes)
+            else:
+                drv.memcpy_dtoh(pinned[0], dev.ptr, nbytes, 0)
+
+        def check() -> float:
+            ours(0)
+            drv.ctx_synchronize()
+            got = pinned[1] if pinned is not None else out
+            return float(np.max(np.abs(got - want)))
+
+        def cleanup() -> None:
+            if pinned is not None:
+                drv.mem_free_host(pinned[0])
+
+        return Prepared(ours=ours, check=check, tolerance=0.0, cleanup=cleanup, bytes=nbytes)
+
+    return prepare
+
+
 def _tiny_kernel():
     """The tiny kernel loaded through the public Module, a 32-element output and its count."""
     import oxicuda
@@ -230,6 +273,12 @@ for _kind in ("staging", "plain", "pinned"):
                        note={"staging": "pageable numpy through the pinned staging buffer",
                              "plain": "pageable numpy, plain cuMemcpyHtoD",
                              "pinned": "pinned source: the peak"}[_kind]))
+for _kind in ("staging", "plain", "pinned"):
+    register_case(Case("memory", f"d2h_256MiB_{_kind}", _prep_d2h(_kind), unit="GB/s",
+                       bytes=256 * _MiB, gpu_only=True,
+                       note={"staging": "into pageable numpy through the pinned staging buffer",
+                             "plain": "into pageable numpy, plain cuMemcpyDtoH",
+                             "pinned": "into pinned memory: the peak"}[_kind]))
 register_case(Case("memory", "launch_tiny_kernel", _prep_launch("ints"), unit="us", timing="host",
                    note="host cost per launch of a cached tiny kernel: fn(1, 32, args)"))
 register_case(Case("memory", "launch_tiny_kernel_tuples", _prep_launch("tuples"), unit="us",

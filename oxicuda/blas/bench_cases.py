@@ -89,12 +89,17 @@ def _gemm_case(m: int, n: int, k: int, dtype: str = "float32", *, batch: int = 1
         if torch is not None:
             tdt = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
                    "bfloat16": torch.bfloat16}[dtype]
-            ta = [torch.randn(B, M, K, device="cuda", dtype=tdt) for _ in range(sets)]
-            tb = [torch.randn(B, K, N, device="cuda", dtype=tdt) for _ in range(sets)]
+            # the same column-major problem as ours: row-major (N, K) @ (K, M) is what cuBLAS sees
+            # as C (M x N) = A (M x K) B (K x N), both "N". (Until session 4 this was (M, K) @ (K, N),
+            # which hands cuBLAS the transposed N x M problem: the same for square shapes, another
+            # problem for 64x4096x16384, where cuBLAS ran 44.8 TFLOP/s on that layout and 40.2-40.9
+            # on ours; benches/results/2026-11-29-h200-session4.)
+            ta = [torch.randn(B, K, M, device="cuda", dtype=tdt) for _ in range(sets)]
+            tb = [torch.randn(B, N, K, device="cuda", dtype=tdt) for _ in range(sets)]
             torch.backends.cuda.matmul.allow_tf32 = compute == "tf32"
 
             def vendor(i: int) -> None:
-                torch.bmm(ta[i % sets], tb[i % sets]) if B > 1 else torch.mm(ta[i % sets][0], tb[i % sets][0])
+                torch.bmm(tb[i % sets], ta[i % sets]) if B > 1 else torch.mm(tb[i % sets][0], ta[i % sets][0])
 
             prepared.vendor, prepared.vendor_name = vendor, "cuBLAS (PyTorch)"
         return prepared
