@@ -38,19 +38,18 @@ for step in "${steps[@]}"; do
         cd - >/dev/null; } > "$OUT/venv.log" 2>&1; tail -n 14 "$OUT/venv.log" ;;
     venv-full)
       # the README's two commands in a new virtual environment, the [test] extra included: its
-      # nvidia-cuda-nvcc wheel (and that wheel's dependencies) cannot be fetched on this offline
-      # machine, so they come along in two halves of one tar (.wheels-a/part, .wheels-b/part, carried
-      # in two back-to-back calls). The suite runs with the README's command plus -n 16 (xdist) and
-      # per-test limits; the machine's pytest plugins are visible through the .pth line as in venv.
+      # nvidia-cuda-nvcc wheel (13.0.48, 37 MB, no dependencies) cannot be fetched on this offline
+      # machine, so it comes along in .wheels/ (carried: `carry: [".device-kit", ".wheels"]`). The
+      # suite runs with the README's command plus -n 16 (xdist) and per-test limits; the machine's
+      # pytest plugins are visible through the .pth line as in venv.
       { site=$(python3 -c "import numpy, os; print(os.path.dirname(os.path.dirname(numpy.__file__)))")
-        rm -rf /tmp/oxivenv /tmp/oxicuda-src /tmp/wheelhouse && mkdir -p /tmp/wheelhouse
-        cat .wheels-a/part .wheels-b/part | tee >(sha256sum >&2) | tar -x -C /tmp/wheelhouse && ls /tmp/wheelhouse/wh
+        rm -rf /tmp/oxivenv /tmp/oxicuda-src && ls -la .wheels
         python3 -m venv --system-site-packages /tmp/oxivenv
         echo "$site" > "$(/tmp/oxivenv/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/machine-packages.pth"
-        cp -r . /tmp/oxicuda-src && cd /tmp/oxicuda-src && rm -rf .wheels-a .wheels-b
-        export PIP_NO_INDEX=1 PIP_FIND_LINKS="$PWD/.device-kit /tmp/wheelhouse/wh"
+        cp -r . /tmp/oxicuda-src && cd /tmp/oxicuda-src
+        export PIP_NO_INDEX=1 PIP_FIND_LINKS="$PWD/.device-kit $PWD/.wheels"
         env -u PYTHONPATH /tmp/oxivenv/bin/python3 -m pip install -e '.[test]' 2>&1 | tail -n 3; echo "pip install -e .[test] rc=${PIPESTATUS[0]}"
-        env -u PYTHONPATH /tmp/oxivenv/bin/python3 -m pip list 2>/dev/null | grep -iE "^(oxicuda|cffi|nvidia-cuda-nvcc|nvidia-nvvm|pytest|hypothesis|pytest-benchmark) "
+        env -u PYTHONPATH /tmp/oxivenv/bin/python3 -m pip list 2>/dev/null | grep -iE "^(oxicuda|cffi|nvidia-cuda-nvcc|pytest|hypothesis|pytest-benchmark) "
         env -u PYTHONPATH -u OXICUDA_BACKEND timeout 120 /tmp/oxivenv/bin/python3 -m oxicuda demo 2>&1 | tail -n 8; echo "demo rc=${PIPESTATUS[0]}"
         env -u PYTHONPATH -u OXICUDA_BACKEND OXICUDA_TEST_LOG="$OUT/venv-test-results.log" timeout ${TESTS_LIMIT:-330} /tmp/oxivenv/bin/python3 -m pytest -q \
           -p no:cacheprovider -n 16 --timeout ${TEST_TIMEOUT:-200} --timeout-method=thread --durations=15 -rfE > "$OUT/venv-gpu-tests.log" 2>&1
