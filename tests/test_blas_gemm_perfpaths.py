@@ -132,10 +132,11 @@ def test_dmma_sm90_shapes_pass_on_an_emulated_sm90():
 # -- split-K -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("shape,tile,splits", [
-    # H200, benches/results/2026-11-29-h200-session3/call2-sweep-blas.json (cuBLAS 40.0 / 50.4 / 40.8):
-    ((128, 128, 131072), (128, 64), 198),  # 39.2 TFLOP/s, the fastest (128x128 x261 37.4, x265 34.6)
-    ((512, 512, 65536), (128, 128), 33),   # 43.4 (x16 42.1, x17 29.2; 128x64 x37 44.1, within the model's 5%)
-    ((64, 4096, 16384), (64, 128), 12),    # 39.4, the fastest: one full round of 3 CTAs per SM
+    # H200 (session 4's loop-variant partials), benches/results/2026-11-29-h200-session4/
+    # call2-sweep-skinny.json (cuBLAS 39.7 / 50.4 / 40.9 TFLOP/s):
+    ((128, 128, 131072), (128, 64), 198),  # 128x64 prefetching 40.1, the fastest (128x128 8x16 x261 38.2)
+    ((512, 512, 65536), (128, 128), 33),   # 128x128 8x16 prefetching+interior 49.0, the fastest (x16 48.4)
+    ((64, 4096, 16384), (64, 128), 12),    # 64x128 prefetching 40.3, the fastest: one round of 3 CTAs per SM
 ])
 def test_dispatch_splits_skinny_problems_as_measured_fastest_on_the_h200(shape, tile, splits):
     p = _problem(*shape)
@@ -155,39 +156,48 @@ def test_dispatch_splits_skinny_problems_as_measured_fastest_on_the_h200(shape, 
         assert plan.reduce.groups >= 8  # 16384 outputs, > 200 slabs: many threads per output
 
 
-SWEEP_RECORD = "benches/results/2026-11-29-h200-session3/call2-sweep-blas.json"
+SWEEP_RECORDS = ("benches/results/2026-11-29-h200-session3/call2-sweep-blas.json",
+                 "benches/results/2026-11-29-h200-session4/call2-sweep-skinny.json")
 
 
 def _measured_split_points():
-    """(problem, tile, splits, TFLOP/s) of every split-K variant of the model's tiles in the H200 sweep."""
+    """(problem, tile, splits, TFLOP/s) of every split-K variant of the model's tiles (TILE_RATE,
+    loop variants included) in the H200 sweeps."""
     import json
     from pathlib import Path
 
-    record = json.loads((Path(__file__).resolve().parent.parent / SWEEP_RECORD).read_text())
-    tiles = {(c.bm, c.bn, c.bk, c.tm, c.tn, c.min_ctas): c for c in gd.TILE_RATE}
     out = []
-    for case in record["cases"]:
-        for v in case["variants"]:
-            key = tuple(v.get("tile", ()))
-            if "splits" in v and not v.get("partials_only") and "tile_options" not in v and key in tiles:
-                out.append((_problem(case["m"], case["n"], case["k"]), tiles[key], v["splits"], v["tflops"]))
+    for path in SWEEP_RECORDS:
+        record = json.loads((Path(__file__).resolve().parent.parent / path).read_text())
+        for case in record["cases"]:
+            for v in case["variants"]:
+                if "splits" not in v or not v.get("ok") or "tile" not in v:
+                    continue
+                cfg = gd.TileConfig(*v["tile"], **v.get("tile_options", {}))
+                if cfg in gd.TILE_RATE:
+                    out.append((_problem(case["m"], case["n"], case["k"]), cfg, v["splits"], v["tflops"]))
     return out
 
 
 def test_wave_model_tracks_the_measured_split_counts():
     points = _measured_split_points()
-    assert len(points) >= 30
+    assert len(points) >= 60 and sum(1 for x in points if x[1].prefetch) >= 20
     whole = []
     for p, cfg, splits, tflops in points:
         clocks = gd.split_k_clocks(p, H200, cfg, splits)
         predicted = 2 * p.m * p.n * p.k / (clocks / 1.98e9) / 1e12  # the H200's 1.98 GHz SM clock
         per_sm = -(-gd._tiles(p, cfg) * splits // H200.sm_count)
+        # a tile twice the output's rows (128-row tiles on 64-row outputs) is overrated by 11-16%
+        padded = gd._tiles(p, cfg) * cfg.bm * cfg.bn >= 2 * p.m * p.n
         if per_sm % gd.resident_ctas(cfg) == 0:  # whole rounds: within 10% of the measurement
-            assert abs(predicted / tflops - 1) <= 0.10, (p.m, p.n, p.k, cfg.name, splits, predicted, tflops)
-            whole.append((p, cfg, splits, tflops, clocks))
+            assert abs(predicted / tflops - 1) <= (0.20 if padded else 0.10), (
+                p.m, p.n, p.k, cfg.name, splits, predicted, tflops)
+            whole.append((p, cfg, splits, tflops, clocks, padded))
     # a count a few CTAs past whole rounds (measured 0.69-0.92x of the round below) is never preferred
     # to the whole-round count below it, and the model ranks the whole-round counts of each problem
-    # as measured wherever they differ by more than 8% (its error on whole rounds: 10%)
+    # as measured wherever they differ by more than 8% (its error on whole rounds: 10%; tiles that
+    # pad the output to twice its size are left out of the ranking). Dispatch picks among the plain
+    # tiles or among their SPLIT_K_VARIANTS (sm_90, 16-byte loads), never across: ranked apart.
     for p, cfg, splits, tflops in points:
         per_sm = -(-gd._tiles(p, cfg) * splits // H200.sm_count)
         if per_sm % gd.resident_ctas(cfg):
@@ -195,8 +205,13 @@ def test_wave_model_tracks_the_measured_split_counts():
             assert below and gd.split_k_clocks(p, H200, cfg, splits) > max(b[4] for b in below)
     for a in whole:
         for b in whole:
-            if a[0] == b[0] and a[3] > 1.08 * b[3]:
+            if a[0] == b[0] and a[1].prefetch == b[1].prefetch and a[3] > 1.08 * b[3] and not (a[5] or b[5]):
                 assert a[4] < b[4], (a[1].name, a[2], b[1].name, b[2])
+    # and of every point measured on a problem, the one it models fastest measured within 2% of the best
+    for p, variants in {(w[0], w[1].prefetch) for w in whole}:
+        mine = [x for x in points if x[0] == p and x[1].prefetch == variants]
+        pick = min(mine, key=lambda x: gd.split_k_clocks(p, H200, x[1], x[2]))
+        assert pick[3] >= 0.98 * max(x[3] for x in mine), (p.m, p.n, p.k, pick[1].name, pick[2])
 
 
 @pytest.mark.parametrize("batch,tile", [(64, (128, 128)), (9, (128, 64)), (1000, (128, 128))])

@@ -372,7 +372,7 @@ VARIANTS: dict[TileConfig, tuple[tuple[str, ...], TileConfig]] = {
 #: without the interior loop 43.6); 64x4096x16384: 64x128 prefetching x12 40.3 (40.9; plain 39.6).
 #: Their TILE_RATE / TILE_ROUND_CLOCKS were fitted to that sweep's whole-round counts: rms 2% for
 #: the 8x8 tiles; 128x128 8x16 within 6% on the two unpadded shapes (its x33 ahead of x16 as
-#: measured) and 11-14% optimistic on the 64-row outputs, where it still ranks below 64x128.
+#: measured) and 11-16% optimistic on the 64-row outputs, where it still ranks below 64x128.
 SPLIT_K_VARIANTS: dict[TileConfig, tuple[tuple[str, ...], TileConfig]] = {
     _cfg("float32", 128, 128, 8, 8, 8): (("sm_90",), _cfg("float32", 128, 128, 8, 8, 16, prefetch=True,
                                                             interior=True, split_k=True)),
