@@ -82,47 +82,13 @@ def _prep_copy_d2d(quick: bool) -> Prepared:
     return prepared
 
 
-def _prep_h2d(kind: str):
-    def prepare(quick: bool) -> Prepared:
-        import oxicuda
-        from oxicuda.driver.backend import api
+def _prep_host_copy(direction: str, kind: str):
+    """256 MiB between a pageable numpy array and the device, host-to-device ("h2d") or back
+    ("d2h"): through the pinned staging path (``DeviceArray.set`` / ``memory.staging.
+    copy_device_to_host``, what ``DeviceArray.get`` uses), a plain ``cuMemcpyHtoD/DtoH`` of the same
+    pageable array, and a pinned host buffer (the peak)."""
+    h2d = direction == "h2d"
 
-        drv = api()
-        nbytes = (64 * _MiB if quick else 256 * _MiB) if _torch() else _MiB
-        host = np.random.default_rng(1).standard_normal(nbytes // 4, dtype=np.float32)
-        dev = oxicuda.empty(host.shape, np.float32)
-        pinned = None
-        if kind == "pinned":
-            hptr, view = drv.mem_alloc_host(nbytes)
-            pinned = (hptr, np.frombuffer(view, dtype=np.float32))
-            pinned[1][:] = host
-
-        def ours(i: int) -> None:
-            if kind == "staging":
-                dev.set(host)
-            elif kind == "plain":
-                drv.memcpy_htod(dev.ptr, host.ctypes.data, nbytes)
-            else:
-                drv.memcpy_htod(dev.ptr, pinned[0], nbytes, 0)
-
-        def check() -> float:
-            ours(0)
-            drv.ctx_synchronize()
-            return float(np.max(np.abs(dev.get() - host)))
-
-        def cleanup() -> None:
-            if pinned is not None:
-                drv.mem_free_host(pinned[0])
-
-        return Prepared(ours=ours, check=check, tolerance=0.0, cleanup=cleanup, bytes=nbytes)
-
-    return prepare
-
-
-def _prep_d2h(kind: str):
-    """256 MiB device-to-host into a preallocated pageable numpy array through the staging path
-    (``memory.staging.copy_device_to_host``, what ``DeviceArray.get`` uses), through a plain
-    ``cuMemcpyDtoH`` into the same array, and into pinned memory (the peak)."""
     def prepare(quick: bool) -> Prepared:
         import oxicuda
         from oxicuda.driver.backend import api
@@ -130,27 +96,28 @@ def _prep_d2h(kind: str):
 
         drv = api()
         nbytes = (64 * _MiB if quick else 256 * _MiB) if _torch() else _MiB
-        want = np.random.default_rng(2).standard_normal(nbytes // 4, dtype=np.float32)
-        dev = oxicuda.asarray(want)
-        out = np.full_like(want, np.nan)
+        want = np.random.default_rng(1 if h2d else 2).standard_normal(nbytes // 4, dtype=np.float32)
+        host = want if h2d else np.full_like(want, np.nan)  # the pageable side
+        dev = oxicuda.empty(want.shape, np.float32) if h2d else oxicuda.asarray(want)
         pinned = None
         if kind == "pinned":
             hptr, view = drv.mem_alloc_host(nbytes)
             pinned = (hptr, np.frombuffer(view, dtype=np.float32))
-            pinned[1][:] = np.nan
+            pinned[1][:] = want if h2d else np.nan
 
         def ours(i: int) -> None:
             if kind == "staging":
-                copy_device_to_host(out, dev.ptr)
+                dev.set(host) if h2d else copy_device_to_host(host, dev.ptr)
             elif kind == "plain":
-                drv.memcpy_dtoh(out.ctypes.data, dev.ptr, nbytes)
+                (drv.memcpy_htod(dev.ptr, host.ctypes.data, nbytes) if h2d
+                 else drv.memcpy_dtoh(host.ctypes.data, dev.ptr, nbytes))
             else:
-                drv.memcpy_dtoh(pinned[0], dev.ptr, nbytes, 0)
+                drv.memcpy_htod(dev.ptr, pinned[0], nbytes, 0) if h2d else drv.memcpy_dtoh(pinned[0], dev.ptr, nbytes, 0)
 
         def check() -> float:
             ours(0)
             drv.ctx_synchronize()
-            got = pinned[1] if pinned is not None else out
+            got = dev.get() if h2d else (pinned[1] if pinned is not None else host)
             return float(np.max(np.abs(got - want)))
 
         def cleanup() -> None:
@@ -267,18 +234,12 @@ def _prep_pool(quick: bool) -> Prepared:
 
 register_case(Case("memory", "copy_d2d", _prep_copy_d2d, unit="GB/s",
                    bytes=2 * 4096 * _MiB, note="bytes = read + write; quick pass uses 256 MiB"))
-for _kind in ("staging", "plain", "pinned"):
-    register_case(Case("memory", f"h2d_256MiB_{_kind}", _prep_h2d(_kind), unit="GB/s",
-                       bytes=256 * _MiB, gpu_only=True,
-                       note={"staging": "pageable numpy through the pinned staging buffer",
-                             "plain": "pageable numpy, plain cuMemcpyHtoD",
-                             "pinned": "pinned source: the peak"}[_kind]))
-for _kind in ("staging", "plain", "pinned"):
-    register_case(Case("memory", f"d2h_256MiB_{_kind}", _prep_d2h(_kind), unit="GB/s",
-                       bytes=256 * _MiB, gpu_only=True,
-                       note={"staging": "into pageable numpy through the pinned staging buffer",
-                             "plain": "into pageable numpy, plain cuMemcpyDtoH",
-                             "pinned": "into pinned memory: the peak"}[_kind]))
+_COPY_NOTES = {"staging": "pageable numpy through the pinned staging buffer",
+               "plain": "pageable numpy, plain cuMemcpyHtoD / cuMemcpyDtoH", "pinned": "pinned host memory: the peak"}
+for _dir in ("h2d", "d2h"):
+    for _kind in ("staging", "plain", "pinned"):
+        register_case(Case("memory", f"{_dir}_256MiB_{_kind}", _prep_host_copy(_dir, _kind), unit="GB/s",
+                           bytes=256 * _MiB, gpu_only=True, note=_COPY_NOTES[_kind]))
 register_case(Case("memory", "launch_tiny_kernel", _prep_launch("ints"), unit="us", timing="host",
                    note="host cost per launch of a cached tiny kernel: fn(1, 32, args)"))
 register_case(Case("memory", "launch_tiny_kernel_tuples", _prep_launch("tuples"), unit="us",
