@@ -77,13 +77,17 @@ def dmma_tiles(arch: str) -> dict[str, tuple]:
     return DMMA_TILES[max(have, key=lambda a: int(a[3:]))]
 
 
-def _cfg(dtype: str, bm: int, bn: int, bk: int, tm: int, tn: int, min_ctas: int = 0, *, split_k: bool = False,
-         **variant) -> TileConfig:
+def _cfg(dtype: str, bm: int, bn: int, bk: int, tm: int, tn: int, min_ctas: int = 0, **variant) -> TileConfig:
     cfg = TileConfig(bm, bn, bk, tm, tn, min_ctas, **variant)
-    registered = SPLIT_K_TILES.get(dtype, ()) if split_k else TILE_CONFIGS[dtype]
-    if cfg not in registered:
-        raise AssertionError(f"dispatch table names {cfg} for {dtype}, which gemm_tiled does not register"
-                             + (" as a split-K partial (SPLIT_K_TILES)" if split_k else ""))
+    if cfg not in TILE_CONFIGS[dtype]:
+        raise AssertionError(f"dispatch table names {cfg} for {dtype}, which gemm_tiled does not register")
+    return cfg
+
+
+def _split_k_registered(dtype: str, cfg: TileConfig) -> TileConfig:
+    if cfg not in SPLIT_K_TILES.get(dtype, ()):
+        raise AssertionError(f"dispatch table names {cfg} as a {dtype} split-K partial; gemm_tiled's "
+                             "SPLIT_K_TILES does not register it")
     return cfg
 
 
@@ -149,20 +153,22 @@ FP32_LANES = {"sm_80": 64, "sm_86": 128, "sm_89": 128, "sm_90": 128}
 MEMORY_BYTES_PER_CLOCK = {"sm_80": 1000, "sm_86": 287, "sm_89": 400, "sm_90": 2150}
 #: Share of FP32 peak a tile's K loop reaches with a full SM (float32; fitted to the sweep above,
 #: 64x64 4x4 from its 29 of 66.9 TFLOP/s on 4096^3). Tiles missing here are not considered by the model.
+#: SPLIT_K_VARIANTS' loop-variant partial tiles (see there): 128x128 8x16 with the prefetching and
+#: the interior loop, and the prefetching 128-thread 8x8 tiles
+_SK_128x128_8x16 = TileConfig(128, 128, 8, 8, 16, prefetch=True, interior=True)
+_SK_128x64 = TileConfig(128, 64, 8, 8, 8, prefetch=True)
+_SK_64x128 = TileConfig(64, 128, 8, 8, 8, prefetch=True)
 TILE_RATE = {TileConfig(128, 128, 8, 8, 8): 0.67, TileConfig(64, 128, 8, 8, 8): 0.62,
              TileConfig(128, 64, 8, 8, 8): 0.65, TileConfig(64, 64, 8, 4, 4): 0.44,
              # SPLIT_K_VARIANTS' loop variants (session 4, see there), with their own ROUND_CLOCKS
-             TileConfig(128, 128, 8, 8, 16, prefetch=True, interior=True): 0.72,
-             TileConfig(128, 64, 8, 8, 8, prefetch=True): 0.70, TileConfig(64, 128, 8, 8, 8, prefetch=True): 0.665}
+             _SK_128x128_8x16: 0.72, _SK_128x64: 0.70, _SK_64x128: 0.665}
 #: A partial round of r' of r resident CTAs runs at (r'/r) ** this of a full round's SM throughput
 #: (fitted as above; one 128x128 CTA alone on an SM at 0.85 of two).
 OCCUPANCY_EXPONENT = 0.24
 #: Fixed clocks per round of CTAs (first global loads, C / partial writes); TILE_ROUND_CLOCKS for
 #: tiles fitted with their own (rate, round clocks) pair.
 ROUND_CLOCKS = 2000
-TILE_ROUND_CLOCKS = {TileConfig(128, 128, 8, 8, 16, prefetch=True, interior=True): 14000,
-                     TileConfig(128, 64, 8, 8, 8, prefetch=True): 10000,
-                     TileConfig(64, 128, 8, 8, 8, prefetch=True): 9000}
+TILE_ROUND_CLOCKS = {_SK_128x128_8x16: 14000, _SK_128x64: 10000, _SK_64x128: 9000}
 
 
 def modelled_clocks(cfg: TileConfig, ctas: int, k_tiles: int, device: DeviceInfo) -> float:
@@ -374,10 +380,9 @@ VARIANTS: dict[TileConfig, tuple[tuple[str, ...], TileConfig]] = {
 #: the 8x8 tiles; 128x128 8x16 within 6% on the two unpadded shapes (its x33 ahead of x16 as
 #: measured) and 11-16% optimistic on the 64-row outputs, where it still ranks below 64x128.
 SPLIT_K_VARIANTS: dict[TileConfig, tuple[tuple[str, ...], TileConfig]] = {
-    _cfg("float32", 128, 128, 8, 8, 8): (("sm_90",), _cfg("float32", 128, 128, 8, 8, 16, prefetch=True,
-                                                            interior=True, split_k=True)),
-    _cfg("float32", 128, 64, 8, 8, 8): (("sm_90",), _cfg("float32", 128, 64, 8, 8, 8, prefetch=True, split_k=True)),
-    _cfg("float32", 64, 128, 8, 8, 8): (("sm_90",), _cfg("float32", 64, 128, 8, 8, 8, prefetch=True, split_k=True)),
+    _cfg("float32", 128, 128, 8, 8, 8): (("sm_90",), _split_k_registered("float32", _SK_128x128_8x16)),
+    _cfg("float32", 128, 64, 8, 8, 8): (("sm_90",), _split_k_registered("float32", _SK_128x64)),
+    _cfg("float32", 64, 128, 8, 8, 8): (("sm_90",), _split_k_registered("float32", _SK_64x128)),
 }
 
 
