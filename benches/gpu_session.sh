@@ -7,6 +7,20 @@ OUT=${OUT:-/tmp/oxicuda-out}
 mkdir -p "$OUT"
 # the driver's own JIT cache, shared by the test workers (the default 256 MiB is too small)
 export CUDA_CACHE_MAXSIZE=${CUDA_CACHE_MAXSIZE:-4294967296}
+# a new virtual environment /tmp/oxivenv over a copy of this checkout (/tmp/oxicuda-src, the
+# working directory afterwards). The device machine is offline: pip takes wheels only from the
+# device kit and .wheels/ (PIP_FIND_LINKS; oxicuda builds with its own standard-library backend);
+# the venv sees the machine's numpy/pytest through a .pth line, like --system-site-packages would
+# for a plain system Python.
+new_venv() {
+  local site
+  site=$(python3 -c "import numpy, os; print(os.path.dirname(os.path.dirname(numpy.__file__)))")
+  echo "machine packages: $site"
+  rm -rf /tmp/oxivenv /tmp/oxicuda-src && python3 -m venv --system-site-packages /tmp/oxivenv
+  echo "$site" > "$(/tmp/oxivenv/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/machine-packages.pth"
+  cp -r . /tmp/oxicuda-src && cd /tmp/oxicuda-src || return 1
+  export PIP_NO_INDEX=1 PIP_FIND_LINKS="$PWD/.device-kit $PWD/.wheels"
+}
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(tests sanitize bench)
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,memory.used --format=csv > "$OUT/info.log" 2>&1
@@ -21,16 +35,9 @@ for step in "${steps[@]}"; do
     demo)
       timeout 90 python3 -m oxicuda demo > "$OUT/demo.log" 2>&1; echo "demo rc=$?"; tail -n 3 "$OUT/demo.log" ;;
     venv)
-      # the README's commands in a new virtual environment. The device machine is offline: pip takes
-      # cffi from the device kit (PIP_FIND_LINKS) (oxicuda builds with its own
-      # standard-library backend); the venv sees the machine's numpy/pytest through a .pth line, like
-      # --system-site-packages would for a plain system Python.
-      { site=$(python3 -c "import numpy, os; print(os.path.dirname(os.path.dirname(numpy.__file__)))")
-        echo "machine packages: $site"; python3 -m pip list 2>/dev/null | grep -iE "^(nvidia-cuda-nvcc|setuptools|wheel|pytest|hypothesis|numpy|ml.dtypes|cffi) "
-        rm -rf /tmp/oxivenv /tmp/oxicuda-src && python3 -m venv --system-site-packages /tmp/oxivenv
-        echo "$site" > "$(/tmp/oxivenv/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/machine-packages.pth"
-        cp -r . /tmp/oxicuda-src && cd /tmp/oxicuda-src
-        export PIP_NO_INDEX=1 PIP_FIND_LINKS="$PWD/.device-kit"
+      # the README's commands in a new virtual environment (new_venv), then the driver/interop tests
+      { python3 -m pip list 2>/dev/null | grep -iE "^(nvidia-cuda-nvcc|setuptools|wheel|pytest|hypothesis|numpy|ml.dtypes|cffi) "
+        new_venv
         env -u PYTHONPATH /tmp/oxivenv/bin/python3 -m pip install -e '.[test]' 2>&1 | tail -n 4; echo "pip install -e .[test] rc=${PIPESTATUS[0]}"
         env -u PYTHONPATH /tmp/oxivenv/bin/python3 -m pip install -e . 2>&1 | tail -n 2; echo "pip install -e . rc=${PIPESTATUS[0]}"
         env -u PYTHONPATH -u OXICUDA_BACKEND timeout 90 /tmp/oxivenv/bin/python3 -m oxicuda demo 2>&1 | tail -n 8; echo "demo rc=${PIPESTATUS[0]}"
@@ -41,13 +48,9 @@ for step in "${steps[@]}"; do
       # nvidia-cuda-nvcc wheel (13.0.48, 37 MB, no dependencies) cannot be fetched on this offline
       # machine, so it comes along in .wheels/ (carried: `carry: [".device-kit", ".wheels"]`). The
       # suite runs with the README's command plus -n 16 (xdist) and per-test limits; the machine's
-      # pytest plugins are visible through the .pth line as in venv.
-      { site=$(python3 -c "import numpy, os; print(os.path.dirname(os.path.dirname(numpy.__file__)))")
-        rm -rf /tmp/oxivenv /tmp/oxicuda-src && ls -la .wheels
-        python3 -m venv --system-site-packages /tmp/oxivenv
-        echo "$site" > "$(/tmp/oxivenv/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/machine-packages.pth"
-        cp -r . /tmp/oxicuda-src && cd /tmp/oxicuda-src
-        export PIP_NO_INDEX=1 PIP_FIND_LINKS="$PWD/.device-kit $PWD/.wheels"
+      # pytest plugins are visible through the .pth line (new_venv).
+      { ls -la .wheels
+        new_venv
         env -u PYTHONPATH /tmp/oxivenv/bin/python3 -m pip install -e '.[test]' 2>&1 | tail -n 3; echo "pip install -e .[test] rc=${PIPESTATUS[0]}"
         env -u PYTHONPATH /tmp/oxivenv/bin/python3 -m pip list 2>/dev/null | grep -iE "^(oxicuda|cffi|nvidia-cuda-nvcc|pytest|hypothesis|pytest-benchmark) "
         env -u PYTHONPATH -u OXICUDA_BACKEND timeout 120 /tmp/oxivenv/bin/python3 -m oxicuda demo 2>&1 | tail -n 8; echo "demo rc=${PIPESTATUS[0]}"
