@@ -292,6 +292,39 @@ def test_tuple_geometry_short_path_agrees_with_the_general_checks(native, rng):
             assert got == expected and all(type(v) is int for v in got), (grid, block, smem)
 
 
+def test_every_call_spelling_launches_what_the_general_checks_give_or_raises_their_error(native, stub, rng):
+    """A call goes through one of three paths: ints, CuPy's 1-tuples (the same 1-D path), and
+    everything else (``_geometry``). Whichever it takes, the driver must receive the geometry the
+    general conversion gives, or the call must raise that conversion's exact error and not launch."""
+    fn = Module(ADD_ONE_PTX).get_function("add_one")
+    fn(1, 32, [0x1000, 4])  # the limits are read on the first launch
+    values = [1, 2, 32, 1024, 1025, 65535, 70000, 2**31 - 1, 2**31, 0, -1, 2.0, np.int64(3), True, None]
+
+    def one():
+        v = values[int(rng.integers(0, len(values)))] if rng.random() < 0.3 else int(rng.integers(1, 300))
+        kind = rng.random()
+        if kind < 0.4:
+            return v
+        if kind < 0.8:
+            return (v,)
+        return (v, int(rng.integers(1, 3)))
+    for _ in range(600):
+        grid, block = one(), one()
+        smem = [0, 0, 128, 48 * 1024, -4, 1.5][int(rng.integers(0, 6))]
+        before = _calls(stub)
+        try:
+            expected = _general_geometry(fn, grid, block, smem)
+        except (TypeError, ValueError) as exc:
+            with pytest.raises(type(exc)) as info:
+                fn(grid, block, [0x1000, 4], shared_mem=smem)
+            assert str(info.value) == str(exc), (grid, block, smem)
+            assert _calls(stub) == before
+        else:
+            fn(grid, block, [0x1000, 4], shared_mem=smem)
+            assert _calls(stub) == before + 1
+            assert stub.last_geometry() == (expected[:3], expected[3:6], expected[6]), (grid, block, smem)
+
+
 def test_the_binding_needs_no_cffi_lock_after_it_is_made(stub):
     """A finalizer can run while cffi holds its (non-reentrant) lock, in the middle of parsing a
     type: then any first lookup of a function or first parse of a type string in the binding would

@@ -235,14 +235,18 @@ class Function:
             stream_handle = stream._handle
         else:
             stream_handle = as_stream_handle(stream)
+        if type(grid) is tuple and type(block) is tuple and len(grid) == 1 and len(block) == 1:
+            g, b = grid[0], block[0]  # CuPy's spelling, (n,), takes the 1-D path too
+        else:
+            g, b = grid, block
         if (
-            type(grid) is int and type(block) is int and type(shared_mem) is int
-            and 0 < grid <= self._max_grid_1d and 0 < block <= self._max_block_1d
+            type(g) is int and type(b) is int and type(shared_mem) is int
+            and 0 < g <= self._max_grid_1d and 0 < b <= self._max_block_1d
             and 0 <= shared_mem <= self._max_dyn
         ):
-            self._launch(grid, 1, 1, block, 1, 1, shared_mem, stream_handle, args)
+            self._launch(g, 1, 1, b, 1, 1, shared_mem, stream_handle, args)
             if _ACTIVE_TRACES:
-                _record_launch(LaunchRecord(self.name, self.spec, (grid, 1, 1), (block, 1, 1),
+                _record_launch(LaunchRecord(self.name, self.spec, (g, 1, 1), (b, 1, 1),
                                             shared_mem, stream_handle))
             return
         gx, gy, gz, bx, by, bz, shared_mem = self._geometry(grid, block, shared_mem)
