@@ -59,3 +59,78 @@ def test_staged_copies_on_a_created_stream(rng, small_chunks):
     assert dev.stream == stream.handle != 0
     np.testing.assert_array_equal(dev.get(stream=stream), host)
     np.testing.assert_array_equal(dev[1:, ::2].get(), host[1:, ::2])
+
+
+def test_a_closed_buffer_refuses_copies_and_a_second_close_is_harmless(rng):
+    buf = staging.StagingBuffer(chunk_bytes=1 << 16)
+    host = rng.integers(0, 256, 3 << 16, dtype=np.uint8)
+    dev = oxicuda.empty(host.size, np.uint8)
+    buf.upload(dev.ptr, host)
+    back = np.zeros_like(host)
+    buf.download(back, dev.ptr)
+    assert np.array_equal(back, host)
+    buf.close()
+    buf.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        buf.upload(dev.ptr, host)
+    with pytest.raises(RuntimeError, match="closed"):
+        buf.download(back, dev.ptr)
+
+
+def test_the_staging_sweep_script_runs_and_checks_its_copies(tmp_path, capsys):
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benches" / "sweep_staging.py"
+    spec = importlib.util.spec_from_file_location("sweep_staging", path)
+    sweep = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sweep)
+    assert sweep.main(["--tiny", "--json", str(tmp_path / "s.json")]) == 0
+    rows = json.loads((tmp_path / "s.json").read_text())["rows"]
+    kinds = {(r["kind"], r["direction"]) for r in rows}
+    assert {("plain", "h2d"), ("pinned", "d2h"), ("staging", "h2d"), ("staging", "d2h")} <= kinds
+    assert all(r["GB/s"] > 0 for r in rows)
+
+
+@pytest.mark.parametrize("workers", [1, 3, 5])
+def test_every_worker_count_moves_every_chunk_exactly(rng, workers):
+    """Workers take every ``workers``-th chunk through their own two slots: with 1, 3 and 5
+    workers, more and fewer chunks than workers and a partial last chunk, every byte lands."""
+    buf = staging.StagingBuffer(chunk_bytes=1 << 16, workers=workers)
+    try:
+        for nbytes in (1, (1 << 16) - 3, 2 << 16, (11 << 16) + 5):
+            host = rng.integers(0, 256, nbytes, dtype=np.uint8)
+            dev = oxicuda.asarray(np.full(nbytes, 0xA5, np.uint8))  # poisoned first
+            buf.upload(dev.ptr, host)
+            assert np.array_equal(dev.get(), host)
+            back = np.full(nbytes, 0x5A, np.uint8)
+            buf.download(back, dev.ptr)
+            assert np.array_equal(back, host)
+    finally:
+        buf.close()
+
+
+def test_a_worker_that_fails_raises_its_error_and_the_buffer_still_works(rng, monkeypatch):
+    drv = backend.api()
+    buf = staging.StagingBuffer(chunk_bytes=1 << 16, workers=3)
+    host = rng.integers(0, 256, 9 << 16, dtype=np.uint8)
+    dev = oxicuda.empty(host.size, np.uint8)
+    real = drv.memcpy_htod
+    calls = []
+
+    def failing(dst, src, n, stream=None):
+        calls.append(dst)
+        if len(calls) == 5:
+            raise RuntimeError("injected copy failure")
+        return real(dst, src, n, stream)
+
+    monkeypatch.setattr(drv, "memcpy_htod", failing)
+    try:
+        with pytest.raises(RuntimeError, match="injected copy failure"):
+            buf.upload(dev.ptr, host)
+        monkeypatch.setattr(drv, "memcpy_htod", real)
+        buf.upload(dev.ptr, host)
+        assert np.array_equal(dev.get(), host)
+    finally:
+        buf.close()

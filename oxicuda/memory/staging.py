@@ -1,18 +1,32 @@
-"""Host<->device copies of contiguous bytes, large ones through a pinned staging buffer.
+"""Host<->device copies of contiguous bytes, large ones through pinned staging memory.
 
 A pageable numpy array cannot be copied asynchronously: the driver stages it internally, one
-copy at a time. ``StagingBuffer`` owns page-locked memory (two halves of ``CHUNK_BYTES``) and moves
-a large array in chunks: while the device copies one half, the host fills (or drains) the other.
-An event recorded after each chunk's copy says when its half may be reused.
+copy at a time. ``StagingBuffer`` owns page-locked memory and moves a large array in chunks of
+``CHUNK_BYTES`` with ``COPY_WORKERS`` threads. Worker ``t`` takes chunks ``t``, ``t + workers``,
+... and moves each through its own two pinned slots: it copies between the array and a slot on
+the host (numpy releases the GIL) and issues the asynchronous driver copy of that slot on the
+caller's stream, double buffered, so host copies of all workers and the device's copies overlap
+and no worker waits for another. An event recorded after each slot's copy says when the slot may
+be reused.
 
-``STAGING_THRESHOLD_BYTES`` decides which copies go through it (a module constant, to be set from
-measurements; tests lower it to exercise the path). One buffer per device, made on first use.
+Why workers: one thread's memcpy between pageable and pinned memory is the limit on the H200
+machine (about 9 GB/s). ``benches/sweep_staging.py`` on the H200 (2026-11-30, results in
+``benches/results/2026-11-30-h200-session5``): 256 MiB with 8 workers and 4 MiB chunks moved at
+46.7 GB/s host-to-device and 39.0 GB/s device-to-host (1 worker: 8.6 and 7.8; pinned memory
+itself: 55 GB/s; plain copies of the pageable array: 7.3 and 10.9). The previous design, 4
+threads splitting each 8 MiB chunk with a barrier per chunk, measured 13 GB/s both ways there.
+Staging beat plain copies from 8 MiB on (8 MiB: 14.6 against 11.4 GB/s host-to-device; 4 MiB:
+8.9 against 10.3), hence the threshold.
+
+``STAGING_THRESHOLD_BYTES`` decides which copies go through it (tests lower it to exercise the
+path). One buffer per device, made on first use; it holds ``2 * workers * chunk`` bytes pinned.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -20,98 +34,133 @@ import numpy as np
 from ..driver.backend import api
 from ..driver.context import current_device_ordinal, ensure_context
 
-#: bytes per half of the pinned buffer
-CHUNK_BYTES = 8 << 20
+#: bytes per pinned slot (each worker has two)
+CHUNK_BYTES = 4 << 20
 #: copies of at least this many bytes use the staging buffer
-STAGING_THRESHOLD_BYTES = 16 << 20
-#: threads that copy between pageable memory and a pinned half; one thread's memcpy was the
-#: limit on the H200 machine (7.1 GB/s staged against 55 GB/s from pinned memory, 2026-11-29)
-COPY_THREADS = max(1, min(4, (os.cpu_count() or 1)))
-
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _copy_pool() -> ThreadPoolExecutor:
-    global _pool
-    if _pool is None:
-        with _pool_lock:
-            if _pool is None:
-                _pool = ThreadPoolExecutor(COPY_THREADS, thread_name_prefix="oxicuda-staging")
-    return _pool
-
-
-def _parallel_copy(dst: np.ndarray, src: np.ndarray) -> None:
-    """``dst[:] = src`` for equal-length uint8 vectors, split across COPY_THREADS threads
-    (numpy releases the GIL while it copies)."""
-    n = dst.size
-    if COPY_THREADS == 1 or n < (1 << 20):
-        dst[:] = src
-        return
-    step = -(-n // COPY_THREADS)
-    parts = [(dst[i:i + step], src[i:i + step]) for i in range(0, n, step)]
-
-    def copy(part: tuple[np.ndarray, np.ndarray]) -> None:
-        part[0][:] = part[1]
-
-    for _ in _copy_pool().map(copy, parts):
-        pass
+STAGING_THRESHOLD_BYTES = 8 << 20
+#: worker threads per staging buffer (the calling thread is worker 0)
+COPY_WORKERS = max(1, min(8, (os.cpu_count() or 1)))
 
 
 class StagingBuffer:
-    """Two pinned halves of ``chunk_bytes`` each, reused by every large copy of one device."""
+    """Pinned slots (two per worker, ``chunk_bytes`` each) and the workers that move large copies
+    of one device through them. Copies through one buffer are serialized by ``lock``."""
 
-    def __init__(self, chunk_bytes: int = CHUNK_BYTES) -> None:
-        if chunk_bytes <= 0:
-            raise ValueError(f"chunk_bytes={chunk_bytes}; it must be > 0")
+    def __init__(self, chunk_bytes: int = CHUNK_BYTES, workers: int | None = None) -> None:
+        workers = COPY_WORKERS if workers is None else workers
+        if chunk_bytes <= 0 or workers <= 0:
+            raise ValueError(f"chunk_bytes={chunk_bytes}, workers={workers}; both must be > 0")
         ensure_context()
         drv = api()
         self.chunk_bytes = int(chunk_bytes)
-        self._hptr, view = drv.mem_alloc_host(2 * self.chunk_bytes)
+        self.workers = int(workers)
+        self._hptr, view = drv.mem_alloc_host(2 * self.workers * self.chunk_bytes)
         host = np.frombuffer(view, dtype=np.uint8)
-        self._halves = (host[: self.chunk_bytes], host[self.chunk_bytes:])
-        self._half_ptrs = (self._hptr, self._hptr + self.chunk_bytes)
-        self._events = (drv.event_create(2), drv.event_create(2))  # 2 = DISABLE_TIMING
+        c = self.chunk_bytes
+        self._slots = [host[i * c:(i + 1) * c] for i in range(2 * self.workers)]
+        self._slot_ptrs = [self._hptr + i * c for i in range(2 * self.workers)]
+        self._events = [drv.event_create(2) for _ in range(2 * self.workers)]  # 2 = DISABLE_TIMING
+        self._pool = (ThreadPoolExecutor(self.workers - 1, thread_name_prefix="oxicuda-staging")
+                      if self.workers > 1 else None)
         self.lock = threading.Lock()
+
+    def close(self) -> None:
+        """Stop the workers, free the pinned memory and the events (a buffer made by hand; the
+        per-device buffers of ``get_staging_buffer`` live as long as the process). Idempotent."""
+        with self.lock:
+            if self._hptr is None:
+                return
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+            drv = api()
+            for event in self._events:
+                drv.event_synchronize(event)
+                drv.event_destroy(event)
+            drv.mem_free_host(self._hptr)
+            self._hptr = None
+            self._slots = self._slot_ptrs = self._events = []
 
     def upload(self, dst: int, host: np.ndarray, stream: int = 0) -> None:
         """Copy the bytes of contiguous ``host`` to device address ``dst``; returns when done."""
         src = _as_bytes(host)
-        drv = api()
-        pending = [False, False]
-        with self.lock:
-            for i, off in enumerate(range(0, src.size, self.chunk_bytes)):
-                h = i & 1
-                n = min(self.chunk_bytes, src.size - off)
-                if pending[h]:
-                    drv.event_synchronize(self._events[h])  # its last copy has left the half
-                _parallel_copy(self._halves[h][:n], src[off: off + n])
-                drv.memcpy_htod(dst + off, self._half_ptrs[h], n, stream)
-                drv.event_record(self._events[h], stream)
-                pending[h] = True
-            drv.stream_synchronize(stream)
+        drv, chunk = api(), self.chunk_bytes
+        starts = range(0, src.size, chunk)
+
+        def work(t: int) -> None:
+            slots, ptrs, events = self._slots, self._slot_ptrs, self._events
+            for j, i in enumerate(range(t, len(starts), self.workers)):
+                s = 2 * t + (j & 1)
+                if j >= 2:
+                    drv.event_synchronize(events[s])  # the slot's last copy has left it
+                off = starts[i]
+                n = min(chunk, src.size - off)
+                slots[s][:n] = src[off:off + n]
+                drv.memcpy_htod(dst + off, ptrs[s], n, stream)
+                drv.event_record(events[s], stream)
+
+        self._run(len(starts), work, stream)
 
     def download(self, host: np.ndarray, src: int, stream: int = 0) -> None:
         """Copy ``host.nbytes`` bytes from device address ``src`` into contiguous ``host``."""
         dst = _as_bytes(host)
-        drv = api()
-        offsets = list(range(0, dst.size, self.chunk_bytes))
-        with self.lock:
+        drv, chunk = api(), self.chunk_bytes
+        starts = range(0, dst.size, chunk)
 
-            def issue(i: int) -> None:
-                off = offsets[i]
-                n = min(self.chunk_bytes, dst.size - off)
-                drv.memcpy_dtoh(self._half_ptrs[i & 1], src + off, n, stream)
-                drv.event_record(self._events[i & 1], stream)
+        def work(t: int) -> None:
+            slots, ptrs, events = self._slots, self._slot_ptrs, self._events
+            mine = range(t, len(starts), self.workers)
 
-            if offsets:
+            def issue(j: int) -> None:
+                s, off = 2 * t + (j & 1), starts[mine[j]]
+                drv.memcpy_dtoh(ptrs[s], src + off, min(chunk, dst.size - off), stream)
+                drv.event_record(events[s], stream)
+
+            if mine:
                 issue(0)
-            for i, off in enumerate(offsets):
-                if i + 1 < len(offsets):
-                    issue(i + 1)  # the other half was drained in the previous iteration
-                n = min(self.chunk_bytes, dst.size - off)
-                drv.event_synchronize(self._events[i & 1])
-                _parallel_copy(dst[off: off + n], self._halves[i & 1][:n])
+            for j, i in enumerate(mine):
+                if j + 1 < len(mine):
+                    issue(j + 1)  # into the other slot, drained in the previous iteration
+                s, off = 2 * t + (j & 1), starts[i]
+                n = min(chunk, dst.size - off)
+                drv.event_synchronize(events[s])
+                dst[off:off + n] = slots[s][:n]
+
+        self._run(len(starts), work, stream)
+
+    def _run(self, chunks: int, work: Callable[[int], None], stream: int) -> None:
+        """Run ``work(t)`` for the workers that have chunks (worker 0 on this thread, the others
+        in the pool, in this thread's context), wait for all of them and for every copy they
+        issued, then raise the first error any of them met."""
+        if chunks == 0:
+            return
+        drv = api()
+        with self.lock:
+            if self._hptr is None:
+                raise RuntimeError("this StagingBuffer was closed; get_staging_buffer() gives a live one")
+            ctx = ensure_context()
+
+            def in_context(t: int) -> None:
+                drv.ctx_set_current(ctx)
+                work(t)
+
+            futures = [self._pool.submit(in_context, t) for t in range(1, min(self.workers, chunks))]
+            error: BaseException | None = None
+            try:
+                work(0)
+            except BaseException as exc:  # noqa: BLE001 - re-raised below, after the workers stop
+                error = exc
+            for future in futures:
+                try:
+                    future.result()
+                except BaseException as exc:  # noqa: BLE001
+                    error = error or exc
+            try:  # no copy may still read or write a slot (or the array) after this returns
+                drv.stream_synchronize(stream)
+            except BaseException:
+                if error is None:
+                    raise
+            if error is not None:
+                raise error
 
 
 def _as_bytes(a: np.ndarray) -> np.ndarray:
