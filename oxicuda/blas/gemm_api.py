@@ -150,7 +150,7 @@ def gemm_arrays(a: object, b: object, c: object = None, *, alpha=1.0, beta=0.0, 
             p1, p2 = (b.ptr, a.ptr) if plan.swap else (a.ptr, b.ptr)
             gemm_colmajor(plan.op1, plan.op2, plan.rows, plan.cols, plan.k, alpha, p1, plan.ld1, p2, plan.ld2, beta,
                           c.ptr, plan.ldc, dtype=plan.dtype, batch=plan.batch, stride_a=plan.stride1,
-                          stride_b=plan.stride2, stride_c=plan.stride_c, stream=stream, algo=algo)
+                          stride_b=plan.stride2, stride_c=plan.stride_c, stream=stream, algo=algo, _owned=True)
             return c
     return _gemm_arrays_checked(a, b, c, alpha, beta, transa, transb, algo, stream, batched, key)
 
@@ -225,7 +225,7 @@ def _gemm_arrays_checked(a, b, c, alpha, beta, transa, transb, algo, stream, bat
     (o1, o2), (op1, op2) = resolved, ops
     gemm_colmajor(op1, op2, rows, cols, ka, alpha, o1.ptr, o1.ld, o2.ptr, o2.ld, beta, co.ptr, co.ld, dtype=dt,
                   batch=batch, stride_a=o1.stride, stride_b=o2.stride, stride_c=co.stride,
-                  stream=stream, algo=algo)
+                  stream=stream, algo=algo, _owned=True)
     if key is not None and not copied:
         if len(_layout_plans) >= LAYOUT_PLAN_LIMIT:
             _layout_plans.clear()

@@ -87,5 +87,5 @@ def gemm_batched(a: Sequence[object], b: Sequence[object], c: Sequence[object] |
     tables = [asarray(np.array([o.ptr for o in ops_], dtype=np.uint64)) for ops_ in (first[0], second[0], co)]
     gemm_colmajor(ops[0], ops[1], rows, cols, ka, alpha, 0, first[3], 0, second[3], beta, 0, ldc, dtype=dt,
                   batch=len(a), a_array_ptr=tables[0].ptr, b_array_ptr=tables[1].ptr, c_array_ptr=tables[2].ptr,
-                  stream=stream, algo=algo)
+                  stream=stream, algo=algo, _owned=True)
     return c

@@ -29,6 +29,7 @@ from .gemm_naive import GemmNaiveSpec
 from .gemm_splitk import launch_reduce
 from .gemm_tiled import MIXED_OUTPUTS, GemmTiledSpec
 from .gemv import gemv_colmajor
+from .operands import check_span
 
 OPS = ("N", "T", "C")
 COMPUTE_TYPES = {
@@ -119,7 +120,7 @@ def gemm_colmajor(transa: str, transb: str, m: int, n: int, k: int, alpha, a_ptr
                   batch: int = 1, stride_a: int = 0, stride_b: int = 0, stride_c: int = 0,
                   a_array_ptr: int = 0, b_array_ptr: int = 0, c_array_ptr: int = 0,
                   alpha_ptr: int = 0, beta_ptr: int = 0, stream=None, algo: str | None = None,
-                  c_dtype=None) -> None:
+                  c_dtype=None, _owned: bool = False) -> None:
     """``C = alpha * op(A) @ op(B) + beta * C`` for column-major A (lda), B (ldb), C (ldc, m x n).
 
     ``dtype``: float32, float64, float16, bfloat16, complex64 or complex128 (A, B and C alike).
@@ -135,7 +136,10 @@ def gemm_colmajor(transa: str, transb: str, m: int, n: int, k: int, alpha, a_ptr
     tensor cores, sm_80+), or pass a
     ``GemmTiledSpec``/``GemmNaiveSpec`` to run that exact configuration, or a split-K
     ``GemmPlan`` from ``gemm_dispatch.split_k_plan`` (benchmark sweeps). One launch covers the
-    whole batch (two for split_k). Raises ValueError on bad arguments, before any launch.
+    whole batch (two for split_k). Raises ValueError on bad arguments, before any launch,
+    among them pointers whose operand does not lie inside one device allocation of the current
+    context (freed, foreign or too short; ``GemmCallPlan.check_memory``). ``_owned``: the caller
+    passes pointers of live DeviceArrays it has checked (``gemm_arrays``), which skips that check.
     """
     # The hot path: a call whose signature (everything but pointer values, scalars and the
     # stream) was validated before reuses that call's plan. Only plain ints qualify (64.0 and
@@ -155,6 +159,8 @@ def gemm_colmajor(transa: str, transb: str, m: int, n: int, k: int, alpha, a_ptr
         except TypeError:  # an unhashable dtype/algo: the full path says what is wrong
             key = plan = None
         if plan is not None and plan.accepts(a_ptr, b_ptr, c_ptr, alpha_ptr, beta_ptr):
+            if not _owned:
+                plan.check_memory(a_ptr, b_ptr, c_ptr, alpha_ptr, beta_ptr)
             plan.run(alpha, beta, a_ptr, b_ptr, c_ptr, alpha_ptr, beta_ptr, stream)
             return
     validated = _validated_plan(transa, transb, m, n, k, alpha, a_ptr, lda, b_ptr, ldb, beta, c_ptr, ldc, dtype,
@@ -163,6 +169,8 @@ def gemm_colmajor(transa: str, transb: str, m: int, n: int, k: int, alpha, a_ptr
     if validated is None:  # nothing to compute
         return
     plan, (a, b, c, alpha_p, beta_p) = validated
+    if not _owned:
+        plan.check_memory(a, b, c, alpha_p, beta_p)
     if key is not None:
         if len(_plans) >= PLAN_CACHE_LIMIT:
             _plans.clear()
@@ -286,8 +294,8 @@ class GemmCallPlan:
     spans of A, B and C for the per-call overlap test. Pointer values, scalars and the stream
     come with each call."""
 
-    __slots__ = ("_args", "_launch", "a_span", "b_span", "c_span", "gemm_plan", "info", "is_complex", "problem",
-                 "reads_ab", "strides")
+    __slots__ = ("_args", "_launch", "_names", "a_span", "b_span", "c_span", "gemm_plan", "info", "is_complex",
+                 "problem", "reads_ab", "scalar_bytes", "strides")
 
     def __init__(self, plan: GemmPlan, problem: GemmProblem, info: DeviceInfo, stride_a: int, stride_b: int,
                  stride_c: int) -> None:
@@ -304,6 +312,14 @@ class GemmCallPlan:
         self.a_span = _extent(0, rows_a, cols_a, p.lda, es, p.batch, stride_a)[1]
         self.b_span = _extent(0, rows_b, cols_b, p.ldb, es, p.batch, stride_b)[1]
         self.c_span = _extent(0, p.m, p.n, p.ldc, ces, p.batch, stride_c)[1]
+        self.scalar_bytes = cg.ELEMENT_KINDS[scalar_dtype(p.dtype)].nbytes
+        batch = f", batch={p.batch}" if p.batch > 1 else ""
+        if p.pointer_array:
+            self._names = tuple(f"gemm: {x}_array_ptr (a device array of {p.batch} pointers)" for x in "abc")
+        else:
+            self._names = (f"gemm: A ({rows_a}x{cols_a}, lda={p.lda}{batch})",
+                           f"gemm: B ({rows_b}x{cols_b}, ldb={p.ldb}{batch})",
+                           f"gemm: C ({p.m}x{p.n}, ldc={p.ldc}{batch})")
         self._launch = self._args = None
         if plan.algo in ("naive", "tiled", "dmma") and p.batch <= MAX_GRID_Z and not p.pointer_array:
             _check_32bit_indexing(p)
@@ -343,6 +359,25 @@ class GemmCallPlan:
             return False
         c_end = c + self.c_span
         return (c_end <= a or a + self.a_span <= c) and (c_end <= b or b + self.b_span <= c)
+
+    def check_memory(self, a: int, b: int, c: int, alpha_ptr: int, beta_ptr: int) -> None:
+        """Every byte the call reads or writes lies inside one device allocation of the current
+        context (``cuMemGetAddressRange``), so a freed, foreign or too-short buffer raises
+        ValueError here instead of faulting the kernel (a fault poisons the context). For
+        pointer-array batches this checks the arrays of pointers, not the matrices they name."""
+        if self.problem.pointer_array:
+            n = self.problem.batch * 8
+            spans = (n, n, n)
+        else:
+            spans = (self.a_span, self.b_span, self.c_span)
+        check_span(c, spans[2], self._names[2])
+        if self.reads_ab:
+            check_span(a, spans[0], self._names[0])
+            check_span(b, spans[1], self._names[1])
+        if alpha_ptr:
+            check_span(alpha_ptr, self.scalar_bytes, "gemm: alpha_ptr")
+        if beta_ptr:
+            check_span(beta_ptr, self.scalar_bytes, "gemm: beta_ptr")
 
     def run(self, alpha, beta, a: int, b: int, c: int, alpha_ptr: int, beta_ptr: int, stream) -> None:
         """Launch this plan on validated pointers; alpha/beta are checked here (ValueError
@@ -519,7 +554,8 @@ def _run_split_k(fn, plan: GemmPlan, p: GemmProblem, info: DeviceInfo, kind: cg.
 def _run_gemv(p: GemmProblem, alpha, beta, ptrs: dict, stream) -> None:
     """m == 1 or n == 1 as one matrix-vector product (see gemm_dispatch)."""
     a, b, c = ptrs["a_ptr"], ptrs["b_ptr"], ptrs["c_ptr"]
-    kw = {"dtype": p.dtype, "stream": stream, "alpha_ptr": ptrs["alpha_ptr"], "beta_ptr": ptrs["beta_ptr"]}
+    kw = {"dtype": p.dtype, "stream": stream, "alpha_ptr": ptrs["alpha_ptr"], "beta_ptr": ptrs["beta_ptr"],
+          "_owned": True}  # gemm_colmajor checked the operands' memory (or its caller did)
     if p.n == 1:
         # C[:, 0] = alpha * op(A) @ x + beta * C[:, 0], x = op(B)[:, 0] = B[p] (N) or B[p * ldb]
         incx = 1 if p.transb == "N" else p.ldb

@@ -23,6 +23,7 @@ from oxicuda.ptx.spec import KernelSpec
 
 from . import gemm_codegen as cg
 from .gemm_dispatch import device_info
+from .operands import check_span, matrix_span, vector_span
 
 WARPS = 8
 
@@ -181,12 +182,15 @@ def _int(value: object, what: str, minimum: int | None) -> int:
 
 def gemv_colmajor(trans: str, m: int, n: int, alpha, a_ptr: int, lda: int, x_ptr: int, incx: int, beta,
                   y_ptr: int, incy: int, *, dtype, stream=None, alpha_ptr: int = 0, beta_ptr: int = 0,
-                  conj_a: bool = False, conj_x: bool = False) -> None:
+                  conj_a: bool = False, conj_x: bool = False, _owned: bool = False) -> None:
     """``y = alpha * op(A) @ x + beta * y`` with A column-major m x n (lda >= max(1, m)),
     ``trans`` "N" (y has m entries, x n), "T" or "C" (y has n, x m); ``incx``/``incy`` nonzero
     element steps (negative: cuBLAS's backwards walk). ``conj_a``/``conj_x`` (not in cuBLAS)
     conjugate A or x. ``alpha_ptr``/``beta_ptr``: device scalars (of the accumulator type).
-    beta == 0 never reads y. Raises ValueError on bad arguments before any launch."""
+    beta == 0 never reads y. Raises ValueError on bad arguments before any launch, among them
+    pointers whose operand does not lie inside one device allocation of the current context
+    (freed, foreign or too short). ``_owned``: the caller checked the operands' memory (gemm's
+    matrix-vector path), which skips that check."""
     try:
         dt = dtype_name(normalize_dtype(dtype))
     except TypeError as exc:
@@ -212,6 +216,16 @@ def gemv_colmajor(trans: str, m: int, n: int, alpha, a_ptr: int, lda: int, x_ptr
     for what, s in (("alpha", alpha), ("beta", beta)):
         if isinstance(s, bool) or not isinstance(s, numbers.Number):
             raise ValueError(f"gemv: {what}={s!r} must be a number")
+    if not _owned:
+        es = kind.nbytes
+        check_span(y_ptr, vector_span(ylen, incy, es), f"gemv: y ({ylen} entries, incy={incy})")
+        if xlen > 0:
+            check_span(a_ptr, matrix_span(m, n, lda, es), f"gemv: A ({m}x{n}, lda={lda})")
+            check_span(x_ptr, vector_span(xlen, incx, es), f"gemv: x ({xlen} entries, incx={incx})")
+        scalar_bytes = cg.kind_of({"float16": "float32", "bfloat16": "float32"}.get(dt, dt)).nbytes  # the accumulator
+        for what, p in (("alpha_ptr", alpha_ptr), ("beta_ptr", beta_ptr)):
+            if p:
+                check_span(p, scalar_bytes, f"gemv: {what}")
     # cuBLAS: with inc < 0, element i lives at ptr + (len - 1 - i) * |inc|
     x0 = x_ptr + (xlen - 1) * (-incx) * kind.nbytes if incx < 0 else x_ptr
     y0 = y_ptr + (ylen - 1) * (-incy) * kind.nbytes if incy < 0 else y_ptr

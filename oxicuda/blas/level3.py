@@ -31,7 +31,7 @@ __all__ = ["TRSM_BLOCK", "symm_ptr", "syrk_ptr", "trmm_ptr", "trsm_ptr"]
 def _gemm(*args, **kwargs) -> None:
     from .gemm_core import gemm_colmajor
 
-    gemm_colmajor(*args, **kwargs)
+    gemm_colmajor(*args, **kwargs, _owned=True)  # the *_ptr callers checked every operand's span
 
 
 def _side(value: object, what: str) -> str:

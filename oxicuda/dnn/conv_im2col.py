@@ -138,12 +138,12 @@ def run_im2col(geo, x: DeviceArray, w: DeviceArray, y: DeviceArray, bias: Device
         if geo.layout == "NHWC":
             # y (P x K) row-major == column-major (K x P); its group block is W_g (Kg x Kred) @ col^T
             gemm_colmajor("T", "N", kg, pixels, kred, 1.0, w_g, kred, col.ptr, kred, 0.0,
-                          y.ptr + g * kg * es, p.k, dtype=dtype, stream=stream)
+                          y.ptr + g * kg * es, p.k, dtype=dtype, stream=stream, _owned=True)
         else:
             # per image: y_n (OH*OW x Kg, column-major, ld OH*OW) = col_n @ W_g^T
             gemm_colmajor("T", "N", ohw, kg, kred, 1.0, col.ptr, kred, w_g, kred, 0.0,
                           y.ptr + g * kg * ohw * es, ohw, dtype=dtype, batch=p.n, stride_a=ohw * kred,
-                          stride_b=0, stride_c=p.k * ohw, stream=stream)
+                          stride_b=0, stride_c=p.k * ohw, stream=stream, _owned=True)
     if bias is not None or activation != "none":
         spec = BiasActivationSpec(arch=arch, dtype=p.dtype, activation=activation, bias=bias is not None)
         count = pixels * p.k

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import threading
 
 from .api import DriverAPI, ParamBuffer, ParamLayout
 from .errors import CUDA_RESULTS, DriverNotFoundError, ModuleLoadError, raise_for
@@ -282,6 +283,8 @@ class LibCudaAPI(DriverAPI):
         self._launch = lib.cuLaunchKernel
         self._launch_ex = self._resolve("cuLaunchKernelEx")  # drivers from CUDA 11.8 on
         self._null = ffi.NULL
+        self._range_fn = self._resolve("cuMemGetAddressRange_v2")
+        self._local = threading.local()
         self._initialized = False
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -401,10 +404,17 @@ class LibCudaAPI(DriverAPI):
         self._check(self.lib.cuMemFreeHost(hptr), "cuMemFreeHost")
 
     def mem_get_address_range(self, dptr: int) -> tuple[int, int]:
-        base = self.ffi.new("CUdeviceptr *")
-        size = self.ffi.new("size_t *")
-        self._check(self.lib.cuMemGetAddressRange_v2(base, size, dptr), "cuMemGetAddressRange_v2")
-        return int(base[0]), int(size[0])
+        # per-thread out-parameters made once: the BLAS pointer checks call this per operand
+        try:
+            base, size = self._local.range_out
+        except AttributeError:
+            base, size = self._local.range_out = (self.ffi.new("CUdeviceptr *"), self.ffi.new("size_t *"))
+        if self._range_fn is None:
+            raise DriverNotFoundError(f"{self.library_name} does not export cuMemGetAddressRange_v2")
+        code = self._range_fn(base, size, dptr)
+        if code:
+            self._check(code, "cuMemGetAddressRange_v2", f"0x{dptr:x}")
+        return base[0], size[0]
 
     def pointer_get_attribute(self, attrib: int, ptr: int) -> int:
         # Zeroed 8 bytes: attributes of 4 bytes (memory type, ordinal) leave the high half 0
