@@ -165,12 +165,10 @@ def gemm_colmajor(transa: str, transb: str, m: int, n: int, k: int, alpha, a_ptr
             return
     validated = _validated_plan(transa, transb, m, n, k, alpha, a_ptr, lda, b_ptr, ldb, beta, c_ptr, ldc, dtype,
                                 compute, batch, stride_a, stride_b, stride_c, a_array_ptr, b_array_ptr,
-                                c_array_ptr, alpha_ptr, beta_ptr, algo, c_dtype)
+                                c_array_ptr, alpha_ptr, beta_ptr, algo, c_dtype, check_memory=not _owned)
     if validated is None:  # nothing to compute
         return
     plan, (a, b, c, alpha_p, beta_p) = validated
-    if not _owned:
-        plan.check_memory(a, b, c, alpha_p, beta_p)
     if key is not None:
         if len(_plans) >= PLAN_CACHE_LIMIT:
             _plans.clear()
@@ -180,10 +178,13 @@ def gemm_colmajor(transa: str, transb: str, m: int, n: int, k: int, alpha, a_ptr
 
 def _validated_plan(transa, transb, m, n, k, alpha, a_ptr, lda, b_ptr, ldb, beta, c_ptr, ldc, dtype, compute,
                     batch, stride_a, stride_b, stride_c, a_array_ptr, b_array_ptr, c_array_ptr, alpha_ptr,
-                    beta_ptr, algo, c_dtype=None) -> tuple[GemmCallPlan, tuple[int, ...]] | None:
+                    beta_ptr, algo, c_dtype=None, check_memory=True) -> tuple[GemmCallPlan, tuple[int, ...]] | None:
     """Every check of ``gemm_colmajor`` (raising ValueError before any launch), then the plan
     that runs this call with the validated (a, b, c, alpha_ptr, beta_ptr) pointers (the pointer
-    arrays for pointer-array batches); None when there is nothing to compute (m, n or batch is 0)."""
+    arrays for pointer-array batches); None when there is nothing to compute (m, n or batch is 0).
+    ``check_memory``: also check that every operand lies inside one allocation, before the
+    overlap test (a C too short for its shape is reported as such, not as an overlap with
+    whatever allocation follows it)."""
     dt = _DTYPE_NAMES.get(dtype) if isinstance(dtype, str) else None
     if dt is None:
         try:
@@ -236,15 +237,6 @@ def _validated_plan(transa, transb, m, n, k, alpha, a_ptr, lda, b_ptr, ldb, beta
     if batch > 1 and not pointer_array and stride_c < ldc * (n - 1) + m:
         raise ValueError(f"gemm: stride_c={stride_c} makes batch entries of C overlap; it must be >= "
                          f"ldc * (n - 1) + m = {ldc * (n - 1) + m} (or use batch=1)")
-    if not pointer_array and k > 0:
-        c_ext = (*_extent(ptrs["c_ptr"], m, n, ldc, ces, batch, stride_c), ldc * ces, m * ces, n, batch)
-        for name, rows, cols, ld, stride in (("a", rows_a, cols_a, lda, stride_a), ("b", rows_b, cols_b, ldb, stride_b)):
-            ext = (*_extent(ptrs[f"{name}_ptr"], rows, cols, ld, es, batch, stride), ld * es, rows * es, cols, batch)
-            if _overlaps(c_ext, ext):
-                raise ValueError(f"gemm: the output C (0x{ptrs['c_ptr']:x}, {m}x{n}, ldc={ldc}) overlaps input "
-                                 f"{name.upper()} (0x{ptrs[name + '_ptr']:x}, {rows}x{cols}, ld{name}={ld}); "
-                                 f"cuBLAS results would be undefined: pass a separate output")
-
     info = device_info(current_device_ordinal())
     if pointer_array:
         align_a = align_b = align_c = min(8, es)
@@ -266,6 +258,20 @@ def _validated_plan(transa, transb, m, n, k, alpha, a_ptr, lda, b_ptr, ldb, beta
     else:
         plan = _cached_choice(problem, info, algo)
     call_plan = GemmCallPlan(plan, problem, info, stride_a, stride_b, stride_c)
+    if check_memory:
+        if pointer_array:
+            call_plan.check_memory(*arrays, ptrs["alpha_ptr"], ptrs["beta_ptr"])
+        else:
+            call_plan.check_memory(ptrs["a_ptr"], ptrs["b_ptr"], ptrs["c_ptr"], ptrs["alpha_ptr"], ptrs["beta_ptr"])
+    if not pointer_array and k > 0:
+        c_ext = (*_extent(ptrs["c_ptr"], m, n, ldc, ces, batch, stride_c), ldc * ces, m * ces, n, batch)
+        for name, rows, cols, ld, stride in (("a", rows_a, cols_a, lda, stride_a), ("b", rows_b, cols_b, ldb, stride_b)):
+            ext = (*_extent(ptrs[f"{name}_ptr"], rows, cols, ld, es, batch, stride), ld * es, rows * es, cols, batch)
+            if _overlaps(c_ext, ext):
+                raise ValueError(f"gemm: the output C (0x{ptrs['c_ptr']:x}, {m}x{n}, ldc={ldc}) overlaps input "
+                                 f"{name.upper()} (0x{ptrs[name + '_ptr']:x}, {rows}x{cols}, ld{name}={ld}); "
+                                 f"cuBLAS results would be undefined: pass a separate output")
+
     if pointer_array:
         return call_plan, (*arrays, ptrs["alpha_ptr"], ptrs["beta_ptr"])
     return call_plan, (ptrs["a_ptr"], ptrs["b_ptr"], ptrs["c_ptr"], ptrs["alpha_ptr"], ptrs["beta_ptr"])
