@@ -138,3 +138,26 @@ def test_the_cublas_surface_reports_a_short_buffer_as_invalid_value(rng):
             cublas.sgemv(h, 0, M, M, one.ctypes.data, dA.ptr, M, _unallocated(dA), 1, zero.ctypes.data, dC.ptr, 1)
     finally:
         cublas.destroy(h)
+
+
+def test_pool_blocks_skip_the_driver_and_a_freed_block_is_named(rng, monkeypatch):
+    """An array's own .ptr is the start of a live pool block: the check is a dict lookup, no
+    driver call. A pointer into the middle (a view) asks the driver. A pointer whose array is gone
+    is still allocated as far as the driver knows (the pool caches it), so only the pool can call
+    it a use after free, and it does."""
+    (A, B, C), (dA, dB, dC) = _matrices(rng)
+    drv = api()
+    calls = []
+    real = drv.mem_get_address_range
+    monkeypatch.setattr(drv, "mem_get_address_range", lambda p: calls.append(p) or real(p))
+    gemm_colmajor("N", "N", M, M, M, 1.0, dA.ptr, M, dB.ptr, M, 0.0, dC.ptr, M, dtype="float32")
+    assert calls == []
+    gemm_colmajor("N", "N", M - 1, M, M, 1.0, dA.ptr + 4, M, dB.ptr, M, 0.0, dC.ptr, M, dtype="float32")
+    assert calls == [dA.ptr + 4]
+    gone = oxicuda.asarray(np.zeros((M, M), np.float32))
+    stale = gone.ptr
+    del gone  # back to the pool, not to the driver
+    _refused(lambda: gemm_colmajor("N", "N", M, M, M, 1.0, dA.ptr, M, dB.ptr, M, 0.0, stale, M, dtype="float32"),
+             r"gemm: C \(48x48, ldc=48\): 0x[0-9a-f]+ is a freed block", dA, dB, dC)
+    _refused(lambda: gemv_colmajor("N", M, M, 1.0, dA.ptr, M, stale, 1, 0.0, dC.ptr, 1, dtype="float32"),
+             r"gemv: x .* is a freed block", dA, dC)

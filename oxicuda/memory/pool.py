@@ -111,6 +111,7 @@ class MemoryPool:
         self._free: dict[int, list[_FreeBlock]] = {}  # bucket size -> cached blocks
         self._spare_events: list[int] = []
         self._in_use: dict[int, tuple[int, int]] = {}  # ptr -> (bucket size, stream)
+        self._cached_ptrs: set[int] = set()  # the ptr of every block in _free
         self._retired: set[int] = set()  # destroyed stream handles whose blocks are all done
         self._detached: set[int] = set()  # in-use blocks to cache without an event (see detach)
         self._allocated = 0
@@ -158,6 +159,7 @@ class MemoryPool:
         if chosen is None:
             return 0
         blk = blocks.pop(chosen)
+        self._cached_ptrs.discard(blk.ptr)
         if blk.event != _NO_EVENT:
             self._spare_events.append(blk.event)
         self._cached -= size
@@ -195,6 +197,7 @@ class MemoryPool:
             else:
                 event = self._record_event(stream)
             self._free.setdefault(size, []).append(_FreeBlock(ptr, stream, event))
+            self._cached_ptrs.add(ptr)
             self._cached += size
 
     def retire_stream(self, handle: int) -> None:
@@ -252,6 +255,7 @@ class MemoryPool:
                         self._spare_events.append(blk.event)
                     drv.mem_free(blk.ptr)
             self._free.clear()
+            self._cached_ptrs.clear()
             self._cached = 0
             for event in self._spare_events:
                 drv.event_destroy(event)
@@ -292,6 +296,23 @@ def get_pool(device: int | None = None) -> MemoryPool:
         with _pools_lock:
             pool = _pools.setdefault(device, MemoryPool(device))
     return pool
+
+
+def live_block(ptr: int) -> tuple[int, int] | None:
+    """``(device, bucket size)`` of the in-use block (handed out and not freed) of one of
+    oxicuda's pools that starts at ``ptr``; None for any other address. A dict lookup, for the
+    pointer checks of the BLAS (``blas.operands.check_span``), which otherwise ask the driver."""
+    for pool in tuple(_pools.values()):  # one per device in use
+        hit = pool._in_use.get(ptr)
+        if hit is not None:
+            return pool.device, hit[0]
+    return None
+
+
+def freed_block(ptr: int) -> bool:
+    """Whether ``ptr`` starts a block that was freed and sits in one of oxicuda's pools (the
+    driver still counts it as allocated, so only the pool can tell a use after free)."""
+    return any(ptr in pool._cached_ptrs for pool in tuple(_pools.values()))
 
 
 def malloc(nbytes: int, stream: int = 0, keepalive: object = None) -> MemoryBlock:
