@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 
 import numpy as np
@@ -29,6 +30,17 @@ def pytest_runtest_setup(item):
         backend = _backend()
         if backend != "cuda":
             pytest.skip(f"needs a real GPU; live backend is {backend}")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_conv_call_plans():
+    """conv2d reuses the plan of a call signature it has checked and dispatched; tests that
+    change dispatch settings (monkeypatched THRESHOLDS or tables) need the next call dispatched
+    again, as users who change them at run time call ``clear_call_plans``."""
+    conv = sys.modules.get("oxicuda.dnn.conv")
+    if conv is not None:
+        conv.clear_call_plans()
+    yield
 
 
 @pytest.fixture(scope="session", autouse=True)

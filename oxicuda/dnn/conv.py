@@ -23,8 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from oxicuda.driver import context as _context
 from oxicuda.memory.array import DeviceArray, empty
-from oxicuda.memory.workspace import workspace
+from oxicuda.memory.workspace import workspace_ptr
 
 from . import conv_implicit_gemm_tc as tc
 from ._common import (
@@ -43,9 +44,9 @@ from .conv_epilogue import check_activation
 # imported at load so that their kernel families are registered with the rest of conv's
 from .conv_im2col import run_im2col
 from .conv_implicit_gemm import THREADS, ConvImplicitGemmSpec
-from .conv_implicit_gemm_f32 import run_implicit_gemm_f32
+from .conv_implicit_gemm_f32 import prepare_implicit_gemm_f32, run_implicit_gemm_f32
 from .conv_tc_split_k import reduce as split_k_reduce
-from .conv_winograd import run_winograd
+from .conv_winograd import prepare_winograd
 
 LAYOUTS = ("NCHW", "NHWC")
 #: algo names beyond dispatch's that pin one implicit-GEMM kernel
@@ -160,6 +161,14 @@ def conv2d(x: object, w: object, bias: object = None, stride: object = 1, paddin
     Raises TypeError (dtypes) or ValueError (shapes, parameters, an algorithm that cannot run
     this problem) before anything is launched.
     """
+    key = _call_key(x, w, bias, stride, padding, dilation, groups, layout, activation, algo, out)
+    if key is not None:
+        hit = _CALL_PLANS.get(key)
+        if hit is not None:  # a signature that passed every check below: only pointers differ
+            run, y_shape = hit
+            y = out if out is not None else empty(y_shape, x.dtype, stream=x.stream or None)
+            run(x.ptr, w.ptr, y.ptr, bias.ptr if bias is not None else 0, y.stream or None)
+            return y
     op = "conv2d"
     xa, wa, elem = _resolve_dtypes(x, w, op)
     geo = make_geometry(tuple(xa.shape), tuple(wa.shape), stride, padding, dilation, groups, layout, elem, op)
@@ -174,15 +183,62 @@ def conv2d(x: object, w: object, bias: object = None, stride: object = 1, paddin
     chosen = _resolve_algo(algo, geo.problem, op)
     xa, wa = contiguous(xa), contiguous(wa)
     y = _output(out, geo.y_shape, xa, op)
-    if chosen == "implicit_gemm_tc":
-        run_tensor_core(geo, xa, wa, y, ba, act)
+    run = None
+    if chosen.startswith("winograd"):
+        run = prepare_winograd(geo, element_strides_nchw(xa, layout), element_strides_nchw(wa, layout),
+                               element_strides_nchw(y, layout), int(y.ptr), ba is not None, act,
+                               tile=4 if chosen == "winograd_4x4" else 2)
+    elif chosen == "implicit_gemm_simt" and geo.problem.dtype == "f32":
+        run = prepare_implicit_gemm_f32(geo, (xa.ptr, wa.ptr, y.ptr), ba is not None, act)
+    elif chosen == "implicit_gemm_tc":
+        run = prepare_tensor_core(geo, int(xa.ptr), int(wa.ptr), int(y.ptr), ba is not None, act)
+    if run is not None:
+        run(xa.ptr, wa.ptr, y.ptr, ba.ptr if ba is not None else 0, stream_of(y))
+        if key is not None:
+            if len(_CALL_PLANS) >= CALL_PLAN_LIMIT:
+                _CALL_PLANS.clear()
+            # keyed on the context current now (the full path may have made one current)
+            _CALL_PLANS[(_context._local.__dict__.get("ctx"), *key[1:])] = (run, geo.y_shape)
     elif chosen == "implicit_gemm_simt":
         run_implicit_gemm("fwd", geo, xa, wa, y, ba, act)
-    elif chosen.startswith("winograd"):
-        run_winograd(geo, xa, wa, y, ba, act, tile=4 if chosen == "winograd_4x4" else 2)
     else:
         run_im2col(geo, xa, wa, y, ba, act)
     return y
+
+
+#: conv2d call plans by signature (``_call_key``); cleared whole at the limit
+CALL_PLAN_LIMIT = 1024
+_CALL_PLANS: dict[tuple, tuple] = {}
+
+
+def clear_call_plans() -> None:
+    """Forget every cached conv2d call plan (the next call of each signature is checked and
+    dispatched again; needed after changing dispatch settings at run time)."""
+    _CALL_PLANS.clear()
+
+
+def _plain_pair(v: object) -> bool:
+    return type(v) is int or (type(v) is tuple and len(v) == 2 and type(v[0]) is int and type(v[1]) is int)
+
+
+def _call_key(x, w, bias, stride, padding, dilation, groups, layout, activation, algo, out) -> tuple | None:
+    """What decides a conv2d call's checks and plan, besides the pointers: the arrays' shapes,
+    dtypes and 64-byte alignment (vector paths), the parameters and the context. None (no plan
+    reuse) unless every argument is of the plain kind the full path accepts unchanged: C-contiguous
+    DeviceArrays, ints or pairs of ints (2.0 and True hash like 2 and 1 but must still be
+    refused), strings or None."""
+    if not (type(x) is DeviceArray and type(w) is DeviceArray and (bias is None or type(bias) is DeviceArray)
+            and (out is None or type(out) is DeviceArray) and type(groups) is int and type(layout) is str
+            and (activation is None or type(activation) is str) and (algo is None or type(algo) is str)
+            and _plain_pair(stride) and _plain_pair(padding) and _plain_pair(dilation)):
+        return None
+    if not (x.is_c_contiguous and w.is_c_contiguous and (bias is None or bias.is_c_contiguous)
+            and (out is None or out.is_c_contiguous)):
+        return None
+    return (_context._local.__dict__.get("ctx"), x.shape, x.dtype, x.ptr % 64, w.shape, w.dtype, w.ptr % 64,
+            None if bias is None else (bias.shape, bias.dtype, bias.ptr % 64),
+            None if out is None else (out.shape, out.dtype, out.ptr % 64),
+            stride, padding, dilation, groups, layout, activation, algo)
 
 
 def _output(out: DeviceArray | None, shape: tuple[int, ...], like: DeviceArray, op: str) -> DeviceArray:
@@ -229,38 +285,62 @@ def _implicit_gemm_kernel(algo: str, problem: ConvProblem) -> str:
 
 def run_tensor_core(geo: ConvGeometry, x: DeviceArray, w: DeviceArray, y: DeviceArray, bias: DeviceArray | None,
                     activation: str) -> None:
-    """Launch the tensor-core forward kernel over validated, C-contiguous half-type x, w, y. An
-    NCHW problem that ``tc.nchw_via_channels_last`` accepts first has x and w transposed to NHWC
-    in a workspace (two ``channels_last`` launches), then runs the NHWC kernel writing y in NCHW.
-    A grid short of one wave with a long reduction runs split-K (``tc.choose_splits``)."""
-    p, arch, stream = geo.problem, current_arch(), stream_of(y)
-    x_aligned, w_aligned = int(x.ptr) % tc.COPY_BYTES == 0, int(w.ptr) % tc.COPY_BYTES == 0
-    layout, x_strides = geo.layout, element_strides_nchw(x, geo.layout)
-    x_arg, w_arg = x, w
-    if layout == "NCHW" and tc.nchw_via_channels_last(p, x_aligned, w_aligned):
-        cg = p.c // p.groups
+    """Launch the tensor-core forward kernel over validated, C-contiguous half-type x, w, y (see
+    ``prepare_tensor_core``)."""
+    run = prepare_tensor_core(geo, int(x.ptr), int(w.ptr), int(y.ptr), bias is not None, activation)
+    run(x.ptr, w.ptr, y.ptr, bias.ptr if bias is not None else 0, stream_of(y))
+
+
+def _contiguous_strides(shape: tuple[int, ...], layout: str) -> tuple[int, int, int, int]:
+    """Element strides in (n, c, h, w) order of a C-contiguous 4-D array of ``shape`` in ``layout``."""
+    _, b, c, d = shape
+    s = (b * c * d, c * d, d, 1)
+    return s if layout == "NCHW" else (s[0], s[3], s[1], s[2])
+
+
+def prepare_tensor_core(geo: ConvGeometry, x_ptr: int, w_ptr: int, y_ptr: int, has_bias: bool, activation: str):
+    """The tensor-core forward pass of ``geo`` for C-contiguous x, w, y of the alignment of these
+    pointers, as ``run(x_ptr, w_ptr, y_ptr, bias_ptr, stream)``. An NCHW problem that
+    ``tc.nchw_via_channels_last`` accepts first has x and w transposed to NHWC in a workspace
+    (two ``channels_last`` launches), then runs the NHWC kernel writing y in NCHW. A grid short
+    of one wave with a long reduction runs split-K (``tc.choose_splits``)."""
+    p, arch = geo.problem, current_arch()
+    x_aligned, w_aligned = x_ptr % tc.COPY_BYTES == 0, w_ptr % tc.COPY_BYTES == 0
+    layout, x_strides = geo.layout, _contiguous_strides(geo.x_shape, geo.layout)
+    cg = p.c // p.groups
+    via_channels_last = layout == "NCHW" and tc.nchw_via_channels_last(p, x_aligned, w_aligned)
+    cl_arch, x_bytes, cl_bytes = tc.spec_arch(arch), 0, 0
+    if via_channels_last:
         x_bytes = -(-p.n * p.c * p.h * p.w * 2 // tc.COPY_BYTES) * tc.COPY_BYTES
-        ws = workspace(x_bytes + p.k * cg * p.r * p.s * 2, stream)
-        x_arg, w_arg = int(ws.ptr), int(ws.ptr) + x_bytes
-        launch_channels_last(tc.spec_arch(arch), int(x.ptr), x_arg, p.n, p.c, p.h * p.w, stream)
-        launch_channels_last(tc.spec_arch(arch), int(w.ptr), w_arg, p.k, cg, p.r * p.s, stream)
+        cl_bytes = x_bytes + p.k * cg * p.r * p.s * 2
         layout, x_strides = "NHWC", (p.h * p.w * p.c, 1, p.w * p.c, p.c)
     sm_count = device_sm_count()
     spec = tc.choose_spec(p, layout, arch, x_aligned=x_aligned, w_aligned=w_aligned, activation=activation,
-                          bias=bias is not None, y_layout=geo.layout, y_aligned=int(y.ptr) % 4 == 0,
-                          sm_count=sm_count)
-    y_strides = element_strides_nchw(y, geo.layout)
+                          bias=has_bias, y_layout=geo.layout, y_aligned=y_ptr % 4 == 0, sm_count=sm_count)
+    y_strides = _contiguous_strides(geo.y_shape, geo.layout)
     splits = tc.choose_splits(p, spec, sm_count)
-    if splits == 1:
-        tc.launch(spec, p, x_arg, w_arg, y, bias, x_strides, y_strides, stream=stream)
-        return
-    # split-K: float32 partial sums in y-shaped slabs, then one kernel adds them with the epilogue
     total = p.n * p.k * p.oh * p.ow
-    ws = workspace((np.float32, splits * total), stream)
-    spec = dataclasses.replace(spec, split_k=True, activation="none", bias=False, y_pairs=False)
-    splits = tc.launch(spec, p, x_arg, w_arg, ws, None, x_strides, y_strides, stream=stream, splits=splits)
-    split_k_reduce(spec.arch, p.dtype, activation, ws, y, bias, total, splits,
-                   p.oh * p.ow if geo.layout == "NCHW" else 1, p.k, stream=stream)
+    inner = p.oh * p.ow if geo.layout == "NCHW" else 1
+    if splits > 1:
+        # split-K: float32 partial sums in y-shaped slabs, then one kernel adds them with the epilogue
+        spec = dataclasses.replace(spec, split_k=True, activation="none", bias=False, y_pairs=False)
+
+    def run(xp: int, wp: int, yp: int, bias_ptr: int, stream: object) -> None:
+        x_arg, w_arg = xp, wp
+        if via_channels_last:
+            x_arg = workspace_ptr(cl_bytes, stream)
+            w_arg = x_arg + x_bytes
+            launch_channels_last(cl_arch, xp, x_arg, p.n, p.c, p.h * p.w, stream)
+            launch_channels_last(cl_arch, wp, w_arg, p.k, cg, p.r * p.s, stream)
+        if splits == 1:
+            tc.launch(spec, p, x_arg, w_arg, yp, bias_ptr or None, x_strides, y_strides, stream=stream)
+            return
+        partials = workspace_ptr((np.float32, splits * total), stream)
+        done = tc.launch(spec, p, x_arg, w_arg, partials, None, x_strides, y_strides, stream=stream, splits=splits)
+        split_k_reduce(spec.arch, p.dtype, activation, partials, yp, bias_ptr or None, total, done, inner, p.k,
+                       stream=stream)
+
+    return run
 
 
 def run_implicit_gemm(mode: str, geo: ConvGeometry, x: DeviceArray, w: DeviceArray, y: DeviceArray,

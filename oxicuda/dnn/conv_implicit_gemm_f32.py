@@ -36,7 +36,7 @@ from typing import ClassVar
 import numpy as np
 
 from oxicuda.memory.array import DeviceArray, asarray
-from oxicuda.memory.workspace import workspace
+from oxicuda.memory.workspace import workspace_ptr
 from oxicuda.ptx import registry
 from oxicuda.ptx.builder import KernelBuilder, Value
 from oxicuda.ptx.spec import KernelSpec
@@ -558,10 +558,21 @@ def run_implicit_gemm_f32(geo, x: DeviceArray, w: DeviceArray, y: DeviceArray, b
     """conv2d forward (float32) over validated, C-contiguous x, w, y; ``tile`` (a TILES name) and
     ``splits`` default to what ``conv_dispatch.choose_igemm_tile`` picks. The launch plan of a
     problem is built once (per context) and reused, so a repeated call only packs pointers."""
-    plan = igemm_plan(geo, (x.ptr, w.ptr, y.ptr), bias is not None, activation, tile, splits)
-    stream = stream_of(y)
-    partials = workspace(("float32", plan.workspace_count), stream) if plan.workspace_count else None
-    launch_igemm(plan, x, w, y, bias, stream, partials)
+    run = prepare_implicit_gemm_f32(geo, (x.ptr, w.ptr, y.ptr), bias is not None, activation, tile, splits)
+    run(x.ptr, w.ptr, y.ptr, bias.ptr if bias is not None else 0, stream_of(y))
+
+
+def prepare_implicit_gemm_f32(geo, ptrs: tuple[int, int, int], has_bias: bool, activation: str,
+                              tile: str | None = None, splits: int | None = None):
+    """``run(x_ptr, w_ptr, y_ptr, bias_ptr, stream)`` for pointers of the alignment of ``ptrs``."""
+    plan = igemm_plan(geo, ptrs, has_bias, activation, tile, splits)
+    count = plan.workspace_count
+
+    def run(x_ptr: int, w_ptr: int, y_ptr: int, bias_ptr: int, stream: object) -> None:
+        partials = workspace_ptr(("float32", count), stream) if count else None
+        launch_igemm(plan, x_ptr, w_ptr, y_ptr, bias_ptr or None, stream, partials)
+
+    return run
 
 
 def configurations(arch: str) -> list[ConvFpropF32Spec]:

@@ -31,7 +31,7 @@ from typing import ClassVar
 import numpy as np
 
 from oxicuda.memory.array import DeviceArray
-from oxicuda.memory.workspace import workspace
+from oxicuda.memory.workspace import workspace_ptr
 from oxicuda.ptx import registry
 from oxicuda.ptx.builder import KernelBuilder, Value
 from oxicuda.ptx.spec import KernelSpec
@@ -329,44 +329,63 @@ def run_winograd(geo, x: DeviceArray, w: DeviceArray, y: DeviceArray, bias: Devi
                  activation: str, tile: int) -> None:
     """conv2d forward by F(tile x tile, 3x3) over validated, C-contiguous x, w, y (see conv.py)."""
     from .conv import element_strides_nchw
+
+    run = prepare_winograd(geo, element_strides_nchw(x, geo.layout), element_strides_nchw(w, geo.layout),
+                           element_strides_nchw(y, geo.layout), int(y.ptr), bias is not None, activation, tile)
+    run(x.ptr, w.ptr, y.ptr, bias.ptr if bias is not None else 0, stream_of(y))
+
+
+def prepare_winograd(geo, xs: tuple, ws: tuple, ys: tuple, y_ptr: int, has_bias: bool, activation: str,
+                     tile: int):
+    """Everything of a Winograd conv2d that does not depend on the pointers and the stream
+    (kernels, chunks, GEMM plans, workspace layout, launch geometry, checked once), as
+    ``run(x_ptr, w_ptr, y_ptr, bias_ptr, stream)``. ``xs``, ``ws``, ``ys``: element strides in
+    (n, c, h, w) order; ``y_ptr`` stands for every y of its alignment (16-byte row stores)."""
     from .conv_implicit_gemm_f32 import igemm_plan, launch_igemm
 
     p = geo.problem
     cg = p.c // p.groups
     t2 = (tile + 2) ** 2
-    arch, stream = current_arch(), stream_of(y)
+    arch = current_arch()
     tiles_h, tiles_w = -(-p.oh // tile), -(-p.ow // tile)
     per_img = tiles_h * tiles_w
     chunk = winograd_chunk(p.n, p.c, p.k, per_img, tile)
+    es = ELEMENT_BYTES[p.dtype]
+    row_vectors = ys[3] == 1 and p.ow % tile == 0 and y_ptr % (tile * es) == 0
     f_filter = load_kernel(WinogradFilterSpec(arch=arch, dtype=p.dtype, tile=tile))
     f_in = load_kernel(WinogradInputSpec(arch=arch, dtype=p.dtype, tile=tile))
-    xs, ys = element_strides_nchw(x, geo.layout), element_strides_nchw(y, geo.layout)
-    es = ELEMENT_BYTES[p.dtype]
-    row_vectors = ys[3] == 1 and p.ow % tile == 0 and y.ptr % (tile * es) == 0
     f_out = load_kernel(WinogradSpec(arch=arch, dtype=p.dtype, tile=tile, activation=activation,
-                                     bias=bias is not None, row_vectors=row_vectors))
-    u, u_for = None, None
+                                     bias=has_bias, row_vectors=row_vectors))
+    total_f = p.k * cg
+    filter_launch = f_filter.prepared_launch((-(-total_f // BLOCK),), BLOCK)
+    steps, previous = [], None
     for n0 in range(0, p.n, chunk):
         nt = min(chunk, p.n - n0) * per_img
         # M[p][t][k] = sum_c V[p][t][c] U[t][k][c]: a grouped 1x1 NHWC conv of a 1 x nt image
-        gemm = winograd_gemm_geometry(p, tile, nt)
-        plan = igemm_plan(gemm, (0, 0, 0), False, "none")
+        plan = igemm_plan(winograd_gemm_geometry(p, tile, nt), (0, 0, 0), False, "none")
         u_len, v_len, m_len = _aligned(t2 * p.k * cg), _aligned(nt * t2 * p.c), _aligned(nt * t2 * p.k)
-        ws = workspace(("float32", u_len + v_len + m_len + plan.workspace_count), stream)
-        v = ws[u_len:u_len + v_len][:nt * t2 * p.c].reshape(gemm.x_shape)
-        mt = ws[u_len + v_len:u_len + v_len + m_len][:nt * t2 * p.k].reshape(gemm.y_shape)
-        partials = ws[u_len + v_len + m_len:] if plan.workspace_count else None
-        if u_for != nt:  # the filter transform: once per workspace (a short last chunk gets its own)
-            u, u_for = ws[:t2 * p.k * cg].reshape(gemm.w_shape), nt
-            total_f = p.k * cg
-            f_filter((-(-total_f // BLOCK),), BLOCK, [w, u, total_f, cg, *element_strides_nchw(w, geo.layout)],
-                     stream=stream)
+        count = u_len + v_len + m_len + plan.workspace_count
+        # U, V, M and the partials at byte offsets of one workspace per chunk size; the filter
+        # transform runs once per workspace (a short last chunk has its own)
         total_in, total_out = p.c * nt, p.k * nt
-        f_in((-(-total_in // BLOCK),), BLOCK, [x, v, total_in, p.c, p.h, p.w, tiles_h, tiles_w, p.padding[0],
-                                               p.padding[1], n0, *xs], stream=stream)
-        launch_igemm(plan, v, u, mt, None, stream, partials)
-        f_out((-(-total_out // BLOCK),), BLOCK, [mt, y, bias if bias is not None else 0, total_out, p.k, p.oh,
-                                                 p.ow, tiles_h, tiles_w, n0, *ys], stream=stream)
+        steps.append((count, 4 * u_len, 4 * (u_len + v_len), 4 * (u_len + v_len + m_len), plan, nt != previous,
+                      f_in.prepared_launch((-(-total_in // BLOCK),), BLOCK),
+                      (total_in, p.c, p.h, p.w, tiles_h, tiles_w, p.padding[0], p.padding[1], n0, *xs),
+                      f_out.prepared_launch((-(-total_out // BLOCK),), BLOCK),
+                      (total_out, p.k, p.oh, p.ow, tiles_h, tiles_w, n0, *ys)))
+        previous = nt
+
+    def run(x_ptr: int, w_ptr: int, y_ptr: int, bias_ptr: int, stream: object) -> None:
+        for count, v_off, m_off, part_off, plan, new_filter, in_launch, in_args, out_launch, out_args in steps:
+            u = workspace_ptr(("float32", count), stream)
+            v, mt = u + v_off, u + m_off
+            if new_filter:
+                filter_launch((w_ptr, u, total_f, cg, *ws), stream)
+            in_launch((x_ptr, v, *in_args), stream)
+            launch_igemm(plan, v, u, mt, None, stream, u + part_off if plan.workspace_count else None)
+            out_launch((mt, y_ptr, bias_ptr, *out_args), stream)
+
+    return run
 
 
 def _filter_configurations(arch: str) -> list[WinogradFilterSpec]:

@@ -70,6 +70,22 @@ def workspace(request: int | tuple[object, int], stream: object = None) -> Devic
     return arr[...]
 
 
+def workspace_ptr(request: int | tuple[object, int], stream: object = None) -> int:
+    """The device address of ``workspace(request, stream)``, without making a view (launch plans
+    that pass raw pointers). The memory stays valid for work enqueued on ``stream`` after this
+    returns, as a dropped view's would: an evicted entry's block goes back to the pool in stream
+    order."""
+    dt, count = _parse(request)
+    handle = stream_handle(stream)
+    key = (current_device_ordinal(), handle, dt.str if dt.fields is None else "bfloat16", count)
+    with _lock:
+        arr = _cache.get(key)
+        if arr is not None:
+            _cache.move_to_end(key)
+            return arr.ptr
+    return workspace(request, stream).ptr
+
+
 def _release(arrays: list[DeviceArray]) -> None:
     """Let the pool cache these dropped entries' blocks without an event on their streams.
 
