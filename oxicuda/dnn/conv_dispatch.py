@@ -55,9 +55,12 @@ IGEMM_TILES = tuple(IGEMM_TILE_MODEL)
 #: benches/results/2026-11-29-h200-session2/sweep-conv.json): the fastest correct variant per shape.
 MEASURED: dict[tuple, tuple[str, str | None, int | None]] = {
     ('f32', 32, 64, 56, 56, 64, 3, 3, (1, 1), (1, 1), (1, 1), 1): ('winograd_4x4', None, None),
-    ('f32', 32, 128, 28, 28, 128, 3, 3, (1, 1), (1, 1), (1, 1), 1): ('winograd_2x2', None, None),
+    # call plans (2026-11-30, session 5) took the host out of these two: bench-conv at dc1aaa6
+    # (benches/results/2026-11-30-h200-session5/call7-bench-conv.json) measured F(4x4) at 69.7
+    # TFLOP/s against F(2x2) 44.9 here, and F(2x2) at 27.8 against the implicit GEMM 19.6 below
+    ('f32', 32, 128, 28, 28, 128, 3, 3, (1, 1), (1, 1), (1, 1), 1): ('winograd_4x4', None, None),
     ('f32', 32, 256, 14, 14, 256, 3, 3, (1, 1), (1, 1), (1, 1), 1): ('winograd_4x4', None, None),
-    ('f32', 8, 512, 7, 7, 512, 3, 3, (1, 1), (1, 1), (1, 1), 1): ('implicit_gemm', '64x128', 8),
+    ('f32', 8, 512, 7, 7, 512, 3, 3, (1, 1), (1, 1), (1, 1), 1): ('winograd_2x2', None, None),
     ('f32', 32, 256, 14, 14, 1024, 1, 1, (1, 1), (0, 0), (1, 1), 1): ('implicit_gemm', '64x128', 1),
     ('f32', 32, 64, 56, 56, 256, 1, 1, (1, 1), (0, 0), (1, 1), 1): ('implicit_gemm', '64x128', 1),
     ('f32', 32, 128, 56, 56, 128, 3, 3, (2, 2), (1, 1), (1, 1), 1): ('implicit_gemm', '128x64', 1),
