@@ -134,3 +134,23 @@ def test_a_worker_that_fails_raises_its_error_and_the_buffer_still_works(rng, mo
         assert np.array_equal(dev.get(), host)
     finally:
         buf.close()
+
+
+def test_without_worker_threads_the_calling_thread_moves_every_chunk(rng, monkeypatch):
+    """At interpreter exit the pool refuses new work (RuntimeError); a copy made then (an array's
+    .get() in an atexit hook) still moves every chunk, on the calling thread."""
+    buf = staging.StagingBuffer(chunk_bytes=1 << 16, workers=4)
+    try:
+        def refuse(*args, **kwargs):
+            raise RuntimeError("cannot schedule new futures after interpreter shutdown")
+
+        monkeypatch.setattr(buf._pool, "submit", refuse)
+        host = rng.integers(0, 256, (9 << 16) + 7, dtype=np.uint8)
+        dev = oxicuda.asarray(np.zeros(host.size, np.uint8))
+        buf.upload(dev.ptr, host)
+        back = np.zeros_like(host)
+        buf.download(back, dev.ptr)
+        assert np.array_equal(back, host) and np.array_equal(dev.get(), host)
+    finally:
+        monkeypatch.undo()
+        buf.close()

@@ -143,10 +143,16 @@ class StagingBuffer:
                 drv.ctx_set_current(ctx)
                 work(t)
 
-            futures = [self._pool.submit(in_context, t) for t in range(1, min(self.workers, chunks))]
+            futures, inline = [], []
+            for t in range(1, min(self.workers, chunks)):
+                try:
+                    futures.append(self._pool.submit(in_context, t))
+                except RuntimeError:  # no new threads at interpreter exit: this thread does it
+                    inline.append(t)
             error: BaseException | None = None
             try:
-                work(0)
+                for t in (0, *inline):
+                    work(t)
             except BaseException as exc:  # noqa: BLE001 - re-raised below, after the workers stop
                 error = exc
             for future in futures:
