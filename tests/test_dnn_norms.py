@@ -116,6 +116,9 @@ def test_bad_input_raises_before_launch():
             dnn.layer_norm(np.zeros((2, 3), np.int64))
         with pytest.raises(ValueError, match="normalized_shape"):
             dnn.layer_norm(x, (3, 4))
+        for bad in (4.0, (4.0,), (True,), oxicuda.asarray(np.array([4], np.int64)), "4"):
+            with pytest.raises(TypeError, match="normalized_shape"):
+                dnn.layer_norm(x, bad)
         with pytest.raises(ValueError, match=r"weight has shape \(3,\)"):
             dnn.layer_norm(x, weight=z3)
         with pytest.raises(ValueError, match="bias has shape"):

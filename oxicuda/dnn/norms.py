@@ -15,6 +15,7 @@ element). float32, float16, bfloat16 (statistics in f32); results are new arrays
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -218,8 +219,14 @@ def layer_norm(x: object, normalized_shape: int | Sequence[int] | None = None, w
     if normalized_shape is None:
         shape = (xa.shape[-1],)
     else:
-        shape = (int(normalized_shape),) if isinstance(normalized_shape, (int, np.integer)) else tuple(
-            int(d) for d in normalized_shape)
+        try:  # ints only: int() would also take 1024.0 or a device array (whose int() is its address)
+            dims = [normalized_shape] if isinstance(normalized_shape, (int, np.integer)) else list(normalized_shape)
+            if any(isinstance(d, bool) for d in dims):
+                raise TypeError
+            shape = tuple(operator.index(d) for d in dims)
+        except TypeError:
+            raise TypeError(f"layer_norm: normalized_shape={normalized_shape!r}; it must be an int or a "
+                            f"sequence of ints") from None
     if not shape or len(shape) > xa.ndim or tuple(xa.shape[-len(shape):]) != shape:
         raise ValueError(f"layer_norm: normalized_shape={shape} must equal the trailing dimensions of x, "
                          f"whose shape is {tuple(xa.shape)}")
