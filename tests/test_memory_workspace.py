@@ -10,7 +10,7 @@ import pytest
 
 from oxicuda.driver import backend
 from oxicuda.memory import get_pool
-from oxicuda.memory.workspace import clear_workspaces, workspace, workspace_stats
+from oxicuda.memory.workspace import clear_workspaces, workspace, workspace_ptr, workspace_stats
 
 ws_mod = sys.modules["oxicuda.memory.workspace"]
 
@@ -32,6 +32,16 @@ def test_same_key_gives_the_same_pointer_without_allocating(monkeypatch):
     b = workspace(("float32", 1000))
     assert b.ptr == a.ptr
     assert get_pool().stats()["misses"] == misses
+
+
+def test_workspace_ptr_is_the_address_of_the_same_entry(monkeypatch):
+    p = workspace_ptr(("float32", 777))
+    assert workspace((np.float32, 777)).ptr == p and workspace_stats()["entries"] == 1
+    assert workspace_ptr(3108) != p  # another dtype (uint8 bytes), another entry
+    monkeypatch.setattr(backend.api(), "mem_alloc", lambda n: pytest.fail("allocated"))
+    assert workspace_ptr((np.dtype(np.float32), 777)) == p
+    with pytest.raises(ValueError, match="element count"):
+        workspace_ptr(("float32", -1))
 
 
 def test_different_keys_get_different_memory():

@@ -49,6 +49,20 @@ def workspace(request: int | tuple[object, int], stream: object = None) -> Devic
     Repeated requests with the same (stream, dtype, count) return views of the same memory. The
     contents are undefined (whatever the last user left). Use it only on ``stream``.
     """
+    return _entry(request, stream)[...]
+
+
+def workspace_ptr(request: int | tuple[object, int], stream: object = None) -> int:
+    """The device address of ``workspace(request, stream)``, without making a view (launch plans
+    that pass raw pointers). The memory stays valid for work enqueued on ``stream`` after this
+    returns, as a dropped view's would: an evicted entry's block goes back to the pool in stream
+    order."""
+    return _entry(request, stream).ptr
+
+
+def _entry(request: int | tuple[object, int], stream: object) -> DeviceArray:
+    """The cached array of (device, stream, dtype, count), made (and older entries evicted past
+    the limits) on first request."""
     global _cached_bytes
     dt, count = _parse(request)
     handle = stream_handle(stream)
@@ -57,33 +71,17 @@ def workspace(request: int | tuple[object, int], stream: object = None) -> Devic
         arr = _cache.get(key)
         if arr is not None:
             _cache.move_to_end(key)
-        else:
-            arr = DeviceArray((count,), dt, stream=handle)
-            _cache[key] = arr
-            _cached_bytes += arr.nbytes
-            evicted = []
-            while len(_cache) > 1 and (len(_cache) > MAX_ENTRIES or _cached_bytes > MAX_BYTES):
-                _, old = _cache.popitem(last=False)
-                _cached_bytes -= old.nbytes
-                evicted.append(old)
-            _release(evicted)
-    return arr[...]
-
-
-def workspace_ptr(request: int | tuple[object, int], stream: object = None) -> int:
-    """The device address of ``workspace(request, stream)``, without making a view (launch plans
-    that pass raw pointers). The memory stays valid for work enqueued on ``stream`` after this
-    returns, as a dropped view's would: an evicted entry's block goes back to the pool in stream
-    order."""
-    dt, count = _parse(request)
-    handle = stream_handle(stream)
-    key = (current_device_ordinal(), handle, dt.str if dt.fields is None else "bfloat16", count)
-    with _lock:
-        arr = _cache.get(key)
-        if arr is not None:
-            _cache.move_to_end(key)
-            return arr.ptr
-    return workspace(request, stream).ptr
+            return arr
+        arr = DeviceArray((count,), dt, stream=handle)
+        _cache[key] = arr
+        _cached_bytes += arr.nbytes
+        evicted = []
+        while len(_cache) > 1 and (len(_cache) > MAX_ENTRIES or _cached_bytes > MAX_BYTES):
+            _, old = _cache.popitem(last=False)
+            _cached_bytes -= old.nbytes
+            evicted.append(old)
+        _release(evicted)
+        return arr
 
 
 def _release(arrays: list[DeviceArray]) -> None:
