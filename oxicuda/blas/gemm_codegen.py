@@ -50,6 +50,12 @@ GEMM_DTYPES = tuple(ELEMENT_KINDS)
 Element = tuple[Value, ...]
 
 
+#: data dtype -> accumulator dtype (float32 for the half types, as cublasGemmEx with
+#: CUBLAS_COMPUTE_32F): the type of split-K partials and of device-pointer alpha/beta
+ACC_DTYPES = {"float32": "float32", "float16": "float32", "bfloat16": "float32", "float64": "float64",
+              "complex64": "complex64", "complex128": "complex128"}
+
+
 def kind_of(dtype: str) -> ElementKind:
     """The ElementKind of a dtype name; ValueError listing the allowed ones."""
     try:

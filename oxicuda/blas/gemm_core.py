@@ -47,7 +47,7 @@ def scalar_dtype(dtype: object, compute: str | None = None) -> str:
     """The dtype of alpha/beta behind ``alpha_ptr``/``beta_ptr``: the accumulator type
     (float32 for float16/bfloat16 data, like cublasGemmEx with CUBLAS_COMPUTE_32F)."""
     name = dtype_name(dtype)
-    return {"float16": "float32", "bfloat16": "float32"}.get(name, name)
+    return cg.ACC_DTYPES.get(name, name)
 
 
 #: dtype strings already known to name themselves (the hot path skips normalize_dtype)
@@ -534,8 +534,7 @@ def run_plan(plan: GemmPlan, p: GemmProblem, info: DeviceInfo, alpha, beta, ptrs
                                        stride_a, stride_b, stride_c, *scalars], stream=stream)
 
 
-ACC_DTYPES = {"float32": "float32", "float16": "float32", "bfloat16": "float32", "float64": "float64",
-              "complex64": "complex64", "complex128": "complex128"}
+ACC_DTYPES = cg.ACC_DTYPES  # (re-exported: the tests and the split-K workspace read it here)
 
 
 def _run_split_k(fn, plan: GemmPlan, p: GemmProblem, info: DeviceInfo, kind: cg.ElementKind, a: int, b: int,

@@ -84,13 +84,6 @@ def _cfg(dtype: str, bm: int, bn: int, bk: int, tm: int, tn: int, min_ctas: int 
     return cfg
 
 
-def _split_k_registered(dtype: str, cfg: TileConfig) -> TileConfig:
-    if cfg not in SPLIT_K_TILES.get(dtype, ()):
-        raise AssertionError(f"dispatch table names {cfg} as a {dtype} split-K partial; gemm_tiled's "
-                             "SPLIT_K_TILES does not register it")
-    return cfg
-
-
 #: dtype -> role -> tile. "large": the tiles fill the SMs; "small": they do not; "split_k":
 #: candidates for split-K partials (the wave model picks among those in TILE_RATE; otherwise the
 #: one padding M x N least wins, ties: the first); "batched": candidates for strided batches,
@@ -153,11 +146,10 @@ FP32_LANES = {"sm_80": 64, "sm_86": 128, "sm_89": 128, "sm_90": 128}
 MEMORY_BYTES_PER_CLOCK = {"sm_80": 1000, "sm_86": 287, "sm_89": 400, "sm_90": 2150}
 #: Share of FP32 peak a tile's K loop reaches with a full SM (float32; fitted to the sweep above,
 #: 64x64 4x4 from its 29 of 66.9 TFLOP/s on 4096^3). Tiles missing here are not considered by the model.
-#: SPLIT_K_VARIANTS' loop-variant partial tiles (see there): 128x128 8x16 with the prefetching and
-#: the interior loop, and the prefetching 128-thread 8x8 tiles
-_SK_128x128_8x16 = TileConfig(128, 128, 8, 8, 16, prefetch=True, interior=True)
-_SK_128x64 = TileConfig(128, 64, 8, 8, 8, prefetch=True)
-_SK_64x128 = TileConfig(64, 128, 8, 8, 8, prefetch=True)
+#: SPLIT_K_VARIANTS' loop-variant partial tiles (see there), the ones gemm_tiled registers as
+#: float32 split-K partials: 128x128 8x16 with the prefetching and the interior loop, and the
+#: prefetching 128-thread 8x8 tiles 128x64 and 64x128
+_SK_128x128_8x16, _SK_128x64, _SK_64x128 = SPLIT_K_TILES["float32"]
 TILE_RATE = {TileConfig(128, 128, 8, 8, 8): 0.67, TileConfig(64, 128, 8, 8, 8): 0.62,
              TileConfig(128, 64, 8, 8, 8): 0.65, TileConfig(64, 64, 8, 4, 4): 0.44,
              # SPLIT_K_VARIANTS' loop variants (session 4, see there), with their own ROUND_CLOCKS
@@ -380,9 +372,9 @@ VARIANTS: dict[TileConfig, tuple[tuple[str, ...], TileConfig]] = {
 #: the 8x8 tiles; 128x128 8x16 within 6% on the two unpadded shapes (its x33 ahead of x16 as
 #: measured) and 11-16% optimistic on the 64-row outputs, where it still ranks below 64x128.
 SPLIT_K_VARIANTS: dict[TileConfig, tuple[tuple[str, ...], TileConfig]] = {
-    _cfg("float32", 128, 128, 8, 8, 8): (("sm_90",), _split_k_registered("float32", _SK_128x128_8x16)),
-    _cfg("float32", 128, 64, 8, 8, 8): (("sm_90",), _split_k_registered("float32", _SK_128x64)),
-    _cfg("float32", 64, 128, 8, 8, 8): (("sm_90",), _split_k_registered("float32", _SK_64x128)),
+    _cfg("float32", 128, 128, 8, 8, 8): (("sm_90",), _SK_128x128_8x16),
+    _cfg("float32", 128, 64, 8, 8, 8): (("sm_90",), _SK_128x64),
+    _cfg("float32", 64, 128, 8, 8, 8): (("sm_90",), _SK_64x128),
 }
 
 

@@ -222,7 +222,7 @@ def gemv_colmajor(trans: str, m: int, n: int, alpha, a_ptr: int, lda: int, x_ptr
         if xlen > 0:
             check_span(a_ptr, matrix_span(m, n, lda, es), f"gemv: A ({m}x{n}, lda={lda})")
             check_span(x_ptr, vector_span(xlen, incx, es), f"gemv: x ({xlen} entries, incx={incx})")
-        scalar_bytes = cg.kind_of({"float16": "float32", "bfloat16": "float32"}.get(dt, dt)).nbytes  # the accumulator
+        scalar_bytes = cg.kind_of(cg.ACC_DTYPES[dt]).nbytes
         for what, p in (("alpha_ptr", alpha_ptr), ("beta_ptr", beta_ptr)):
             if p:
                 check_span(p, scalar_bytes, f"gemv: {what}")

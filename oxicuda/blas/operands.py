@@ -12,9 +12,9 @@ import threading
 import numpy as np
 
 from ..driver.backend import api
-from ..driver.context import current_device_ordinal, ensure_context
+from ..driver.context import ensure_context
 from ..driver.errors import CudaError
-from ..memory.pool import _pools, freed_block, live_block
+from ..memory.pool import freed_block, live_block_size
 from ..memory.stream_handle import stream_handle
 
 BLAS_DTYPES = {
@@ -93,10 +93,10 @@ def check_span(ptr: int, nbytes: int, what: str) -> None:
         return
     if ptr == 0:
         raise ValueError(f"{what}: the pointer is NULL but {nbytes} bytes are accessed")
-    hit = live_block(ptr)  # the start of a live block of oxicuda's pool (an array's .ptr): no driver call
-    if hit is not None and nbytes <= hit[1] and (len(_pools) == 1 or hit[0] == current_device_ordinal()):
+    size = live_block_size(ptr)  # the start of a live block of oxicuda's pool (an array's .ptr): no driver call
+    if size is not None and nbytes <= size:
         return
-    if hit is None and freed_block(ptr):
+    if size is None and freed_block(ptr):
         raise ValueError(f"{what}: 0x{ptr:x} is a freed block (its array is gone; oxicuda's pool keeps "
                          f"the memory for reuse)")
     ensure_context()  # cuMemGetAddressRange works in the calling thread's context (a new thread has none)

@@ -13,6 +13,7 @@ does not implement NOT_SUPPORTED (15).
 from __future__ import annotations
 
 from ..blas import handle as _h
+from ..blas.gemm_core import scalar_dtype
 from . import cublas_calls as _c
 from .cublas_common import (  # noqa: F401  (re-exported constants)
     COMPUTE_16F,
@@ -417,7 +418,7 @@ def gemmEx(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb,
         dt, c_dt, compute = gemm_ex_types(Atype, Btype, Ctype, computeType)
         if compute is None and dt == "float32" and computeType == COMPUTE_32F_PEDANTIC:
             compute = "f32"  # PEDANTIC: no TF32 even in CUBLAS_TF32_TENSOR_OP_MATH mode
-        sdt = {"float16": "float32", "bfloat16": "float32"}.get(dt, dt)
+        sdt = scalar_dtype(dt)
         _c.gemm(st, dt, enum_arg(OPS, transa, "transa"), enum_arg(OPS, transb, "transb"), m, n, k,
                 _c.scalar_from_pointer(st, alpha, sdt, "alpha"), A, lda, B, ldb,
                 _c.scalar_from_pointer(st, beta, sdt, "beta"), C, ldc, compute=compute,

@@ -44,7 +44,7 @@ from .conv_epilogue import check_activation
 # imported at load so that their kernel families are registered with the rest of conv's
 from .conv_im2col import run_im2col
 from .conv_implicit_gemm import THREADS, ConvImplicitGemmSpec
-from .conv_implicit_gemm_f32 import prepare_implicit_gemm_f32, run_implicit_gemm_f32
+from .conv_implicit_gemm_f32 import prepare_implicit_gemm_f32
 from .conv_tc_split_k import reduce as split_k_reduce
 from .conv_winograd import prepare_winograd
 
@@ -283,14 +283,6 @@ def _implicit_gemm_kernel(algo: str, problem: ConvProblem) -> str:
     return "implicit_gemm_tc" if tc.supported(problem.dtype, current_arch()) else "implicit_gemm_simt"
 
 
-def run_tensor_core(geo: ConvGeometry, x: DeviceArray, w: DeviceArray, y: DeviceArray, bias: DeviceArray | None,
-                    activation: str) -> None:
-    """Launch the tensor-core forward kernel over validated, C-contiguous half-type x, w, y (see
-    ``prepare_tensor_core``)."""
-    run = prepare_tensor_core(geo, int(x.ptr), int(w.ptr), int(y.ptr), bias is not None, activation)
-    run(x.ptr, w.ptr, y.ptr, bias.ptr if bias is not None else 0, stream_of(y))
-
-
 def _contiguous_strides(shape: tuple[int, ...], layout: str) -> tuple[int, int, int, int]:
     """Element strides in (n, c, h, w) order of a C-contiguous 4-D array of ``shape`` in ``layout``."""
     _, b, c, d = shape
@@ -346,11 +338,9 @@ def prepare_tensor_core(geo: ConvGeometry, x_ptr: int, w_ptr: int, y_ptr: int, h
 def run_implicit_gemm(mode: str, geo: ConvGeometry, x: DeviceArray, w: DeviceArray, y: DeviceArray,
                       bias: DeviceArray | None, activation: str) -> None:
     """Launch one implicit-GEMM kernel over validated, C-contiguous x, w, y (``mode`` decides
-    which two are read and which one is written)."""
+    which two are read and which one is written). The float32 forward pass has its own kernel
+    (``prepare_implicit_gemm_f32``, through conv2d's call plans)."""
     p = geo.problem
-    if mode == "fwd" and p.dtype == "f32":
-        run_implicit_gemm_f32(geo, x, w, y, bias, activation)
-        return
     cg, kg = p.c // p.groups, p.k // p.groups
     if mode == "fwd":
         gm, gn, gk = p.n * p.oh * p.ow, kg, cg * p.r * p.s

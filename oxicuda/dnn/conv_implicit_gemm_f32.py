@@ -41,7 +41,7 @@ from oxicuda.ptx import registry
 from oxicuda.ptx.builder import KernelBuilder, Value
 from oxicuda.ptx.spec import KernelSpec
 
-from ._common import current_arch, load_kernel, stream_of
+from ._common import current_arch, load_kernel
 from .conv_epilogue import ACTIVATIONS, emit_activation
 
 FAMILY = "conv_implicit_gemm_f32"
@@ -541,25 +541,16 @@ def igemm_plan(geo, ptrs: tuple[int, int, int], has_bias: bool, activation: str,
     return plan
 
 
-def launch_igemm(plan: _Plan, x: DeviceArray, w: DeviceArray, y: DeviceArray, bias: DeviceArray | None,
-                 stream: object, partials: DeviceArray | None = None) -> None:
-    """Run ``plan`` (``partials``: at least ``plan.workspace_count`` float32 elements when it
-    splits K)."""
+def launch_igemm(plan: _Plan, x: DeviceArray | int, w: DeviceArray | int, y: DeviceArray | int,
+                 bias: DeviceArray | int | None, stream: object, partials: DeviceArray | int | None = None) -> None:
+    """Run ``plan`` on device arrays or addresses (``partials``: at least ``plan.workspace_count``
+    float32 elements when it splits K)."""
     zero_or_bias = bias if bias is not None else 0
     if plan.reduce_fn is None:
         plan.fn(plan.grid, plan.threads, [x, w, y, zero_or_bias, plan.table, *plan.tail], stream=stream)
         return
     plan.fn(plan.grid, plan.threads, [x, w, partials, 0, plan.table, *plan.tail], stream=stream)
     plan.reduce_fn(plan.reduce_grid, REDUCE_BLOCK, [partials, y, zero_or_bias, *plan.reduce_tail], stream=stream)
-
-
-def run_implicit_gemm_f32(geo, x: DeviceArray, w: DeviceArray, y: DeviceArray, bias: DeviceArray | None,
-                          activation: str, tile: str | None = None, splits: int | None = None) -> None:
-    """conv2d forward (float32) over validated, C-contiguous x, w, y; ``tile`` (a TILES name) and
-    ``splits`` default to what ``conv_dispatch.choose_igemm_tile`` picks. The launch plan of a
-    problem is built once (per context) and reused, so a repeated call only packs pointers."""
-    run = prepare_implicit_gemm_f32(geo, (x.ptr, w.ptr, y.ptr), bias is not None, activation, tile, splits)
-    run(x.ptr, w.ptr, y.ptr, bias.ptr if bias is not None else 0, stream_of(y))
 
 
 def prepare_implicit_gemm_f32(geo, ptrs: tuple[int, int, int], has_bias: bool, activation: str,

@@ -30,7 +30,7 @@ Operand loads, chosen per launch by ``choose_spec`` (part of the spec):
   replaced by 0) into registers before the stage's mma and stores them to shared memory after
   it, so the loads' latency overlaps the math.
 
-NCHW problems with ``Cg % 8 == 0`` do not gather: ``conv.run_tensor_core`` first transposes x
+NCHW problems with ``Cg % 8 == 0`` do not gather: ``conv.prepare_tensor_core`` first transposes x
 and w to NHWC in a workspace (``channels_last``) and runs the NHWC kernel, which writes y in NCHW
 through its strides (``nchw_via_channels_last``).
 

@@ -30,13 +30,12 @@ from typing import ClassVar
 
 import numpy as np
 
-from oxicuda.memory.array import DeviceArray
 from oxicuda.memory.workspace import workspace_ptr
 from oxicuda.ptx import registry
 from oxicuda.ptx.builder import KernelBuilder, Value
 from oxicuda.ptx.spec import KernelSpec
 
-from ._common import ELEMENT_BYTES, current_arch, load_f32, load_kernel, store_f32, stream_of
+from ._common import ELEMENT_BYTES, current_arch, load_f32, load_kernel, store_f32
 from .conv_epilogue import ACTIVATIONS, emit_activation
 
 FAMILY_FILTER = "conv_winograd_filter"
@@ -323,16 +322,6 @@ def winograd_tiles_per_chunk(problem, tile: int) -> int:
     p = problem
     per_img = -(-p.oh // tile) * -(-p.ow // tile)
     return winograd_chunk(p.n, p.c, p.k, per_img, tile) * per_img
-
-
-def run_winograd(geo, x: DeviceArray, w: DeviceArray, y: DeviceArray, bias: DeviceArray | None,
-                 activation: str, tile: int) -> None:
-    """conv2d forward by F(tile x tile, 3x3) over validated, C-contiguous x, w, y (see conv.py)."""
-    from .conv import element_strides_nchw
-
-    run = prepare_winograd(geo, element_strides_nchw(x, geo.layout), element_strides_nchw(w, geo.layout),
-                           element_strides_nchw(y, geo.layout), int(y.ptr), bias is not None, activation, tile)
-    run(x.ptr, w.ptr, y.ptr, bias.ptr if bias is not None else 0, stream_of(y))
 
 
 def prepare_winograd(geo, xs: tuple, ws: tuple, ys: tuple, y_ptr: int, has_bias: bool, activation: str,

@@ -298,14 +298,18 @@ def get_pool(device: int | None = None) -> MemoryPool:
     return pool
 
 
-def live_block(ptr: int) -> tuple[int, int] | None:
-    """``(device, bucket size)`` of the in-use block (handed out and not freed) of one of
-    oxicuda's pools that starts at ``ptr``; None for any other address. A dict lookup, for the
-    pointer checks of the BLAS (``blas.operands.check_span``), which otherwise ask the driver."""
-    for pool in tuple(_pools.values()):  # one per device in use
+def live_block_size(ptr: int) -> int | None:
+    """The bucket size of the in-use block (handed out and not freed) that starts at ``ptr`` in
+    the current device's pool; None for any other address. A dict lookup, for the pointer checks
+    of the BLAS (``blas.operands.check_span``), which otherwise ask the driver."""
+    pools = tuple(_pools.values())  # one per device in use
+    if len(pools) != 1:
+        pool = _pools.get(current_device_ordinal())
+        pools = (pool,) if pool is not None else ()
+    for pool in pools:
         hit = pool._in_use.get(ptr)
         if hit is not None:
-            return pool.device, hit[0]
+            return hit[0]
     return None
 
 

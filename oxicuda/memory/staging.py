@@ -58,7 +58,6 @@ class StagingBuffer:
         host = np.frombuffer(view, dtype=np.uint8)
         c = self.chunk_bytes
         self._slots = [host[i * c:(i + 1) * c] for i in range(2 * self.workers)]
-        self._slot_ptrs = [self._hptr + i * c for i in range(2 * self.workers)]
         self._events = [drv.event_create(2) for _ in range(2 * self.workers)]  # 2 = DISABLE_TIMING
         self._pool = (ThreadPoolExecutor(self.workers - 1, thread_name_prefix="oxicuda-staging")
                       if self.workers > 1 else None)
@@ -78,7 +77,7 @@ class StagingBuffer:
                 drv.event_destroy(event)
             drv.mem_free_host(self._hptr)
             self._hptr = None
-            self._slots = self._slot_ptrs = self._events = []
+            self._slots = self._events = []
 
     def upload(self, dst: int, host: np.ndarray, stream: int = 0) -> None:
         """Copy the bytes of contiguous ``host`` to device address ``dst``; returns when done."""
@@ -87,7 +86,7 @@ class StagingBuffer:
         starts = range(0, src.size, chunk)
 
         def work(t: int) -> None:
-            slots, ptrs, events = self._slots, self._slot_ptrs, self._events
+            slots, events, base = self._slots, self._events, self._hptr
             for j, i in enumerate(range(t, len(starts), self.workers)):
                 s = 2 * t + (j & 1)
                 if j >= 2:
@@ -95,7 +94,7 @@ class StagingBuffer:
                 off = starts[i]
                 n = min(chunk, src.size - off)
                 slots[s][:n] = src[off:off + n]
-                drv.memcpy_htod(dst + off, ptrs[s], n, stream)
+                drv.memcpy_htod(dst + off, base + s * chunk, n, stream)
                 drv.event_record(events[s], stream)
 
         self._run(len(starts), work, stream)
@@ -107,12 +106,12 @@ class StagingBuffer:
         starts = range(0, dst.size, chunk)
 
         def work(t: int) -> None:
-            slots, ptrs, events = self._slots, self._slot_ptrs, self._events
+            slots, events, base = self._slots, self._events, self._hptr
             mine = range(t, len(starts), self.workers)
 
             def issue(j: int) -> None:
                 s, off = 2 * t + (j & 1), starts[mine[j]]
-                drv.memcpy_dtoh(ptrs[s], src + off, min(chunk, dst.size - off), stream)
+                drv.memcpy_dtoh(base + s * chunk, src + off, min(chunk, dst.size - off), stream)
                 drv.event_record(events[s], stream)
 
             if mine:
