@@ -1,0 +1,162 @@
+"""The launch plan: the one object between dispatch and the driver, for every kernel family.
+
+A library call goes through three stages, each with one job::
+
+    problem = SoftmaxProblem(rows, cols, dtype)          # the call's signature, hashable
+    plan = PLANS.get_or_build(key, lambda: family.plan(problem, device_facts()))
+    plan.run((x.ptr, out.ptr), (), stream)               # pack and launch, nothing else
+
+- ``family.plan(problem, device) -> LaunchPlan`` is where dispatch's choice becomes kernels: it
+  picks the spec(s) (dispatch is a pure function of problem and ``DeviceFacts``), loads them
+  through the kernel cache, fixes grid, block, shared memory, tensor maps and the workspace size,
+  and says how each launch's arguments come from the call's pointers and scalars (``bind``);
+- ``LaunchPlan.run(pointers, scalars, stream)`` takes the workspace (cached, no allocation after
+  the first call), binds and launches each step with its prepared launch: no dispatch, no spec
+  hashing, no import, no geometry checks;
+- ``PlanCache`` keeps plans per call signature (bounded, thread-safe); the key must hold
+  everything the plan depends on, the device ordinal included.
+
+A ``bind`` is ``bind(pointers, scalars, workspace_ptr) -> args``: a plain function or lambda
+written by the family, e.g. ``lambda p, s, ws: (p[0], p[1], ws, rows)`` where ``rows`` was fixed
+when the plan was made.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from typing import Protocol
+
+from oxicuda.memory.workspace import workspace_ptr
+
+from .spec import KernelSpec
+
+__all__ = ["Bind", "KernelStep", "LaunchPlan", "PlanCache", "PlanFamily"]
+
+Bind = Callable[[Sequence[int], Sequence[object], int], Sequence[object]]
+
+
+class PlanFamily(Protocol):
+    """What every kernel family module offers (``plan`` may be a module-level function)."""
+
+    def plan(self, problem: Hashable, device: object) -> LaunchPlan: ...
+
+
+class KernelStep:
+    """One launch of a plan: the loaded kernel of ``spec``, its geometry and its ``bind``.
+
+    Made once per plan: loads the kernel (kernel cache), opts in to the dynamic shared memory the
+    step needs, and checks the geometry against the kernel's and the device's limits (ValueError
+    here, not at run time).
+    """
+
+    __slots__ = ("spec", "function", "grid", "block", "shared_mem", "bind", "launch")
+
+    def __init__(self, spec: KernelSpec, grid: int | tuple[int, ...], block: int | tuple[int, ...],
+                 bind: Bind, shared_mem: int = 0, function: object = None) -> None:
+        if function is None:
+            from .cache import load  # plan time only, never per run
+
+            function = load(spec)
+        if shared_mem > 48 * 1024:
+            function.set_max_dynamic_shared_memory(shared_mem)
+        self.spec = spec
+        self.function = function
+        self.grid = grid
+        self.block = block
+        self.shared_mem = shared_mem
+        self.bind = bind
+        self.launch = function.prepared_launch(grid, block, shared_mem)
+
+    def __repr__(self) -> str:
+        return (f"KernelStep({self.function.name}, grid={self.grid}, block={self.block}, "
+                f"shared_mem={self.shared_mem})")
+
+
+class LaunchPlan:
+    """Kernels, geometry, tensor maps and workspace fixed for one problem; ``run`` launches them.
+
+    ``steps`` run in order on one stream. ``workspace_bytes`` of scratch come from the workspace
+    cache per (device, stream) and are passed to every ``bind`` as its third argument (0 when the
+    plan needs none). ``keep`` holds objects the binds refer to by address (tensor maps, device
+    tables) so that they live as long as the plan.
+    """
+
+    __slots__ = ("name", "steps", "workspace_bytes", "keep", "_pairs")
+
+    def __init__(self, name: str, steps: Sequence[KernelStep], workspace_bytes: int = 0,
+                 keep: Sequence[object] = ()) -> None:
+        if workspace_bytes < 0:
+            raise ValueError(f"LaunchPlan {name}: workspace_bytes={workspace_bytes}; must be >= 0")
+        self.name = name
+        self.steps = tuple(steps)
+        self.workspace_bytes = int(workspace_bytes)
+        self.keep = tuple(keep)
+        self._pairs = tuple((s.launch, s.bind) for s in self.steps)
+
+    def run(self, pointers: Sequence[int], scalars: Sequence[object] = (),
+            stream: object = None) -> None:
+        """Launch every step on ``stream`` (None: the default stream), asynchronously."""
+        if self.workspace_bytes:
+            ws = workspace_ptr(self.workspace_bytes, stream)
+        else:
+            ws = 0
+        for launch, bind in self._pairs:
+            launch(bind(pointers, scalars, ws), stream)
+
+    @property
+    def kernels(self) -> tuple[str, ...]:
+        """The kernel names this plan launches, in order."""
+        return tuple(s.function.name for s in self.steps)
+
+    def __repr__(self) -> str:
+        return (f"LaunchPlan({self.name}, {len(self.steps)} steps, "
+                f"workspace={self.workspace_bytes} B)")
+
+
+class PlanCache:
+    """Plans by call signature: bounded (``maxsize`` plans, oldest built evicted first) and
+    thread-safe. A hit is one dict lookup without the lock."""
+
+    def __init__(self, name: str, maxsize: int = 512) -> None:
+        if maxsize < 1:
+            raise ValueError(f"PlanCache {name}: maxsize={maxsize}; must be >= 1")
+        self.name = name
+        self.maxsize = maxsize
+        self._plans: OrderedDict[Hashable, object] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: Hashable) -> object | None:
+        return self._plans.get(key)
+
+    def get_or_build(self, key: Hashable, build: Callable[[], object]) -> object:
+        """The plan cached under ``key``, or ``build()``'s, cached (built outside the lock; two
+        threads racing on one new key build twice and keep the first)."""
+        plan = self._plans.get(key)
+        if plan is not None:
+            self.hits += 1
+            return plan
+        built = build()
+        with self._lock:
+            plan = self._plans.get(key)
+            if plan is None:
+                self.misses += 1
+                plan = self._plans[key] = built
+                while len(self._plans) > self.maxsize:
+                    self._plans.popitem(last=False)
+        return plan
+
+    def clear(self) -> None:
+        with self._lock:
+            self._plans.clear()
+            self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._plans)
+
+    def info(self) -> dict[str, object]:
+        return {"name": self.name, "size": len(self._plans), "maxsize": self.maxsize,
+                "hits": self.hits, "misses": self.misses}
