@@ -82,6 +82,7 @@ def load_all_cases() -> None:
         "oxicuda.sparse.bench_cases",
         "oxicuda.solver.bench_cases",
         "oxicuda.rand.bench_cases",
+        "oxicuda.primitives.bench_cases",
     ):
         try:
             importlib.import_module(mod)

@@ -27,6 +27,7 @@ LIBRARY_PACKAGES = (
     "oxicuda.sparse",
     "oxicuda.solver",
     "oxicuda.rand",
+    "oxicuda.primitives",
 )
 
 
