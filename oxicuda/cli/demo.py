@@ -8,6 +8,7 @@ check fails.
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 import traceback
@@ -88,11 +89,22 @@ def _step_attention(rng, big):
 STEPS = [_step_raw_kernel, _step_gemm, _step_softmax, _step_attention]
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str] | None = None) -> int:
+    """Run the tour; returns the exit status (1 on a failed check or when no backend loads)."""
+    parser = argparse.ArgumentParser(prog="python -m oxicuda demo",
+                                     description=__doc__.split("\n\n")[0].split(": ", 1)[1],
+                                     epilog=__doc__.split("\n\n", 1)[1])
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="print the traceback of a step that raises")
+    args = parser.parse_args([] if argv is None else argv)
+
     import oxicuda
+    from oxicuda.cli.info import open_backend
     from oxicuda.driver import Device, trace
     from oxicuda.driver.backend import why_not_cuda
 
+    if open_backend("demo") is None:
+        return 1
     backend = oxicuda.get_backend()
     dev = Device(0)
     print(f"oxicuda {oxicuda.__version__} demo on {dev.name} (sm_{dev.compute_capability[0]}"
@@ -111,7 +123,7 @@ def main(argv: list[str]) -> int:
         except Exception as exc:
             failures += 1
             print(f"  FAIL  {step.__name__[6:]}: {type(exc).__name__}: {exc}")
-            if "-v" in argv:
+            if args.verbose:
                 traceback.print_exc()
             continue
         ok = err <= tol
