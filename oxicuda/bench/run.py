@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import gc
 import statistics
-import sys
 import time
 import traceback
+from typing import TextIO
 
 from .case import Case, cases, load_all_cases
 from .table import Progress, format_table
@@ -135,12 +135,12 @@ def run(
     match: str | None = None,
     quick: bool = False,
     repeats: int = 20,
-    progress=sys.stderr,
+    progress: TextIO | None = None,
     on_result=None,
 ) -> tuple[dict, list[dict]]:
     """Run the selected cases; returns (environment, results). A case the device cannot run (an
     arch it lacks, a GPU-only figure on the emulator) gets a result with ``"skipped"``, the
-    reason. ``progress``: where the live progress line goes (None: nowhere).
+    reason. ``progress``: where the live progress line goes (the CLI: stderr; None: nowhere).
     ``on_result(env, results)`` is called after every case (the CLI keeps a partial record on
     disk that way). UnknownCaseError when ``family``/``match`` select nothing."""
     from oxicuda.driver.facts import device_facts

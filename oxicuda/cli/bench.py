@@ -35,7 +35,8 @@ def main(argv: list[str]) -> int:
     if open_backend("bench") is None:
         return 1
     try:
-        env, results = run(args.family, args.case, args.quick, args.repeats, on_result=keep_partial)
+        env, results = run(args.family, args.case, args.quick, args.repeats, progress=sys.stderr,
+                            on_result=keep_partial)
     except UnknownCaseError as exc:
         print(exc, file=sys.stderr)
         return 2
