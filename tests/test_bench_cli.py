@@ -200,7 +200,7 @@ def test_table_columns_stay_aligned_for_long_names_and_say_when_sizes_shrank():
         {"family": "blas", "case": "bf16_8192_wgmma", "unit": "TFLOP/s", "skipped": "needs sm_90"},
     ]
     text = format_table(results, emulated=True)
-    head, rule, *rows = text.splitlines()
+    head, _rule, *rows = text.splitlines()
     end = head.index("ratio") + len("ratio")  # numbers are right-aligned: every row ends there
     for row in rows[:3]:
         assert row[end] == " " and row[end - 1] != " ", (row, end)

@@ -47,7 +47,7 @@ def test_the_lazy_names_are_listed_before_first_use(listings):
 
 
 def test_conv2d_gradients_are_exported_beside_conv2d():
-    import oxicuda.dnn as dnn
+    from oxicuda import dnn
     from oxicuda.dnn import conv
 
     assert dnn.conv2d_backward_data is conv.conv2d_backward_data

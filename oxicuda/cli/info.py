@@ -26,7 +26,7 @@ def open_backend(command: str):
 
     try:
         return backend.api()
-    except Exception as exc:  # any failure to load is reported the same way
+    except Exception as exc:  # noqa: BLE001 -- any failure to load is reported the same way
         print(f"oxicuda {__version__} {command}: no backend could be loaded: "
               f"{type(exc).__name__}: {exc}", file=sys.stderr)
         return None
