@@ -206,3 +206,19 @@ def test_table_columns_stay_aligned_for_long_names_and_say_when_sizes_shrank():
         assert row[end] == " " and row[end - 1] != " ", (row, end)
     assert SHRUNK in rows[1] and "7x300" in rows[2] and "5.8e-06" in rows[1]
     assert "skipped: needs sm_90" in rows[3]
+
+
+@pytest.mark.gpu
+def test_the_wgmma_cases_run_on_sm90_and_are_skipped_with_the_reason_elsewhere(tmp_path, capsys):
+    path = tmp_path / "wgmma.json"
+    rc = bench_cli.main(["blas", "--quick", "--case", "wgmma", "--json", str(path)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    results = json.loads(path.read_text())["results"]
+    assert len(results) >= 4
+    arch = device_facts(0).arch
+    for r in results:
+        if arch == "sm_90":
+            assert "skipped" not in r and r["check_passed"], r
+        else:
+            assert r["skipped"] == f"needs sm_90; this device is {arch}", r

@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, code in enums.DEVICE_ATTRIBUTES.items():
             try:
                 value: object = dev.get_attribute(name)
-            except Exception as exc:  # an attribute this driver does not know
+            except Exception as exc:  # noqa: BLE001 -- an attribute this driver does not know
                 value = f"n/a ({type(exc).__name__})"
             print(f"    {name:<{width}} [{code:>3}] {value}")
     return 0
