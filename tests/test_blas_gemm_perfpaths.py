@@ -109,6 +109,7 @@ def test_dmma_is_reachable_by_algo_and_by_the_dispatch_flag(rng, monkeypatch):
         gd.choose_algo(_problem(64, 64, 64, "float32"), H200, algo="dmma")
 
 
+@pytest.mark.slow
 def test_dmma_sm90_shapes_pass_on_an_emulated_sm90():
     # the DMMA.16x8xK tiles need an sm_90 device: rerun the DMMA tests on the emulator as an H200
     import os
@@ -291,6 +292,7 @@ def test_split_k_with_every_candidate_partial_tile_matches_reference(rng, cfg):
     check(got, ref, "float32", k)
 
 
+@pytest.mark.slow
 def test_split_k_with_the_sweeps_extra_partial_tiles_matches_reference(rng):
     # benches/sweep_blas.py times these unregistered tiles as split-K partials on the H200
     import importlib.util
@@ -311,6 +313,7 @@ def test_split_k_with_the_sweeps_extra_partial_tiles_matches_reference(rng):
         check(got, ref, "float32", k)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cfg", [c for c in SPLIT_K_TILES["float32"]], ids=lambda c: c.name)
 def test_split_k_with_the_registered_loop_variant_partials_matches_reference(rng, cfg):
     # dispatch's SPLIT_K_VARIANTS on sm_90: prefetching (and interior) partials; K slices with a

@@ -24,6 +24,7 @@ def _ptxas_or_skip():
 TILED_SAMPLE = 5
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ["sm_90"])  # all archs: python -m oxicuda kernels --validate
 def test_every_simt_gemm_configuration_assembles(arch):
     _ptxas_or_skip()

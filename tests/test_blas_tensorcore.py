@@ -188,6 +188,7 @@ def test_operand_plans_reproduce_the_fragment_tables():
                         e_k + plan.lane_k[0] * g + plan.lane_k[1] * t) == (mn, k)
 
 
+@pytest.mark.slow
 def test_every_registered_configuration_assembles_with_ptxas():
     from oxicuda.ptx.validate import PtxasNotFound, assemble_many
 

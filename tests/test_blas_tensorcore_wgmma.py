@@ -267,6 +267,7 @@ def test_wgmma_tf32_batched_transposes_each_batch_in_one_launch_and_shares_a_str
     assert [rec.grid[2] for rec in tr.launches] == [1, 3, 1, 1, 1]  # A once; per-entry GEMMs (stride 0)
 
 
+@pytest.mark.slow
 def test_wgmma_configurations_assemble_for_sm90a_without_spills_or_serialized_wgmma():
     """A representative subset (every layout and tile shape; f16 differs from bf16 only in type
     names) through ptxas here; ``python -m oxicuda kernels --validate sm_90`` assembles all."""
@@ -301,6 +302,7 @@ def test_wgmma_configurations_assemble_for_sm90a_without_spills_or_serialized_wg
             assert "serializ" not in text.lower() and "warning" not in text.lower(), text[-2000:]
 
 
+@pytest.mark.slow
 def test_wgmma_tests_pass_on_an_emulated_sm90():
     if oxicuda.get_backend() != "emulator" or _live_arch() == "sm_90":
         pytest.skip("the wgmma tests run directly on this backend")

@@ -103,6 +103,7 @@ def test_transpose_refuses_bad_input_before_launching():
         tk.TransposeSpec(elem_bytes=8, vec_in=4)
 
 
+@pytest.mark.slow
 def test_transpose_configurations_assemble_for_sm86_and_sm90():
     from oxicuda.ptx.validate import PtxasNotFound, assemble_many
 

@@ -51,11 +51,13 @@ def test_mma_attention_d128_f16_matches_reference(rng, sq, sk, causal):
     assert isinstance(spec, mma.AttentionMmaSpec) and spec.head_dim == 128 and spec.dtype == "f16"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d, dtype", [(64, "float16"), (128, "bfloat16")])
 def test_mma_attention_other_dtype_per_head_dim(rng, d, dtype):
     run_mma(rng, 1, 2, 2, 33, 70, d, causal=True, dtype=dtype)
 
 
+@pytest.mark.slow
 def test_mma_grouped_query_attention_reads_kv_head_h_over_group(rng):
     run_mma(rng, 2, 4, 2, 17, 80, 64, causal=True)
     run_mma(rng, 1, 3, 1, 20, 17, 64, dtype="float16")
@@ -68,6 +70,7 @@ def test_mma_custom_scale_including_negative(rng, scale):
     run_mma(rng, 1, 2, 2, 80, 80, 64, causal=True, scale=scale)
 
 
+@pytest.mark.slow
 def test_dispatch_picks_mma_for_bf16_d64_and_simt_otherwise(rng):
     assert choose_algo("bf16", 64, "sm_86") == "mma" and choose_algo("f16", 128, "sm_80") == "mma"
     assert choose_algo("f16", 128, "sm_90") == "wgmma"  # Hopper prefers test_dnn_attention_wgmma's family
@@ -83,6 +86,7 @@ def test_dispatch_picks_mma_for_bf16_d64_and_simt_otherwise(rng):
     assert type(simt).__name__ == "AttentionSimtSpec"
 
 
+@pytest.mark.slow
 def test_forced_simt_still_serves_halves_at_d64(rng):
     spec = run_mma(rng, 1, 1, 1, 9, 20, 64, dtype="bfloat16", algo="simt")
     assert type(spec).__name__ == "AttentionSimtSpec"
@@ -119,6 +123,7 @@ def test_spec_rejects_unsupported_fields():
             mma.AttentionMmaSpec(**kwargs)
 
 
+@pytest.mark.slow
 def test_every_configuration_assembles_without_spills(capsys):
     from oxicuda.ptx.validate import PtxasNotFound, assemble_many
 

@@ -163,6 +163,7 @@ def test_spec_rejects_what_the_kernel_cannot_do():
             wg.AttentionWgmmaSpec(**bad)
 
 
+@pytest.mark.slow
 def test_every_wgmma_attention_configuration_assembles_for_sm90a_without_spills():
     from oxicuda.ptx.validate import PtxasNotFound, assemble
 
@@ -182,6 +183,7 @@ def test_every_wgmma_attention_configuration_assembles_for_sm90a_without_spills(
     assert all(r.registers <= 255 for r in reports)
 
 
+@pytest.mark.slow
 def test_wgmma_attention_tests_pass_on_an_emulated_sm90():
     if oxicuda.get_backend() != "emulator" or _live_arch() == "sm_90":
         pytest.skip("the wgmma tests run directly on this backend")

@@ -87,6 +87,7 @@ def test_implicit_gemm_fuses_bias_and_activation(rng, activation):
     assert_close(got, ref)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
 def test_implicit_gemm_half_types_accumulate_in_float32(rng, dtype, layout):

@@ -69,6 +69,7 @@ def test_winograd_stores_whole_tile_rows_as_vectors(rng, algo, dtype):
         assert_close(got, ref, dtype)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_winograd_half_types(rng, dtype):
     got, ref = run_conv(rng, 1, 4, 6, 6, 3, 3, 3, padding=1, dtype=dtype, bias=True, algo="winograd_4x4")

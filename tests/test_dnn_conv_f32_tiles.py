@@ -69,6 +69,7 @@ def test_split_k_with_groups_stride_dilation_bias_and_activation(rng, monkeypatc
     assert_close(got, ref)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
 def test_fused_bias_activation_with_vector_stores(rng, monkeypatch, layout):
     # OH*OW = 16 and K = 8: 16-byte stores along pixels (NCHW) or channels (NHWC)
@@ -145,6 +146,7 @@ def test_unaligned_pointers_fall_back_to_scalar_access(rng, layout):
     assert_close(got.astype(np.float64), conv2d_ref(hx, hw, (1, 1), (1, 1)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tile, layout", [("128x128", "NCHW"), ("128x128k16", "NHWC")])  # the heaviest
 def test_tile_kernels_assemble_without_spills(tile, layout):
     from oxicuda.dnn.conv_implicit_gemm_f32 import ConvFpropF32Spec

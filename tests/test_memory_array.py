@@ -245,6 +245,7 @@ def test_bad_views_and_set_shapes_raise():
     np.testing.assert_array_equal(dev.get(), np.zeros((3, 4), np.float32))
 
 
+@pytest.mark.slow
 def test_explicit_device_array_constructor_and_views_keep_memory_alive(rng):
     host = rng.standard_normal(10).astype(np.float32)
     view = oxicuda.asarray(host)[2:7]

@@ -41,6 +41,7 @@ def test_cai_consumer_is_zero_copy_and_shares_writes(rng):
     np.testing.assert_array_equal(dev.get(), host)
 
 
+@pytest.mark.slow
 def test_cai_consumer_keeps_the_producer_alive(rng):
     host = rng.integers(0, 100, 64).astype(np.int64)
     dev = oxicuda.asarray(host)
@@ -83,6 +84,7 @@ def test_dlpack_round_trip_gives_the_same_pointer_and_data(rng, versioned, name)
         from_dlpack(capsule)
 
 
+@pytest.mark.slow
 def test_from_dlpack_takes_producers_and_calls_the_deleter_when_done(rng):
     host = rng.standard_normal(50).astype(np.float32)
     dev = oxicuda.asarray(host)

@@ -171,6 +171,7 @@ def _recording_event_record(monkeypatch):
     return seen
 
 
+@pytest.mark.slow
 def test_a_block_outliving_its_closed_stream_is_never_recorded_on_the_dead_handle(monkeypatch):
     # on the real driver cuEventRecord on a destroyed stream crashes the process (seen on the H200)
     import numpy as np
@@ -191,6 +192,7 @@ def test_a_block_outliving_its_closed_stream_is_never_recorded_on_the_dead_handl
     assert [blk.stream for blk in cached] == [pool_mod._ANY_STREAM]  # any stream may take it now
 
 
+@pytest.mark.slow
 def test_a_foreign_stream_object_stays_alive_until_the_block_is_freed():
     import weakref
 
@@ -217,6 +219,7 @@ def test_a_foreign_stream_object_stays_alive_until_the_block_is_freed():
     assert ref() is None
 
 
+@pytest.mark.slow
 def test_cached_blocks_of_a_closed_stream_go_to_any_stream(monkeypatch):
     import numpy as np
 

@@ -44,6 +44,7 @@ def test_workspace_ptr_is_the_address_of_the_same_entry(monkeypatch):
         workspace_ptr(("float32", -1))
 
 
+@pytest.mark.slow
 def test_different_keys_get_different_memory():
     drv = backend.api()
     s = drv.stream_create()
@@ -65,6 +66,7 @@ def test_workspace_memory_is_usable(rng):
     np.testing.assert_array_equal(workspace((np.int32, 77)).get(), host)
 
 
+@pytest.mark.slow
 def test_the_cache_is_bounded_and_evicted_blocks_live_while_used(monkeypatch):
     monkeypatch.setattr(ws_mod, "MAX_ENTRIES", 3)
     held = workspace((np.uint8, 1024))
@@ -92,6 +94,7 @@ def test_bad_requests_raise():
         workspace(("object", 3))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["clear", "evict"])
 def test_entries_of_a_stream_known_only_by_handle_never_record_on_it_after_they_go(monkeypatch, how):
     # a foreign stream passed as an int (cublas.setStream(handle, cupy_stream.ptr)) may be

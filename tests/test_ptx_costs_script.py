@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "benches" / "ptx_costs.py"
 OWN = ("bench_host_gemm", "bench_host_axpy")
@@ -64,6 +66,7 @@ def _check_kernel(row: dict, gpu: bool, ptxas: bool) -> None:
         assert "ptxas not found" in row["cubin_skipped"] and "ptxas_ms" not in row, row
 
 
+@pytest.mark.slow
 def test_ptx_costs_script_writes_every_figure_for_every_family(tmp_path):
     from oxicuda.ptx import registry
 
@@ -100,6 +103,7 @@ def test_ptx_costs_script_writes_every_figure_for_every_family(tmp_path):
         assert name in stdout, f"{name} missing from the printed table"
 
 
+@pytest.mark.slow
 def test_ptx_costs_script_labels_the_cubin_part_skipped_without_ptxas(tmp_path):
     record, stdout = _run(
         tmp_path, "--own-only", env_extra={"OXICUDA_PTXAS": str(tmp_path / "no-such-ptxas")}
@@ -111,6 +115,7 @@ def test_ptx_costs_script_labels_the_cubin_part_skipped_without_ptxas(tmp_path):
     assert "ptxas ms" in stdout
 
 
+@pytest.mark.slow
 def test_ptx_costs_script_rejects_an_unknown_family(tmp_path):
     proc = subprocess.run(
         [sys.executable, str(SCRIPT), "--quick", "--families", "no_such_family"],

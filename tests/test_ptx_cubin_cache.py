@@ -88,6 +88,7 @@ def test_first_load_writes_the_binary_and_a_cleared_cache_loads_it(cubin_env, rn
     assert path.read_bytes() == raw
 
 
+@pytest.mark.slow
 def test_a_fresh_process_loads_from_the_binary(cubin_env, rng):
     spec = fam.ScaleSpec(arch="sm_86", factor=2.0)
     _check_computes(cache.load(spec), 2.0, rng)

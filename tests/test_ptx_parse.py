@@ -67,6 +67,7 @@ def _without_returns_bug(m: Module) -> Module:
     return m
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(module)
 def test_parse_inverts_emit_for_generated_ir(m):

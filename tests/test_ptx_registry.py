@@ -156,6 +156,7 @@ def test_inspect_regs_reports_registers(scale_family, capsys):
     assert int(out.split("registers: ")[1].split()[0]) > 0
 
 
+@pytest.mark.slow
 @needs_ptxas
 def test_the_whole_registry_assembles_for_sm86_sm90_and_sm90a(capsys):
     """Every configuration every family registers, through ptxas for each arch it supports (the

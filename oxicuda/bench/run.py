@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import gc
 import statistics
-import sys
 import time
 import traceback
-from dataclasses import asdict
+from typing import TextIO
 
 from .case import Case, cases, load_all_cases
+from .table import Progress, format_table
 from .timing import time_device, time_host
 
 
@@ -86,30 +86,48 @@ def run_case(case: Case, quick: bool, repeats: int) -> dict:
         gc.collect()
 
 
-def _fmt(x, nd=1) -> str:
-    return "-" if x is None else f"{x:.{nd}f}"
+class UnknownCaseError(ValueError):
+    """A family or case name that selects nothing; the message lists the valid names."""
 
 
-def format_table(results: list[dict]) -> str:
-    head = f"{'case':<44} {'unit':>8} {'oxicuda':>10} {'vendor':>10} {'ratio':>7}  check"
-    lines = [head, "-" * len(head)]
-    for r in results:
-        name = f"{r['family']}/{r['case']}"
-        if "error" in r:
-            lines.append(f"{name:<44} ERROR {r['error']}")
-            continue
-        if "ours_us" in r:
-            ours, vend, unit = r.get("ours_us"), r.get("vendor_us"), "us/call"
-        else:
-            ours, vend, unit = r.get("ours_rate"), r.get("vendor_rate"), r["unit"]
-        check = "-"
-        if "check_passed" in r:
-            check = ("ok" if r["check_passed"] else "FAIL") + f" ({r['rel_error']:.1e})"
-        lines.append(
-            f"{name:<44} {unit:>8} {_fmt(ours):>10} {_fmt(vend):>10} "
-            f"{_fmt(r.get('speed_vs_vendor'), 2):>7}  {check}"
-        )
-    return "\n".join(lines)
+def _names(pool: list[Case]) -> str:
+    by_family: dict[str, list[str]] = {}
+    for c in pool:
+        by_family.setdefault(c.family, []).append(c.name)
+    return "\n".join(f"  {fam}: {', '.join(names)}" for fam, names in by_family.items())
+
+
+def select_cases(family: str | None = None, match: str | None = None,
+                 quick: bool = False) -> list[Case]:
+    """The cases of ``family`` (None: all) whose name contains ``match``, those of the quick pass
+    only when ``quick``. UnknownCaseError, listing the valid names, when that selects nothing."""
+    load_all_cases()
+    everything = cases()
+    families = sorted({c.family for c in everything})
+    if family is not None and family not in families:
+        raise UnknownCaseError(f"bench: no family {family!r}; the families are: {', '.join(families)}")
+    pool = cases(family)
+    if match is not None:
+        matching = [c for c in pool if match in c.name]
+        if not matching:
+            where = f"family {family!r}" if family else "any family"
+            raise UnknownCaseError(f"bench: no case of {where} has {match!r} in its name; the "
+                                   f"cases are:\n{_names(pool)}")
+        pool = matching
+    chosen = [c for c in pool if c.quick or not quick]
+    if not chosen:
+        raise UnknownCaseError("bench: none of these cases is in the --quick pass (run without "
+                               f"--quick):\n{_names(pool)}")
+    return chosen
+
+
+def skip_reason(case: Case, on_gpu: bool, arch: str) -> str | None:
+    """Why ``case`` cannot run on this device (None: it can)."""
+    if case.archs and arch not in case.archs:
+        return f"needs {' or '.join(case.archs)}; this device is {arch}"
+    if case.gpu_only and not on_gpu:
+        return "GPU only" + (f" ({case.note})" if case.note else "")
+    return None
 
 
 def run(
@@ -117,31 +135,38 @@ def run(
     match: str | None = None,
     quick: bool = False,
     repeats: int = 20,
-    progress=sys.stderr,
+    progress: TextIO | None = None,
     on_result=None,
 ) -> tuple[dict, list[dict]]:
-    """Run the selected cases; returns (environment, results). ``on_result(env, results)`` is
-    called after every case (the CLI keeps a partial record on disk that way)."""
+    """Run the selected cases; returns (environment, results). A case the device cannot run (an
+    arch it lacks, a GPU-only figure on the emulator) gets a result with ``"skipped"``, the
+    reason. ``progress``: where the live progress line goes (the CLI: stderr; None: nowhere).
+    ``on_result(env, results)`` is called after every case (the CLI keeps a partial record on
+    disk that way). UnknownCaseError when ``family``/``match`` select nothing."""
+    from oxicuda.driver.facts import device_facts
+
     from .record import environment
 
-    load_all_cases()
+    selected = select_cases(family, match, quick)
     env = environment()
     on_gpu = env["backend"] == "cuda"
-    selected = [
-        c for c in cases(family)
-        if (match is None or match in c.name)
-        and (c.quick or not quick)
-        and (on_gpu or not c.gpu_only)
-    ]
-    results = []
-    for i, case in enumerate(selected, 1):
+    arch = device_facts(0).arch
+    reasons = [skip_reason(case, on_gpu, arch) for case in selected]
+    shown = Progress(progress, reasons.count(None))
+    results: list[dict] = []
+    ran = 0
+    for case, reason in zip(selected, reasons):
+        base = {"family": case.family, "case": case.name, "unit": case.unit}
+        if reason is not None:
+            results.append({**base, "skipped": reason})
+            continue
+        ran += 1
+        shown.case(ran, f"{case.family}/{case.name}")
         t0 = time.perf_counter()
-        print(f"[{i}/{len(selected)}] {case.family}/{case.name} ...", file=progress, flush=True)
         try:
             r = run_case(case, quick or not on_gpu, repeats if on_gpu else 3)
-        except Exception as exc:  # one broken case must not hide the others
-            r = {"family": case.family, "case": case.name, "unit": case.unit,
-                 "error": f"{type(exc).__name__}: {exc}",
+        except Exception as exc:  # noqa: BLE001 -- one broken case must not hide the others
+            r = {**base, "error": f"{type(exc).__name__}: {exc}",
                  "traceback": traceback.format_exc(limit=6)}
         r["wall_s"] = round(time.perf_counter() - t0, 3)
         if case.note:
@@ -149,7 +174,8 @@ def run(
         results.append(r)
         if on_result is not None:
             on_result(env, results)
+    shown.done()
     return env, results
 
 
-__all__ = ["run", "run_case", "format_table", "asdict"]
+__all__ = ["UnknownCaseError", "format_table", "run", "run_case", "select_cases", "skip_reason"]

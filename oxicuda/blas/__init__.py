@@ -50,3 +50,9 @@ def __getattr__(name: str):
     value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    # the lazy names are listed before their first access, so that tab completion and help()
+    # show them; module attributes (dunders) stay listed as for any module
+    return sorted(set(__all__) | {n for n in globals() if n.startswith("__")})

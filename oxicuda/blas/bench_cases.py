@@ -238,14 +238,15 @@ for _name, (_m, _n, _k, _dt, _kw) in {
     "sgemm_64x4096x16384": (64, 4096, 16384, "float32", {}),
 }.items():
     register_case(Case("blas", _name, _gemm_case(_m, _n, _k, _dt, **_kw), flops=_flops(_m, _n, _k),
-                       gpu_only="_wgmma" in _name,
+                       gpu_only="_wgmma" in _name, archs=("sm_90",) if "_wgmma" in _name else (),
                        quick=_name in ("sgemm_4096", "bf16_8192_mma_sync", "bf16_8192_wgmma_tn", "tf32_8192_wgmma",
                                        "bf16_8192_mma_sync_tn", "tf32_8192_mma_sync", "sgemm_128x128x131072")))
 
 for _name, _dt, _algo in (("bf16_8192_wgmma", "bfloat16", "wgmma"), ("fp16_8192_wgmma", "float16", "wgmma"),
                           ("bf16_8192_matmul", "bfloat16", None)):
     register_case(Case("blas", _name, _matmul_case(8192, _dt, _algo), flops=_flops(8192, 8192, 8192),
-                       gpu_only=_algo == "wgmma", quick=_name != "bf16_8192_matmul",
+                       gpu_only=_algo == "wgmma", archs=("sm_90",) if _algo == "wgmma" else (),
+                       quick=_name != "bf16_8192_matmul",
                        note="row-major oxicuda.blas.matmul vs torch.matmul"))
 
 register_case(Case("blas", "sgemm_strided_batched_64x512", _gemm_case(512, 512, 512, "float32", batch=64),

@@ -24,23 +24,39 @@ def main(argv: list[str]) -> int:
         args.repeats = 20
 
     from oxicuda.bench.record import write_json
-    from oxicuda.bench.run import format_table, run
+    from oxicuda.bench.run import UnknownCaseError, format_table, run
+    from oxicuda.cli.info import open_backend
 
     def keep_partial(env, results):  # a run cut short by a time limit keeps what it measured
         if args.json:
             write_json(args.json, {"environment": env, "argv": ["python", "-m", "oxicuda", "bench", *argv],
                                    "results": results, "complete": False})
 
-    env, results = run(args.family, args.case, args.quick, args.repeats, on_result=keep_partial)
+    if open_backend("bench") is None:
+        return 1
+    try:
+        env, results = run(args.family, args.case, args.quick, args.repeats, progress=sys.stderr,
+                            on_result=keep_partial)
+    except UnknownCaseError as exc:
+        print(exc, file=sys.stderr)
+        return 2
     on_gpu = env["backend"] == "cuda"
     if not on_gpu:
         print("backend: emulator -- a tiny correctness-checked pass; timings below are "
               "host-clock emulator times, NOT GPU figures.")
+        print("Every case runs shrunk to a few tiles (column 'ran'), so its rate is comparable "
+              "neither with the size its name gives nor with a GPU.")
     print(f"{env['gpu']} (cc {env['compute_capability']}, {env['sm_count']} SMs), CUDA "
           f"{env['driver_cuda_version']}, oxicuda {env['oxicuda_version']} @ {env['commit'][:12]}, "
           f"{env['date']}")
-    print("ratio = vendor time / oxicuda time (>1: oxicuda faster)")
-    print(format_table(results))
+    vendors = sorted({r["vendor"] for r in results if r.get("vendor")})
+    print("ratio = vendor time / oxicuda time (>1: oxicuda faster); vendor: "
+          + (", ".join(vendors) if vendors else "none here (the vendor column needs PyTorch or "
+             "CuPy with a GPU)"))
+    print(format_table(results, emulated=not on_gpu))
+    skipped = [r for r in results if "skipped" in r]
+    if skipped:
+        print(f"{len(skipped)} of {len(results)} cases skipped (reasons in the table)")
     record = {"environment": env, "argv": ["python", "-m", "oxicuda", "bench", *argv],
               "results": results, "complete": True}
     copy = [r for r in results if r["case"].startswith("copy_d2d") and r.get("ours_rate")]

@@ -17,6 +17,21 @@ def _version_text(v: int) -> str:
     return f"{v // 1000}.{(v % 1000) // 10} ({v})"
 
 
+def open_backend(command: str):
+    """The live driver API, or None after one line on stderr saying why no backend could be
+    loaded (``OXICUDA_BACKEND=cuda`` on a machine without a usable GPU, say): every command
+    that needs a device starts with it, so that none of them ends in a traceback there."""
+    from oxicuda import __version__
+    from oxicuda.driver import backend
+
+    try:
+        return backend.api()
+    except Exception as exc:  # noqa: BLE001 -- any failure to load is reported the same way
+        print(f"oxicuda {__version__} {command}: no backend could be loaded: "
+              f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print what oxicuda runs on. Exit 0 (1 when no backend at all could be loaded)."""
     parser = argparse.ArgumentParser(prog="python -m oxicuda info", description=__doc__)
@@ -26,11 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     from oxicuda.driver import backend, enums
     from oxicuda.driver.device import Device
 
-    try:
-        drv = backend.api()
-    except Exception as exc:
-        print(f"oxicuda {__version__}: no backend could be loaded: {type(exc).__name__}: {exc}",
-              file=sys.stderr)
+    drv = open_backend("info")
+    if drv is None:
         return 1
     print(f"oxicuda {__version__}")
     print(f"backend: {drv.name}")
@@ -52,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, code in enums.DEVICE_ATTRIBUTES.items():
             try:
                 value: object = dev.get_attribute(name)
-            except Exception as exc:  # an attribute this driver does not know
+            except Exception as exc:  # noqa: BLE001 -- an attribute this driver does not know
                 value = f"n/a ({type(exc).__name__})"
             print(f"    {name:<{width}} [{code:>3}] {value}")
     return 0

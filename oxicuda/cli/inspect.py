@@ -67,10 +67,16 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command; returns the exit status."""
     args = _parser().parse_args(argv)
     registry.load_all_families()
+    known = registry.families()
+    if args.family not in known:
+        print(f"inspect: no kernel family {args.family!r}; the families are (see also "
+              f"`python -m oxicuda kernels`):\n  " + "\n  ".join(sorted(known)), file=sys.stderr)
+        return 2
     try:
         spec = build_spec(args.family, args.param, args.arch)
     except (KeyError, ValueError, TypeError, SyntaxError) as exc:
-        print(f"inspect: {exc}", file=sys.stderr)
+        # KeyError's str() quotes its message; print the message itself
+        print(f"inspect: {exc.args[0] if exc.args else exc}", file=sys.stderr)
         return 2
     text = registry.generate_ptx(spec)
     if args.emit == "ptx":

@@ -34,6 +34,19 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _check_targeted(archs: list[str], family: str | None) -> None:
+    """ValueError for an arch no registered configuration (of ``family``, when given) targets:
+    validating it would assemble nothing and report success."""
+    fams = registry.families()
+    targeted = sorted({a for f in fams.values() for a in f.archs} if family is None
+                      else fams[family].archs)
+    for arch in archs:
+        if arch not in targeted:
+            whose = f"family {family!r}" if family else "registered kernel"
+            raise ValueError(f"no {whose} targets {arch}; the targeted archs are "
+                             f"{', '.join(targeted)}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command; returns the exit status."""
     args = _parser().parse_args(argv)
@@ -52,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         archs = parse_arch_list(args.validate)
+        _check_targeted(archs, args.family)
         find_ptxas()
     except (ValueError, PtxasNotFound) as exc:
         print(f"kernels: {exc}", file=sys.stderr)

@@ -70,6 +70,15 @@ def attention(q: object, k: object, v: object, causal: bool = False, scale: floa
     64 or 128, sm_90), ``"mma"`` (mma.sync tensor cores: float16/bfloat16, head_dim 64 or 128,
     sm_80+) or ``"simt"``; a forced algo that cannot run the problem raises ValueError. ``out``: a C-contiguous array of q's shape and
     dtype to write into. Raises TypeError/ValueError on bad input before any launch.
+
+    ``causal=True`` masks key ``j`` for query ``i`` when ``j > i``: the mask is aligned to the
+    top left of the Sq x Sk score matrix, as ``torch.tril(torch.ones(Sq, Sk))``, which is what
+    PyTorch's ``scaled_dot_product_attention(is_causal=True)`` does, whatever Sq and Sk are (every
+    algo). So with Sq < Sk query ``i`` sees keys ``0..i`` only (keys past ``Sq - 1`` are seen by
+    no query), and with Sq > Sk the rows ``i >= Sk - 1`` see every key. The bottom-right
+    alignment of FlashAttention 2.1+ and of KV-cache decoding (query ``i`` at position
+    ``Sk - Sq + i``) is not offered: a decoding step with one new query (Sq = 1) that should see
+    all Sk cached keys calls with ``causal=False``; with ``causal=True`` it would see key 0 only.
     """
     op = "attention"
     qa, ka, va = (as_float_array(t, op, n) for t, n in ((q, "q"), (k, "k"), (v, "v")))

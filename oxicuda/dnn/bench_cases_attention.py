@@ -116,4 +116,5 @@ for _name, _b, _h, _s, _d, _causal in SHAPES:
     for _algo in ALGOS:
         register_case(Case("attention", f"attention_{_name}_{_algo}", _prep(_b, _h, _s, _d, _causal, _algo),
                            flops=flops(_b, _h, _s, _d, _causal), unit="TFLOP/s", gpu_only=_algo.startswith("wgmma"),
+                           archs=("sm_90",) if _algo.startswith("wgmma") else (),
                            note=f"algo={_algo!r} forced" + ("; needs sm_90" if _algo.startswith("wgmma") else "")))

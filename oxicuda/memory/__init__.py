@@ -32,3 +32,8 @@ __all__ = [
     "full_like", "get_pool", "get_staging_buffer", "host_astype", "normalize_dtype", "workspace",
     "workspace_stats", "zeros", "zeros_like",
 ]
+
+
+def __dir__() -> list[str]:
+    # the public names and the module attributes, not the submodules and helpers imported above
+    return sorted(set(__all__) | {n for n in globals() if n.startswith("__")})

@@ -35,3 +35,8 @@ __all__ = [
     "ptx_version_for",
     "register_family",
 ]
+
+
+def __dir__() -> list[str]:
+    # the public names and the module attributes, not the submodules and helpers imported above
+    return sorted(set(__all__) | {n for n in globals() if n.startswith("__")})
