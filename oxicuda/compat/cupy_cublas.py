@@ -75,8 +75,13 @@ class CUBLASError(RuntimeError):
 
     def __init__(self, status: int, detail: str = "") -> None:
         self.status = status
+        self.detail = detail
         name = STATUS_NAMES.get(status, f"CUBLAS_STATUS_{status}")
         super().__init__(f"{name}: {detail}" if detail else name)
+
+    def __reduce__(self):
+        # as CuPy's CUBLASError: rebuilt from its status (and detail), not from its message
+        return type(self), (self.status, self.detail)
 
 
 def check_status(status: int) -> None:
