@@ -30,7 +30,7 @@ class GpuData:
 CUPY_POINTERS = {"A", "B", "C", "x", "y", "AP", "Aarray", "Barray", "Carray", "alpha", "beta",
                  "result", "c", "s", "a", "b", "d1", "d2", "x1", "y1", "param", "PivotArray",
                  "infoArray", "devIpiv", "info"}
-SKCUDA_POINTERS = {"A", "B", "C", "x", "y", "AP", "Aarray", "Barray", "Carray", "sparam", "P", "info"}
+SKCUDA_POINTERS = {"A", "B", "C", "x", "y", "AP", "Aarray", "Barray", "Carray", "P", "info"}
 NOT_POINTERS = [1.5, np.zeros((), np.float32), np.float64(2.0), None, "0x1000", 2.5 + 0j]
 
 
@@ -54,6 +54,12 @@ def _arguments(fn, handle, pointer_names, host, device):
             out[name] = 0
         elif name in ("alpha", "beta", "c", "s"):
             out[name] = 1.0
+        elif name in ("Atype", "Btype", "Ctype"):
+            out[name] = 0  # CUDA_R_32F
+        elif name == "computeType":
+            out[name] = 68  # CUBLAS_COMPUTE_32F
+        elif name == "algo":
+            out[name] = -1
         else:
             out[name] = 1
     return out
@@ -61,7 +67,7 @@ def _arguments(fn, handle, pointer_names, host, device):
 
 def _named(param: str) -> str:
     """The message names the argument (pointer arrays by their matrix: Aarray -> A)."""
-    return rf"\b({param}|{param.removesuffix('array')})\b"
+    return rf"\b{param.removesuffix('array')}(array)?\b"
 
 
 @pytest.fixture(scope="module")

@@ -37,6 +37,7 @@ _LAZY = {
 _GENERATORS = (
     "gemm_naive", "gemm_tiled", "gemm_splitk", "gemv", "gemm_tensorcore", "gemm_wgmma", "gemm_dmma",
     "level1_kernels", "level2_kernels", "level3_kernels", "transpose_kernels", "level2_packed_kernels",
+    "geam_kernels", "level1_rot_kernels",
 )
 KERNEL_MODULES = tuple(m for m in _GENERATORS if importlib.util.find_spec(f"{__name__}.{m}") is not None)
 

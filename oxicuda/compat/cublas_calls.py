@@ -11,7 +11,8 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass
 
-from ..blas import level1, level2, level3
+from ..blas import geam as geam_ops
+from ..blas import level1, level1_rot, level2, level2_packed, level3, level3_rank
 from ..blas.gemm_core import gemm_colmajor
 from ..blas.handle import HandleState
 from ..blas.operands import host_scalar
@@ -186,3 +187,116 @@ def trmm(st: HandleState, dt: str, side: str, uplo: str, trans: str, diag: str, 
     a, b, c = P(a, "A"), P(b, "B"), P(c, "C")
     level3.trmm_ptr(side, uplo, trans, diag, m, n, alpha.value, a, lda, b, ldb, c, ldc, dtype=dt,
                     stream=st.stream, alpha_ptr=alpha.ptr)
+
+
+def hemm(st: HandleState, dt: str, side: str, uplo: str, m, n, alpha: Scalar, a, lda, b, ldb,
+         beta: Scalar, c, ldc) -> None:
+    a, b, c = P(a, "A"), P(b, "B"), P(c, "C")
+    level3.symm_ptr(side, uplo, m, n, alpha.value, a, lda, b, ldb, beta.value, c, ldc, dtype=dt, hermitian=True,
+                    stream=st.stream, alpha_ptr=alpha.ptr, beta_ptr=beta.ptr)
+
+
+# -- banded, packed and triangular level 2 ------------------------------------------------------
+def gbmv(st: HandleState, dt: str, trans: str, m, n, kl, ku, alpha: Scalar, a, lda, x, incx, beta: Scalar, y,
+         incy) -> None:
+    a, x, y = P(a, "A"), P(x, "x"), P(y, "y")
+    level2_packed.gbmv_ptr(trans, m, n, kl, ku, alpha.value, a, lda, x, incx, beta.value, y, incy, dtype=dt,
+                           stream=st.stream, alpha_ptr=alpha.ptr, beta_ptr=beta.ptr)
+
+
+def sbmv(st: HandleState, dt: str, uplo: str, n, k, alpha: Scalar, a, lda, x, incx, beta: Scalar, y, incy,
+         hermitian: bool) -> None:
+    a, x, y = P(a, "A"), P(x, "x"), P(y, "y")
+    level2_packed.sbmv_ptr(uplo, n, k, alpha.value, a, lda, x, incx, beta.value, y, incy, dtype=dt,
+                           hermitian=hermitian, stream=st.stream, alpha_ptr=alpha.ptr, beta_ptr=beta.ptr)
+
+
+def spmv(st: HandleState, dt: str, uplo: str, n, alpha: Scalar, ap, x, incx, beta: Scalar, y, incy,
+         hermitian: bool) -> None:
+    ap, x, y = P(ap, "AP"), P(x, "x"), P(y, "y")
+    level2_packed.spmv_ptr(uplo, n, alpha.value, ap, x, incx, beta.value, y, incy, dtype=dt, hermitian=hermitian,
+                           stream=st.stream, alpha_ptr=alpha.ptr, beta_ptr=beta.ptr)
+
+
+def triangular_mv(kind: str, st: HandleState, dt: str, uplo: str, trans: str, diag: str, n, *args) -> None:
+    """trmv/tbmv/tpmv/tbsv/tpsv: ``args`` are the cuBLAS arguments after n (k, A, lda, x, incx
+    as the routine takes them)."""
+    fn = {"trmv": level2_packed.trmv_ptr, "tbmv": level2_packed.tbmv_ptr, "tpmv": level2_packed.tpmv_ptr,
+          "tbsv": level2_packed.tbsv_ptr, "tpsv": level2_packed.tpsv_ptr}[kind]
+    names = {"trmv": ("A", None, "x", None), "tbmv": (None, "A", None, "x", None), "tpmv": ("AP", "x", None),
+             "tbsv": (None, "A", None, "x", None), "tpsv": ("AP", "x", None)}[kind]
+    args = [P(v, w) if w else v for v, w in zip(args, names)]
+    fn(uplo, trans, diag, n, *args, dtype=dt, stream=st.stream)
+
+
+def rank_update(kind: str, st: HandleState, dt: str, uplo: str, n, alpha: Scalar, *args, hermitian: bool) -> None:
+    """syr/syr2/spr/spr2 (``hermitian``: her/her2/hpr/hpr2): ``args`` after alpha as cuBLAS
+    orders them (x, incx[, y, incy], A, lda | AP)."""
+    names = {"syr": ("x", None, "A", None), "syr2": ("x", None, "y", None, "A", None), "spr": ("x", None, "AP"),
+             "spr2": ("x", None, "y", None, "AP")}[kind]
+    args = [P(v, w) if w else v for v, w in zip(args, names)]
+    fn = {"syr": level2_packed.syr_ptr, "syr2": level2_packed.syr2_ptr, "spr": level2_packed.spr_ptr,
+          "spr2": level2_packed.spr2_ptr}[kind]
+    fn(uplo, n, alpha.value, *args, dtype=dt, hermitian=hermitian, stream=st.stream, alpha_ptr=alpha.ptr)
+
+
+# -- level 3 rank updates, batched trsm ---------------------------------------------------------
+def rank_k(kind: str, st: HandleState, dt: str, uplo: str, trans: str, n, k, alpha: Scalar, a, lda, *rest) -> None:
+    """herk (rest: beta, C, ldc) and syr2k/her2k (rest: B, ldb, beta, C, ldc)."""
+    a = P(a, "A")
+    if kind == "herk":
+        beta, c, ldc = rest
+        level3_rank.herk_ptr(uplo, trans, n, k, alpha.value, a, lda, beta.value, P(c, "C"), ldc, dtype=dt,
+                             stream=st.stream, alpha_ptr=alpha.ptr, beta_ptr=beta.ptr)
+        return
+    b, ldb, beta, c, ldc = rest
+    fn = level3_rank.syr2k_ptr if kind == "syr2k" else level3_rank.her2k_ptr
+    fn(uplo, trans, n, k, alpha.value, a, lda, P(b, "B"), ldb, beta.value, P(c, "C"), ldc, dtype=dt,
+       stream=st.stream, alpha_ptr=alpha.ptr, beta_ptr=beta.ptr)
+
+
+def trsm_batched(st: HandleState, dt: str, side: str, uplo: str, trans: str, diag: str, m, n, alpha: Scalar,
+                 a_array, lda, b_array, ldb, batch) -> None:
+    a_array, b_array = P(a_array, "Aarray"), P(b_array, "Barray")
+    level3_rank.trsm_batched_ptr(side, uplo, trans, diag, m, n, alpha.value, a_array, lda, b_array, ldb, batch,
+                                 dtype=dt, stream=st.stream, alpha_ptr=alpha.ptr)
+
+
+# -- extensions ---------------------------------------------------------------------------------
+def geam(st: HandleState, dt: str, transa: str, transb: str, m, n, alpha: Scalar, a, lda, beta: Scalar, b, ldb,
+         c, ldc) -> None:
+    a, b, c = P(a, "A"), P(b, "B"), P(c, "C")
+    geam_ops.geam_ptr(transa, transb, m, n, alpha.value, a, lda, beta.value, b, ldb, c, ldc, dtype=dt,
+                      stream=st.stream, alpha_ptr=alpha.ptr, beta_ptr=beta.ptr)
+
+
+def dgmm(st: HandleState, dt: str, side: str, m, n, a, lda, x, incx, c, ldc) -> None:
+    a, x, c = P(a, "A"), P(x, "x"), P(c, "C")
+    geam_ops.dgmm_ptr(side, m, n, a, lda, x, incx, c, ldc, dtype=dt, stream=st.stream)
+
+
+def pack(direction: str, st: HandleState, dt: str, uplo: str, n, *args) -> None:
+    """trttp (args: A, lda, AP) or tpttr (args: AP, A, lda)."""
+    if direction == "trttp":
+        a, lda, ap = args
+        geam_ops.trttp_ptr(uplo, n, P(a, "A"), lda, P(ap, "AP"), dtype=dt, stream=st.stream)
+    else:
+        ap, a, lda = args
+        geam_ops.tpttr_ptr(uplo, n, P(ap, "AP"), P(a, "A"), lda, dtype=dt, stream=st.stream)
+
+
+# -- rotations ----------------------------------------------------------------------------------
+def rotm(st: HandleState, dt: str, n, x, incx, y, incy, param: int) -> None:
+    x, y = P(x, "x"), P(y, "y")
+    level1_rot.rotm_ptr(n, x, incx, y, incy, P(param, "param"), dtype=dt, stream=st.stream,
+                        param_on_host=not st.device_pointers)
+
+
+def rotg(st: HandleState, dt: str, a, b, c, s) -> None:
+    level1_rot.rotg_ptr(P(a, "a"), P(b, "b"), P(c, "c"), P(s, "s"), dtype=dt, stream=st.stream,
+                        on_host=not st.device_pointers)
+
+
+def rotmg(st: HandleState, dt: str, d1, d2, x1, y1, param) -> None:
+    level1_rot.rotmg_ptr(P(d1, "d1"), P(d2, "d2"), P(x1, "x1"), P(y1, "y1"), P(param, "param"), dtype=dt,
+                         stream=st.stream, on_host=not st.device_pointers)
