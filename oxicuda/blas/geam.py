@@ -183,8 +183,10 @@ def _output(out, shape: tuple[int, int], dtype, order: str, what: str) -> Device
     if out is None:
         return empty(shape, dtype, order=order)
     o = out if isinstance(out, DeviceArray) else asarray(out)
-    if o.shape != shape or o.dtype != np.dtype(dtype):
-        raise ValueError(f"{what}: out has shape {o.shape} and dtype {o.dtype}; {shape} {np.dtype(dtype)} is required")
+    if o.dtype != np.dtype(dtype):
+        raise TypeError(f"{what}: out is {o.dtype}; {np.dtype(dtype)} is required")
+    if o.shape != shape:
+        raise ValueError(f"{what}: out has shape {o.shape}; {shape} is required")
     if o.readonly:
         raise ValueError(f"{what}: out is read-only")
     return o
