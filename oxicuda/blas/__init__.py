@@ -31,7 +31,7 @@ _LAZY = {
     **{name: "level3" for name in ("trsm_ptr", "syrk_ptr", "symm_ptr", "trmm_ptr")},
     **{name: "level3_api" for name in ("trsm", "syrk", "symm", "trmm")},
     **{name: "level3_rank" for name in ("herk_ptr", "syr2k_ptr", "her2k_ptr", "trsm_batched_ptr")},
-    **{name: "geam" for name in ("geam", "dgmm", "geam_ptr", "dgmm_ptr", "trttp_ptr", "tpttr_ptr")},
+    **{name: "geam_dgmm" for name in ("geam", "dgmm", "geam_ptr", "dgmm_ptr", "trttp_ptr", "tpttr_ptr")},
     **{name: "level1_rot" for name in ("rotm_ptr", "rotg_ptr", "rotmg_ptr")},
     **{name: "level2_packed" for name in (
         "gbmv_ptr", "sbmv_ptr", "spmv_ptr", "trmv_ptr", "tbmv_ptr", "tpmv_ptr", "tbsv_ptr", "tpsv_ptr", "syr_ptr",

@@ -14,7 +14,7 @@ not fit raise ValueError; dtypes that differ raise TypeError; nothing is written
 from __future__ import annotations
 
 from ..memory.array import DeviceArray, zeros
-from .geam import _output, _trans_flag, colmajor_view
+from .geam_dgmm import _output, _trans_flag, colmajor_view
 from .level3 import symm_ptr, syrk_ptr, trmm_ptr, trsm_ptr
 
 __all__ = ["symm", "syrk", "trmm", "trsm"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass
 
-from ..blas import geam as geam_ops
+from ..blas import geam_dgmm as geam_ops
 from ..blas import level1, level1_rot, level2, level2_packed, level3, level3_rank
 from ..blas.gemm_core import gemm_colmajor
 from ..blas.handle import HandleState
