@@ -29,11 +29,27 @@ def _grid(m: int, n: int) -> tuple[int, int]:
     return (m + BLOCK - 1) // BLOCK, min(n, MAX_GRID_Y)
 
 
-def _plan(spec, m: int, n: int, bind) -> LaunchPlan:
-    facts = device_facts()
-    key = (facts.ordinal, spec, m, n)
-    return PLANS.get_or_build(key, lambda: LaunchPlan(spec.kernel_name(), [KernelStep(spec, _grid(m, n), BLOCK,
-                                                                                       bind)]))
+def _plan(key: tuple, make_spec, m: int, n: int, bind) -> LaunchPlan:
+    """The cached one-step plan of ``key`` (call signature and device ordinal); on a miss
+    ``make_spec(arch)`` gives the spec. A hit is one dict lookup: no spec is built per call."""
+    plan = PLANS.get(key)
+    if plan is None:
+        arch = device_facts().arch
+        plan = PLANS.get_or_build(key, lambda: LaunchPlan(key[0], [KernelStep(make_spec(arch), _grid(m, n), BLOCK,
+                                                                                bind(m, n))]))
+    return plan
+
+
+def _bind_geam(m: int, n: int):
+    return lambda p, s, ws: (m, n, p[0], s[0], p[1], s[1], p[2], s[2], *s[3:])
+
+
+def _bind_dgmm(m: int, n: int):
+    return lambda p, s, ws: (m, n, p[0], s[0], p[1], s[1], p[2], s[2])
+
+
+def _bind_pack(n: int, _n: int):
+    return lambda p, s, ws: (n, p[0], s[0], p[1])
 
 
 def _spans_overlap(p: int, p_bytes: int, q: int, q_bytes: int) -> bool:
@@ -75,8 +91,8 @@ def geam_ptr(transa: str, transb: str, m: int, n: int, alpha, a_ptr: int, lda: i
         if _spans_overlap(ptr, nbytes, c, c_bytes) and not (ptr == c and t == "N" and ld == ldc):
             raise ValueError(f"geam: C overlaps {name}; in place is allowed only with C == {name}, "
                              f"op 'N' and ld{name.lower()} == ldc")
-    spec = GeamSpec(arch=device_facts().arch, dtype=dt, transa=ta, transb=tb)
-    plan = _plan(spec, m, n, lambda p, s, ws: (m, n, p[0], s[0], p[1], s[1], p[2], s[2], *s[3:]))
+    key = ("blas_geam", device_facts().ordinal, dt, ta, tb, m, n)
+    plan = _plan(key, lambda arch: GeamSpec(arch=arch, dtype=dt, transa=ta, transb=tb), m, n, _bind_geam)
     plan.run((a, b, c), (lda, ldb, ldc, ar, ai, ap, br, bi, bp), op.stream_of(stream))
 
 
@@ -103,8 +119,8 @@ def dgmm_ptr(side: str, m: int, n: int, a_ptr: int, lda: int, x_ptr: int, incx: 
     op.check_span(x, op.vector_span(nx, incx, es), f"dgmm: x (n={nx}, incx={incx})")
     if _spans_overlap(a, a_bytes, c, c_bytes) and not (a == c and lda == ldc):
         raise ValueError("dgmm: C overlaps A; in place is allowed only with C == A and lda == ldc")
-    spec = DgmmSpec(arch=device_facts().arch, dtype=dt, side=sd)
-    plan = _plan(spec, m, n, lambda p, s, ws: (m, n, p[0], s[0], p[1], s[1], p[2], s[2]))
+    key = ("blas_dgmm", device_facts().ordinal, dt, sd, m, n)
+    plan = _plan(key, lambda arch: DgmmSpec(arch=arch, dtype=dt, side=sd), m, n, _bind_dgmm)
     plan.run((a, op.vector_start(x, nx, incx, es), c), (lda, incx, ldc), op.stream_of(stream))
 
 
@@ -119,8 +135,8 @@ def _pack(direction: str, name: str, uplo, n, a_ptr, lda, ap_ptr, dtype, stream)
     es = op.itemsize(dt)
     op.check_span(a, op.matrix_span(n, n, lda, es), f"{name}: A ({n}x{n}, lda={lda})")
     op.check_span(ap, n * (n + 1) // 2 * es, f"{name}: AP (n={n}, packed)")
-    spec = PackSpec(arch=device_facts().arch, dtype=dt, uplo=u, direction=direction)
-    plan = _plan(spec, n, n, lambda p, s, ws: (n, p[0], s[0], p[1]))
+    key = ("blas_pack", device_facts().ordinal, dt, u, direction, n)
+    plan = _plan(key, lambda arch: PackSpec(arch=arch, dtype=dt, uplo=u, direction=direction), n, n, _bind_pack)
     plan.run((a, ap), (lda,), op.stream_of(stream))
 
 

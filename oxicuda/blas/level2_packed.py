@@ -67,9 +67,11 @@ def _mv_plan(spec: MvSpec, rows: int, ncols: int, lo_w: int, hi_w: int, copy_len
 def _run_mv(spec_fields: dict, rows: int, ncols: int, lo_w: int, hi_w: int, copy_len: int, a: int, lda: int,
             k: int, order: int, x: int, incx: int, y: int, incy: int, scalars: tuple, stream: object) -> None:
     facts = device_facts()
-    spec = MvSpec(arch=facts.arch, **spec_fields)
-    key = ("mv", facts.ordinal, spec, rows, ncols, lo_w, hi_w, copy_len)
-    plan = PLANS.get_or_build(key, lambda: _mv_plan(spec, rows, ncols, lo_w, hi_w, copy_len))
+    key = ("mv", facts.ordinal, *spec_fields.values(), rows, ncols, lo_w, hi_w, copy_len)
+    plan = PLANS.get(key)  # a hit builds no spec
+    if plan is None:
+        spec = MvSpec(arch=facts.arch, **spec_fields)
+        plan = PLANS.get_or_build(key, lambda: _mv_plan(spec, rows, ncols, lo_w, hi_w, copy_len))
     plan.run((a, x, y), (lda, k, order, incx, incy, *scalars), op.stream_of(stream))
 
 
