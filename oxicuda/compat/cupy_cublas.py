@@ -118,7 +118,7 @@ def getVersion(handle: int) -> int:
 
 def setStream(handle: int, stream: int) -> None:
     """Order the handle's later work on ``stream`` (a driver stream handle; 0 is the default)."""
-    _do(lambda: _h.lookup_handle(handle).set_stream(stream))
+    _do(lambda: _h.lookup_handle(handle).set_stream(pointer_arg(stream, "stream")))  # size_t, as CuPy types it
 
 
 def getStream(handle: int) -> int:
