@@ -23,8 +23,16 @@ class gpuarray:
     to_gpu = staticmethod(oxicuda.asarray)
 
 
+class _GpuData:
+    def __init__(self, ptr):
+        self._ptr = ptr
+
+    def __int__(self):
+        return self._ptr
+
+
 def ptr(a):
-    return a
+    return _GpuData(a.ptr)
 """
 
 
@@ -36,6 +44,11 @@ class GpuData:
 
     def __int__(self) -> int:
         return self._ptr
+
+
+def G(a) -> GpuData:
+    """A device array's address as PyCUDA scripts pass it (``a.gpudata``)."""
+    return GpuData(a.ptr)
 
 
 @pytest.fixture
@@ -64,7 +77,7 @@ def test_level1_values(rng, h, p, dt):
     dx, dy = oxicuda.asarray(x), oxicuda.asarray(y)
     gx = GpuData(dx.ptr)
     alpha = (0.5 + 1j) if cplx else 0.5
-    getattr(cublas, f"cublas{p}axpy")(h, n, alpha, gx, 1, dy, 1)
+    getattr(cublas, f"cublas{p}axpy")(h, n, alpha, gx, 1, G(dy), 1)
     assert np.allclose(dy.get(), y + alpha * x, atol=tol)
     rp = {"S": "S", "D": "D", "C": "Sc", "Z": "Dz"}[p]
     assert abs(getattr(cublas, f"cublas{rp}nrm2")(h, n, gx, 1) - np.linalg.norm(x)) <= tol * 10
@@ -75,10 +88,10 @@ def test_level1_values(rng, h, p, dt):
     dot = getattr(cublas, f"cublas{p}dotc" if cplx else f"cublas{p}dot")
     assert abs(dot(h, n, gx, 1, dx.ptr, 1) - np.vdot(x, x)) <= tol * n
     dz = oxicuda.zeros((n,), dt)
-    getattr(cublas, f"cublas{p}copy")(h, n, dx, 1, dz, 1)
-    getattr(cublas, f"cublas{p}scal")(h, n, 2.0, dz, 1)
+    getattr(cublas, f"cublas{p}copy")(h, n, G(dx), 1, G(dz), 1)
+    getattr(cublas, f"cublas{p}scal")(h, n, 2.0, G(dz), 1)
     assert np.allclose(dz.get(), 2 * x, atol=tol)
-    getattr(cublas, f"cublas{p}swap")(h, n, dx, 1, dz, 1)
+    getattr(cublas, f"cublas{p}swap")(h, n, G(dx), 1, G(dz), 1)
     assert np.allclose(dx.get(), 2 * x, atol=tol) and np.allclose(dz.get(), x, atol=tol)
 
 
@@ -93,10 +106,10 @@ def test_gemm_with_char_and_int_ops(rng, h, p, dt):
     tol = 1e-4 if p == "S" else 1e-11
     for ta, tb in (("t", "T"), (1, 1), ("T", "t")):
         da, db, dc = (oxicuda.asarray(np.asfortranarray(v)) for v in (a, b, c))
-        getattr(cublas, f"cublas{p}gemm")(h, ta, tb, m, n, k, 1.5, da, k, db, n, -1.0, dc, m)
+        getattr(cublas, f"cublas{p}gemm")(h, ta, tb, m, n, k, 1.5, G(da), k, G(db), n, -1.0, G(dc), m)
         assert np.allclose(dc.get(), 1.5 * a.T @ b.T - c, atol=tol * k)
     with pytest.raises(cublas.cublasInvalidValue):
-        getattr(cublas, f"cublas{p}gemm")(h, "x", "n", m, n, k, 1.0, da, k, db, n, 0.0, dc, m)
+        getattr(cublas, f"cublas{p}gemm")(h, "x", "n", m, n, k, 1.0, G(da), k, G(db), n, 0.0, G(dc), m)
 
 
 def test_level2_level3_routines(rng, h):
@@ -105,21 +118,21 @@ def test_level2_level3_routines(rng, h):
     da = oxicuda.asarray(np.asfortranarray(a))
     x = rng.standard_normal(n).astype(np.float32)
     dx = oxicuda.asarray(x)
-    cublas.cublasStrsv(h, "u", "n", "n", n, da, n, dx, 1)
+    cublas.cublasStrsv(h, "u", "n", "n", n, G(da), n, G(dx), 1)
     assert np.allclose(a.astype(np.float64) @ dx.get(), x, atol=1e-4)
     b = rng.standard_normal((n, 2)).astype(np.float32)
     db = oxicuda.asarray(np.asfortranarray(b))
-    cublas.cublasStrsm(h, "l", "u", "t", "n", n, 2, 2.0, da, n, db, n)
+    cublas.cublasStrsm(h, "l", "u", "t", "n", n, 2, 2.0, G(da), n, G(db), n)
     assert np.allclose(a.T.astype(np.float64) @ db.get(), 2 * b, atol=1e-4)
     dA = oxicuda.zeros((n, n), np.float32, order="F")
-    cublas.cublasSger(h, n, n, 1.0, dx, 1, dx, 1, dA, n)
+    cublas.cublasSger(h, n, n, 1.0, G(dx), 1, G(dx), 1, G(dA), n)
     xs = dx.get().astype(np.float64)
     assert np.allclose(dA.get(), np.outer(xs, xs), rtol=1e-5, atol=1e-5)
     dy = oxicuda.asarray(np.ones(n, np.float32))
-    cublas.cublasSsymv(h, "L", n, 1.0, dA, n, dx, 1, 0.0, dy, 1)
+    cublas.cublasSsymv(h, "L", n, 1.0, G(dA), n, G(dx), 1, 0.0, G(dy), 1)
     assert np.allclose(dy.get(), np.outer(xs, xs) @ xs, rtol=1e-4, atol=1e-4)
     dc = oxicuda.zeros((n, n), np.float32, order="F")
-    cublas.cublasSsyrk(h, "U", "N", n, 2, 1.0, db, n, 0.0, dc, n)
+    cublas.cublasSsyrk(h, "U", "N", n, 2, 1.0, G(db), n, 0.0, G(dc), n)
     bb = db.get().astype(np.float64)
     up = np.triu(np.ones((n, n), bool))
     assert np.allclose(dc.get()[up], (bb @ bb.T)[up], atol=1e-3)
@@ -128,13 +141,13 @@ def test_level2_level3_routines(rng, h):
 def test_bad_handle_and_arguments(h):
     x = oxicuda.asarray(np.ones(4, np.float32))
     with pytest.raises(cublas.cublasInvalidValue):
-        cublas.cublasSaxpy(h, 4, "2", x, 1, x, 1)
+        cublas.cublasSaxpy(h, 4, "2", G(x), 1, G(x), 1)
     with pytest.raises(cublas.cublasInvalidValue):
         cublas.cublasSnrm2(h, 4, 0, 1)
     dead = cublas.cublasCreate()
     cublas.cublasDestroy(dead)
     with pytest.raises(cublas.cublasNotInitialized):
-        cublas.cublasSdot(dead, 4, x, 1, x, 1)
+        cublas.cublasSdot(dead, 4, G(x), 1, G(x), 1)
     assert np.all(x.get() == 1.0)
 
 

@@ -29,6 +29,13 @@ _LAZY = {
         "asum_ptr", "iamax_ptr", "iamin_ptr")},
     **{name: "level2" for name in ("ger", "symv", "trsv", "ger_ptr", "symv_ptr", "trsv_ptr")},
     **{name: "level3" for name in ("trsm_ptr", "syrk_ptr", "symm_ptr", "trmm_ptr")},
+    **{name: "level3_api" for name in ("trsm", "syrk", "symm", "trmm")},
+    **{name: "level3_rank" for name in ("herk_ptr", "syr2k_ptr", "her2k_ptr", "trsm_batched_ptr")},
+    **{name: "geam_dgmm" for name in ("geam", "dgmm", "geam_ptr", "dgmm_ptr", "trttp_ptr", "tpttr_ptr")},
+    **{name: "level1_rot" for name in ("rotm_ptr", "rotg_ptr", "rotmg_ptr")},
+    **{name: "level2_packed" for name in (
+        "gbmv_ptr", "sbmv_ptr", "spmv_ptr", "trmv_ptr", "tbmv_ptr", "tpmv_ptr", "tbsv_ptr", "tpsv_ptr", "syr_ptr",
+        "syr2_ptr", "spr_ptr", "spr2_ptr")},
     "transpose": "transpose_kernels",
     "Handle": "handle",
     "create_handle": "handle",
@@ -36,7 +43,8 @@ _LAZY = {
 
 _GENERATORS = (
     "gemm_naive", "gemm_tiled", "gemm_splitk", "gemv", "gemm_tensorcore", "gemm_wgmma", "gemm_dmma",
-    "level1_kernels", "level2_kernels", "level3_kernels", "transpose_kernels",
+    "level1_kernels", "level2_kernels", "level3_kernels", "transpose_kernels", "level2_packed_kernels",
+    "geam_kernels", "level1_rot_kernels",
 )
 KERNEL_MODULES = tuple(m for m in _GENERATORS if importlib.util.find_spec(f"{__name__}.{m}") is not None)
 

@@ -132,24 +132,34 @@ def generate_expand(spec: ExpandSpec) -> str:
     return kb.ptx()
 
 
+#: how W enters C in ``blas3_axpby``: alpha W (syrk, trsm scaling); alpha W with real scalars
+#: and a real diagonal (herk); alpha (W + W^T) (syr2k); alpha W + conj(alpha) W^H with a real
+#: beta and a real diagonal (her2k)
+AXPBY_FORMS = ("w", "herm", "sym2", "herm2")
+
+
 @dataclass(frozen=True)
 class AxpbySpec(KernelSpec):
-    """C = alpha * W + beta * C over ``region`` (a triangle, or the full m x n matrix)."""
+    """C = alpha * W + beta * C over ``region`` (a triangle, or the full m x n matrix); ``form``
+    (``AXPBY_FORMS``) adds the transposed W of the rank-2k updates and the Hermitian rules."""
 
     family: ClassVar[str] = "blas3_axpby"
     dtype: str = "float32"
     region: str = "L"
+    form: str = "w"
 
 
 def generate_axpby(spec: AxpbySpec) -> str:
     """Params: m, n, w, ldw, c, ldc, alpha, beta."""
     rt, nc, es = real_type(spec.dtype), components(spec.dtype), _esize(spec.dtype)
+    herm = spec.form in ("herm", "herm2") and nc == 2
     kb = KernelBuilder(spec.kernel_name(), arch=spec.arch, math=spec.math)
     kb.maxntid(BLOCK)
     m, n = kb.param("m", "u32"), kb.param("n", "u32")
     w, ldw = kb.param_ptr("w"), kb.param("ldw", "u32")
     c, ldc = kb.param_ptr("c"), kb.param("ldc", "u32")
-    alpha, beta = _scalar(kb, "alpha", rt, nc), _scalar(kb, "beta", rt, nc)
+    alpha = _scalar(kb, "alpha", rt, 1 if spec.form == "herm" else nc)
+    beta = _scalar(kb, "beta", rt, 1 if herm else nc)
     bzero = beta_is_zero(kb, beta)
     i = kb.mad(kb.ctaid(), kb.ntid(), kb.tid())
     with kb.if_(kb.setp("lt", i, m)):
@@ -157,10 +167,19 @@ def generate_axpby(spec: AxpbySpec) -> str:
             inside = kb.setp("ge" if spec.region == "L" else "le", i, j) if spec.region != "full" else None
             with (kb.if_(inside) if inside is not None else _nothing()):
                 ca = matrix_address(kb, c, i, j, ldc, es)
-                res = _cmul(kb, alpha, _load_vec(kb, matrix_address(kb, w, i, j, ldw, es), rt, nc))
+                wv = _load_vec(kb, matrix_address(kb, w, i, j, ldw, es), rt, nc)
+                res = _cmul(kb, alpha, wv)
+                if spec.form in ("sym2", "herm2"):
+                    wt = _load_vec(kb, matrix_address(kb, w, j, i, ldw, es), rt, nc)
+                    a2 = alpha
+                    if herm:
+                        wt, a2 = [wt[0], kb.neg(wt[1])], [alpha[0], kb.neg(alpha[1])]
+                    res = _cadd(kb, res, _cmul(kb, a2, wt))
                 with kb.if_(bzero, negate=True):
                     for k, v in enumerate(_cadd(kb, res, _cmul(kb, beta, _load_vec(kb, ca, rt, nc)))):
                         kb.assign(res[k], v)
+                if herm:
+                    kb.selp(kb.mov(0.0, rt), res[1], kb.setp("eq", i, j), out=res[1])
                 _store_vec(kb, ca, res, rt)
     return kb.ptx()
 
@@ -180,6 +199,8 @@ def _configs(arch: str):
     expand = [ExpandSpec(arch=arch, dtype=d, uplo=u, mode=m) for d in DTYPES for u in ("L", "U")
               for m in EXPAND_MODES if m != "herm" or d.startswith("complex")]
     axpby = [AxpbySpec(arch=arch, dtype=d, region=r) for d in DTYPES for r in REGIONS]
+    axpby += [AxpbySpec(arch=arch, dtype=d, region=r, form=f) for d in DTYPES for r in ("L", "U")
+              for f in AXPBY_FORMS[1:] if f == "sym2" or d.startswith("complex")]
     return panel, expand, axpby
 
 

@@ -11,14 +11,17 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass
 
-from ..blas import level1, level2, level3
+from ..blas import geam_dgmm as geam_ops
+from ..blas import level1, level1_rot, level2, level2_packed, level3, level3_rank
 from ..blas.gemm_core import gemm_colmajor
 from ..blas.handle import HandleState
-from ..blas.operands import check_pointer, host_scalar
+from ..blas.operands import host_scalar
+from .cublas_common import pointer_arg as P
 
 #: Readers of real host scalars (host pointer mode), looked up once rather than per call.
 _HOST_REAL_READERS = {"float32": ctypes.c_float.from_address, "float64": ctypes.c_double.from_address}
-_ADDRESS_LIMIT = 1 << 64
+#: host addresses below this are never a scalar (the null page): reading one would crash
+_LOWEST_HOST_ADDRESS = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -37,20 +40,30 @@ class Result:
     on_host: bool
 
 
-def scalar_from_pointer(state: HandleState, address: int, dtype: str, what: str) -> Scalar:
-    """cuBLAS's alpha/beta pointer: read on the host in host mode, passed through in device mode."""
+def scalar_from_pointer(state: HandleState, address: object, dtype: str, what: str) -> Scalar:
+    """cuBLAS's alpha/beta pointer: read on the host in host mode, passed through in device mode.
+    A non-pointer (a Python float, a numpy array) raises TypeError before anything is read."""
+    address = P(address, what)
     if state.device_pointers:
         if not address:
             raise ValueError(f"{what}: the device scalar pointer is NULL")
-        return Scalar(0.0, int(address))
+        return Scalar(0.0, address)
+    if address < _LOWEST_HOST_ADDRESS:
+        if address == 0:
+            raise ValueError(f"{what}: the host scalar pointer is NULL")
+        raise ValueError(f"{what}=0x{address:x} is not a host address (host pointer mode reads the scalar there)")
     read = _HOST_REAL_READERS.get(dtype)
-    if read is not None and type(address) is int and address > 0:
+    if read is not None:
         return Scalar(read(address).value, 0)
-    return Scalar(host_scalar(int(address), dtype, what), 0)
+    return Scalar(host_scalar(address, dtype, what), 0)
 
 
-def result_at(state: HandleState, address: int) -> Result:
-    return Result(int(address), not state.device_pointers)
+def result_at(state: HandleState, address: object, what: str = "result") -> Result:
+    """Where a reduction writes: a host address (host mode) or a device pointer."""
+    address = P(address, what)
+    if not state.device_pointers and 0 < address < _LOWEST_HOST_ADDRESS:
+        raise ValueError(f"{what}=0x{address:x} is not a host address (host pointer mode writes the result there)")
+    return Result(address, not state.device_pointers)
 
 
 def _gemv():
@@ -61,33 +74,40 @@ def _gemv():
 
 # -- level 1 ------------------------------------------------------------------------------------
 def axpy(st: HandleState, dt: str, n, alpha: Scalar, x, incx, y, incy) -> None:
+    x, y = P(x, "x"), P(y, "y")
     level1.axpy_ptr(n, alpha.value, x, incx, y, incy, dtype=dt, stream=st.stream, alpha_ptr=alpha.ptr)
 
 
 def scal(st: HandleState, dt: str, n, alpha: Scalar, x, incx, alpha_real: bool = False) -> None:
+    x = P(x, "x")
     level1.scal_ptr(n, alpha.value, x, incx, dtype=dt, stream=st.stream, alpha_ptr=alpha.ptr,
                     alpha_real=alpha_real)
 
 
 def copy(st: HandleState, dt: str, n, x, incx, y, incy) -> None:
+    x, y = P(x, "x"), P(y, "y")
     level1.copy_ptr(n, x, incx, y, incy, dtype=dt, stream=st.stream)
 
 
 def swap(st: HandleState, dt: str, n, x, incx, y, incy) -> None:
+    x, y = P(x, "x"), P(y, "y")
     level1.swap_ptr(n, x, incx, y, incy, dtype=dt, stream=st.stream)
 
 
 def rot(st: HandleState, dt: str, n, x, incx, y, incy, c: Scalar, s: Scalar, s_real: bool) -> None:
+    x, y = P(x, "x"), P(y, "y")
     level1.rot_ptr(n, x, incx, y, incy, float(c.value.real if isinstance(c.value, complex) else c.value),
                    s.value, dtype=dt, stream=st.stream, c_ptr=c.ptr, s_ptr=s.ptr, s_real=s_real)
 
 
 def dot(st: HandleState, dt: str, n, x, incx, y, incy, result: Result, conj: bool = False) -> None:
+    x, y = P(x, "x"), P(y, "y")
     level1.dot_ptr(n, x, incx, y, incy, result.address, dtype=dt, conj=conj, stream=st.stream,
                    result_on_host=result.on_host)
 
 
 def reduce(kind: str, st: HandleState, dt: str, n, x, incx, result: Result) -> None:
+    x = P(x, "x")
     fn = {"nrm2": level1.nrm2_ptr, "asum": level1.asum_ptr, "iamax": level1.iamax_ptr,
           "iamin": level1.iamin_ptr}[kind]
     fn(n, x, incx, result.address, dtype=dt, stream=st.stream, result_on_host=result.on_host)
@@ -98,23 +118,26 @@ def gemv(st: HandleState, dt: str, trans: str, m, n, alpha: Scalar, a, lda, x, i
          y, incy) -> None:
     if bool(alpha.ptr) != bool(beta.ptr):
         raise ValueError("gemv: alpha and beta must both be host values or both device pointers")
-    a, x, y = check_pointer(a, "gemv: A"), check_pointer(x, "gemv: x"), check_pointer(y, "gemv: y")
+    a, x, y = P(a, "A"), P(x, "x"), P(y, "y")
     _gemv()(trans, m, n, alpha.value, a, lda, x, incx, beta.value, y, incy, dtype=dt, stream=st.stream,
             alpha_ptr=alpha.ptr, beta_ptr=beta.ptr)
 
 
 def ger(st: HandleState, dt: str, m, n, alpha: Scalar, x, incx, y, incy, a, lda, conj: bool) -> None:
+    x, y, a = P(x, "x"), P(y, "y"), P(a, "A")
     level2.ger_ptr(m, n, alpha.value, x, incx, y, incy, a, lda, dtype=dt, conj=conj, stream=st.stream,
                    alpha_ptr=alpha.ptr)
 
 
 def symv(st: HandleState, dt: str, uplo: str, n, alpha: Scalar, a, lda, x, incx, beta: Scalar, y, incy,
          hermitian: bool) -> None:
+    a, x, y = P(a, "A"), P(x, "x"), P(y, "y")
     level2.symv_ptr(uplo, n, alpha.value, a, lda, x, incx, beta.value, y, incy, dtype=dt,
                     hermitian=hermitian, stream=st.stream, alpha_ptr=alpha.ptr, beta_ptr=beta.ptr)
 
 
 def trsv(st: HandleState, dt: str, uplo: str, trans: str, diag: str, n, a, lda, x, incx) -> None:
+    a, x = P(a, "A"), P(x, "x")
     level2.trsv_ptr(uplo, trans, diag, n, a, lda, x, incx, dtype=dt, stream=st.stream)
 
 
@@ -126,13 +149,7 @@ def gemm(st: HandleState, dt: str, transa: str, transb: str, m, n, k, alpha: Sca
         raise ValueError("gemm: alpha and beta must both be host values or both device pointers")
     if compute is None and dt == "float32" and st.allows_tf32:
         compute = "tf32"
-    # plain int addresses (the common case) skip check_pointer's general conversions
-    if not (type(a) is int and 0 <= a < _ADDRESS_LIMIT):
-        a = check_pointer(a, "gemm: A")
-    if not (type(b) is int and 0 <= b < _ADDRESS_LIMIT):
-        b = check_pointer(b, "gemm: B")
-    if not (type(c) is int and 0 <= c < _ADDRESS_LIMIT):
-        c = check_pointer(c, "gemm: C")
+    a, b, c = P(a, "A"), P(b, "B"), P(c, "C")
     if arrays:
         gemm_colmajor(transa, transb, m, n, k, alpha.value, 0, lda, 0, ldb, beta.value, 0, ldc, dtype=dt,
                       compute=compute, batch=batch, stride_a=stride_a, stride_b=stride_b, stride_c=stride_c,
@@ -146,23 +163,140 @@ def gemm(st: HandleState, dt: str, transa: str, transb: str, m, n, k, alpha: Sca
 
 def trsm(st: HandleState, dt: str, side: str, uplo: str, trans: str, diag: str, m, n, alpha: Scalar,
          a, lda, b, ldb) -> None:
+    a, b = P(a, "A"), P(b, "B")
     level3.trsm_ptr(side, uplo, trans, diag, m, n, alpha.value, a, lda, b, ldb, dtype=dt, stream=st.stream,
                     alpha_ptr=alpha.ptr)
 
 
 def syrk(st: HandleState, dt: str, uplo: str, trans: str, n, k, alpha: Scalar, a, lda, beta: Scalar,
          c, ldc) -> None:
+    a, c = P(a, "A"), P(c, "C")
     level3.syrk_ptr(uplo, trans, n, k, alpha.value, a, lda, beta.value, c, ldc, dtype=dt, stream=st.stream,
                     alpha_ptr=alpha.ptr, beta_ptr=beta.ptr)
 
 
 def symm(st: HandleState, dt: str, side: str, uplo: str, m, n, alpha: Scalar, a, lda, b, ldb,
          beta: Scalar, c, ldc) -> None:
+    a, b, c = P(a, "A"), P(b, "B"), P(c, "C")
     level3.symm_ptr(side, uplo, m, n, alpha.value, a, lda, b, ldb, beta.value, c, ldc, dtype=dt,
                     stream=st.stream, alpha_ptr=alpha.ptr, beta_ptr=beta.ptr)
 
 
 def trmm(st: HandleState, dt: str, side: str, uplo: str, trans: str, diag: str, m, n, alpha: Scalar,
          a, lda, b, ldb, c, ldc) -> None:
+    a, b, c = P(a, "A"), P(b, "B"), P(c, "C")
     level3.trmm_ptr(side, uplo, trans, diag, m, n, alpha.value, a, lda, b, ldb, c, ldc, dtype=dt,
                     stream=st.stream, alpha_ptr=alpha.ptr)
+
+
+def hemm(st: HandleState, dt: str, side: str, uplo: str, m, n, alpha: Scalar, a, lda, b, ldb,
+         beta: Scalar, c, ldc) -> None:
+    a, b, c = P(a, "A"), P(b, "B"), P(c, "C")
+    level3.symm_ptr(side, uplo, m, n, alpha.value, a, lda, b, ldb, beta.value, c, ldc, dtype=dt, hermitian=True,
+                    stream=st.stream, alpha_ptr=alpha.ptr, beta_ptr=beta.ptr)
+
+
+# -- banded, packed and triangular level 2 ------------------------------------------------------
+def gbmv(st: HandleState, dt: str, trans: str, m, n, kl, ku, alpha: Scalar, a, lda, x, incx, beta: Scalar, y,
+         incy) -> None:
+    a, x, y = P(a, "A"), P(x, "x"), P(y, "y")
+    level2_packed.gbmv_ptr(trans, m, n, kl, ku, alpha.value, a, lda, x, incx, beta.value, y, incy, dtype=dt,
+                           stream=st.stream, alpha_ptr=alpha.ptr, beta_ptr=beta.ptr)
+
+
+def sbmv(st: HandleState, dt: str, uplo: str, n, k, alpha: Scalar, a, lda, x, incx, beta: Scalar, y, incy,
+         hermitian: bool) -> None:
+    a, x, y = P(a, "A"), P(x, "x"), P(y, "y")
+    level2_packed.sbmv_ptr(uplo, n, k, alpha.value, a, lda, x, incx, beta.value, y, incy, dtype=dt,
+                           hermitian=hermitian, stream=st.stream, alpha_ptr=alpha.ptr, beta_ptr=beta.ptr)
+
+
+def spmv(st: HandleState, dt: str, uplo: str, n, alpha: Scalar, ap, x, incx, beta: Scalar, y, incy,
+         hermitian: bool) -> None:
+    ap, x, y = P(ap, "AP"), P(x, "x"), P(y, "y")
+    level2_packed.spmv_ptr(uplo, n, alpha.value, ap, x, incx, beta.value, y, incy, dtype=dt, hermitian=hermitian,
+                           stream=st.stream, alpha_ptr=alpha.ptr, beta_ptr=beta.ptr)
+
+
+def triangular_mv(kind: str, st: HandleState, dt: str, uplo: str, trans: str, diag: str, n, *args) -> None:
+    """trmv/tbmv/tpmv/tbsv/tpsv: ``args`` are the cuBLAS arguments after n (k, A, lda, x, incx
+    as the routine takes them)."""
+    fn = {"trmv": level2_packed.trmv_ptr, "tbmv": level2_packed.tbmv_ptr, "tpmv": level2_packed.tpmv_ptr,
+          "tbsv": level2_packed.tbsv_ptr, "tpsv": level2_packed.tpsv_ptr}[kind]
+    names = {"trmv": ("A", None, "x", None), "tbmv": (None, "A", None, "x", None), "tpmv": ("AP", "x", None),
+             "tbsv": (None, "A", None, "x", None), "tpsv": ("AP", "x", None)}[kind]
+    args = [P(v, w) if w else v for v, w in zip(args, names)]
+    fn(uplo, trans, diag, n, *args, dtype=dt, stream=st.stream)
+
+
+def rank_update(kind: str, st: HandleState, dt: str, uplo: str, n, alpha: Scalar, *args, hermitian: bool) -> None:
+    """syr/syr2/spr/spr2 (``hermitian``: her/her2/hpr/hpr2): ``args`` after alpha as cuBLAS
+    orders them (x, incx[, y, incy], A, lda | AP)."""
+    names = {"syr": ("x", None, "A", None), "syr2": ("x", None, "y", None, "A", None), "spr": ("x", None, "AP"),
+             "spr2": ("x", None, "y", None, "AP")}[kind]
+    args = [P(v, w) if w else v for v, w in zip(args, names)]
+    fn = {"syr": level2_packed.syr_ptr, "syr2": level2_packed.syr2_ptr, "spr": level2_packed.spr_ptr,
+          "spr2": level2_packed.spr2_ptr}[kind]
+    fn(uplo, n, alpha.value, *args, dtype=dt, hermitian=hermitian, stream=st.stream, alpha_ptr=alpha.ptr)
+
+
+# -- level 3 rank updates, batched trsm ---------------------------------------------------------
+def rank_k(kind: str, st: HandleState, dt: str, uplo: str, trans: str, n, k, alpha: Scalar, a, lda, *rest) -> None:
+    """herk (rest: beta, C, ldc) and syr2k/her2k (rest: B, ldb, beta, C, ldc)."""
+    a = P(a, "A")
+    if kind == "herk":
+        beta, c, ldc = rest
+        level3_rank.herk_ptr(uplo, trans, n, k, alpha.value, a, lda, beta.value, P(c, "C"), ldc, dtype=dt,
+                             stream=st.stream, alpha_ptr=alpha.ptr, beta_ptr=beta.ptr)
+        return
+    b, ldb, beta, c, ldc = rest
+    fn = level3_rank.syr2k_ptr if kind == "syr2k" else level3_rank.her2k_ptr
+    fn(uplo, trans, n, k, alpha.value, a, lda, P(b, "B"), ldb, beta.value, P(c, "C"), ldc, dtype=dt,
+       stream=st.stream, alpha_ptr=alpha.ptr, beta_ptr=beta.ptr)
+
+
+def trsm_batched(st: HandleState, dt: str, side: str, uplo: str, trans: str, diag: str, m, n, alpha: Scalar,
+                 a_array, lda, b_array, ldb, batch) -> None:
+    a_array, b_array = P(a_array, "Aarray"), P(b_array, "Barray")
+    level3_rank.trsm_batched_ptr(side, uplo, trans, diag, m, n, alpha.value, a_array, lda, b_array, ldb, batch,
+                                 dtype=dt, stream=st.stream, alpha_ptr=alpha.ptr)
+
+
+# -- extensions ---------------------------------------------------------------------------------
+def geam(st: HandleState, dt: str, transa: str, transb: str, m, n, alpha: Scalar, a, lda, beta: Scalar, b, ldb,
+         c, ldc) -> None:
+    a, b, c = P(a, "A"), P(b, "B"), P(c, "C")
+    geam_ops.geam_ptr(transa, transb, m, n, alpha.value, a, lda, beta.value, b, ldb, c, ldc, dtype=dt,
+                      stream=st.stream, alpha_ptr=alpha.ptr, beta_ptr=beta.ptr)
+
+
+def dgmm(st: HandleState, dt: str, side: str, m, n, a, lda, x, incx, c, ldc) -> None:
+    a, x, c = P(a, "A"), P(x, "x"), P(c, "C")
+    geam_ops.dgmm_ptr(side, m, n, a, lda, x, incx, c, ldc, dtype=dt, stream=st.stream)
+
+
+def pack(direction: str, st: HandleState, dt: str, uplo: str, n, *args) -> None:
+    """trttp (args: A, lda, AP) or tpttr (args: AP, A, lda)."""
+    if direction == "trttp":
+        a, lda, ap = args
+        geam_ops.trttp_ptr(uplo, n, P(a, "A"), lda, P(ap, "AP"), dtype=dt, stream=st.stream)
+    else:
+        ap, a, lda = args
+        geam_ops.tpttr_ptr(uplo, n, P(ap, "AP"), P(a, "A"), lda, dtype=dt, stream=st.stream)
+
+
+# -- rotations ----------------------------------------------------------------------------------
+def rotm(st: HandleState, dt: str, n, x, incx, y, incy, param: int) -> None:
+    x, y = P(x, "x"), P(y, "y")
+    level1_rot.rotm_ptr(n, x, incx, y, incy, P(param, "param"), dtype=dt, stream=st.stream,
+                        param_on_host=not st.device_pointers)
+
+
+def rotg(st: HandleState, dt: str, a, b, c, s) -> None:
+    level1_rot.rotg_ptr(P(a, "a"), P(b, "b"), P(c, "c"), P(s, "s"), dtype=dt, stream=st.stream,
+                        on_host=not st.device_pointers)
+
+
+def rotmg(st: HandleState, dt: str, d1, d2, x1, y1, param) -> None:
+    level1_rot.rotmg_ptr(P(d1, "d1"), P(d2, "d2"), P(x1, "x1"), P(y1, "y1"), P(param, "param"), dtype=dt,
+                         stream=st.stream, on_host=not st.device_pointers)

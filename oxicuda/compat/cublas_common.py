@@ -2,11 +2,15 @@
 status codes, the translation of integer/char enum arguments, and ``run(status_error, ...)``
 which maps oxicuda's exceptions onto a cuBLAS status (bad arguments -> INVALID_VALUE, unknown
 handle -> NOT_INITIALIZED, unsupported type combinations -> NOT_SUPPORTED, driver failures ->
-EXECUTION_FAILED)."""
+EXECUTION_FAILED), and ``pointer_arg``, the one check of every raw pointer argument (a
+non-pointer raises TypeError, as CuPy's typed arguments do)."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
+
+import numpy as np
 
 from ..blas.handle import InvalidHandle
 from ..driver.errors import CudaError
@@ -51,6 +55,53 @@ class UnsupportedByOxicuda(ValueError):
     """A valid cuBLAS argument combination that oxicuda does not implement (NOT_SUPPORTED)."""
 
 
+class PointerTypeError(TypeError):
+    """A pointer argument got something that is not an address (a float, an array, None...).
+    Raised as is, not as a cuBLAS status: CuPy's ``size_t`` arguments raise TypeError there."""
+
+
+_ADDRESS_LIMIT = 1 << 64
+#: what a pointer argument never is: values (numbers, strings) and arrays (pass their address)
+_NOT_POINTERS = (bool, float, complex, str, bytes, np.ndarray, np.generic)
+
+
+def pointer_arg(value: object, what: str) -> int:
+    """The address a raw pointer argument holds, typed as CuPy's ``size_t`` arguments are: an
+    int (``a.data.ptr``, ``a.ptr``, ``host_array.ctypes.data``) or an object that converts to
+    one (PyCUDA's ``gpudata``, oxicuda's ``.gpudata``). A float, a numpy array or scalar, a
+    device array itself (its ``int()`` is its value, not its address), None or any other object
+    raises PointerTypeError naming the argument; a negative or >= 2**64 int raises
+    OverflowError (INVALID_VALUE)."""
+    if type(value) is int:
+        v = value
+    elif isinstance(value, np.integer):
+        v = int(value)
+    elif (value is None or isinstance(value, _NOT_POINTERS) or hasattr(value, "__cuda_array_interface__")
+          or hasattr(value, "__dlpack__") or hasattr(value, "__array_interface__")):
+        raise PointerTypeError(
+            f"{what}={_short(value)} ({type(value).__name__}) is not a pointer; pass an address: an int "
+            "such as array.ptr / array.data.ptr / host_array.ctypes.data, or a gpudata object")
+    else:
+        try:
+            v = operator.index(value)
+        except TypeError:
+            to_int = getattr(type(value), "__int__", None)
+            if to_int is None:
+                raise PointerTypeError(f"{what}={_short(value)} ({type(value).__name__}) is not a pointer; "
+                                       "pass an int address or an object with __int__ (gpudata)") from None
+            v = to_int(value)
+        if type(v) is not int:
+            raise PointerTypeError(f"{what}: int() of {type(value).__name__} gave {type(v).__name__}, not an address")
+    if not 0 <= v < _ADDRESS_LIMIT:
+        raise OverflowError(f"{what}={v} is not a 64-bit address (0 <= address < 2**64)")
+    return v
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def enum_arg(table: dict, value: object, what: str, chars: bool = False) -> str:
     """An enum argument (int code; with ``chars``, also scikit-cuda's 'n'/'T'/... letters)."""
     if chars and isinstance(value, str) and len(value) == 1:
@@ -67,6 +118,8 @@ def run(error: Callable[[int, str], Exception], call: Callable[[], object]) -> o
     """Run ``call`` and raise ``error(status, detail)`` for the cuBLAS status its failure maps to."""
     try:
         return call()
+    except PointerTypeError:
+        raise
     except InvalidHandle as exc:
         raise error(STATUS_NOT_INITIALIZED, str(exc)) from exc
     except UnsupportedByOxicuda as exc:

@@ -47,6 +47,7 @@ from .cublas_common import (  # noqa: F401  (re-exported constants)
     STATUS_NAMES,
     UnsupportedByOxicuda,
     enum_arg,
+    pointer_arg,
     run,
 )
 
@@ -75,8 +76,13 @@ class CUBLASError(RuntimeError):
 
     def __init__(self, status: int, detail: str = "") -> None:
         self.status = status
+        self.detail = detail
         name = STATUS_NAMES.get(status, f"CUBLAS_STATUS_{status}")
         super().__init__(f"{name}: {detail}" if detail else name)
+
+    def __reduce__(self):
+        # as CuPy's CUBLASError: rebuilt from its status (and detail), not from its message
+        return type(self), (self.status, self.detail)
 
 
 def check_status(status: int) -> None:
@@ -112,7 +118,7 @@ def getVersion(handle: int) -> int:
 
 def setStream(handle: int, stream: int) -> None:
     """Order the handle's later work on ``stream`` (a driver stream handle; 0 is the default)."""
-    _do(lambda: _h.lookup_handle(handle).set_stream(stream))
+    _do(lambda: _h.lookup_handle(handle).set_stream(pointer_arg(stream, "stream")))  # size_t, as CuPy types it
 
 
 def getStream(handle: int) -> int:
@@ -331,10 +337,56 @@ def _make_level3(p: str) -> None:
     _define(f"{p}trmm", trmm, f"C = alpha op(A) B (or B op(A)), A triangular ({dt}).")
 
 
+def _make_extensions(p: str) -> None:
+    dt, rdt = _PREFIX[p], _REAL[p]
+
+    def sbmv(handle, uplo, n, k, alpha, A, lda, x, incx, beta, y, incy):
+        def go():
+            st = _state(handle)
+            _c.sbmv(st, dt, enum_arg(FILL, uplo, "uplo"), n, k, _c.scalar_from_pointer(st, alpha, dt, "alpha"), A,
+                    lda, x, incx, _c.scalar_from_pointer(st, beta, dt, "beta"), y, incy, False)
+        _do(go)
+
+    def trsm_batched(handle, side, uplo, trans, diag, m, n, alpha, Aarray, lda, Barray, ldb, batchCount):
+        def go():
+            st = _state(handle)
+            _c.trsm_batched(st, dt, enum_arg(SIDE, side, "side"), enum_arg(FILL, uplo, "uplo"),
+                            enum_arg(OPS, trans, "trans"), enum_arg(DIAG, diag, "diag"), m, n,
+                            _c.scalar_from_pointer(st, alpha, dt, "alpha"), Aarray, lda, Barray, ldb, batchCount)
+        _do(go)
+
+    def geam(handle, transa, transb, m, n, alpha, A, lda, beta, B, ldb, C, ldc):
+        def go():
+            st = _state(handle)
+            _c.geam(st, dt, enum_arg(OPS, transa, "transa"), enum_arg(OPS, transb, "transb"), m, n,
+                    _c.scalar_from_pointer(st, alpha, dt, "alpha"), A, lda,
+                    _c.scalar_from_pointer(st, beta, dt, "beta"), B, ldb, C, ldc)
+        _do(go)
+
+    def dgmm(handle, mode, m, n, A, lda, x, incx, C, ldc):
+        _do(lambda: _c.dgmm(_state(handle), dt, enum_arg(SIDE, mode, "mode"), m, n, A, lda, x, incx, C, ldc))
+
+    def tpttr(handle, uplo, n, AP, A, lda):
+        _do(lambda: _c.pack("tpttr", _state(handle), dt, enum_arg(FILL, uplo, "uplo"), n, AP, A, lda))
+
+    def trttp(handle, uplo, n, A, lda, AP):
+        _do(lambda: _c.pack("trttp", _state(handle), dt, enum_arg(FILL, uplo, "uplo"), n, A, lda, AP))
+
+    _define(f"{p}trsmBatched", trsm_batched, f"trsm over device arrays of matrix pointers ({dt}).")
+    _define(f"{p}geam", geam, f"C = alpha op(A) + beta op(B) ({dt}); alpha/beta are pointers.")
+    _define(f"{p}dgmm", dgmm, f"C = diag(x) A (mode LEFT) or A diag(x) (mode RIGHT) ({dt}).")
+    if p in "sd":
+        _define(f"{p}sbmv", sbmv, f"y = alpha A x + beta y, A symmetric banded ({dt}).")
+        _define(f"{p}tpttr", tpttr, f"the uplo triangle of A from packed AP ({dt}).")
+        _define(f"{p}trttp", trttp, f"packed AP from the uplo triangle of A ({dt}).")
+    del rdt
+
+
 for _p in "sdcz":
     _make_level1(_p)
     _make_level2(_p)
     _make_level3(_p)
+    _make_extensions(_p)
 
 
 #: cublasGemmEx's type table (cuBLAS documentation of cublasGemmEx): computeType -> {(Atype = Btype,
@@ -404,6 +456,12 @@ def gemm_ex_types(Atype: int, Btype: int, Ctype: int, computeType: int) -> tuple
     return got
 
 
+def _typed_pointers(**pointers: object) -> None:
+    """Type every pointer argument first, as CuPy's typed signature does on entry."""
+    for name, value in pointers.items():
+        pointer_arg(value, name)
+
+
 def gemmEx(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc,
            computeType, algo):
     """cublasGemmEx: C = alpha op(A) op(B) + beta C over the type combinations of
@@ -415,6 +473,7 @@ def gemmEx(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb,
     the types."""
     def go():
         st = _state(handle)
+        _typed_pointers(alpha=alpha, A=A, B=B, beta=beta, C=C)
         dt, c_dt, compute = gemm_ex_types(Atype, Btype, Ctype, computeType)
         if compute is None and dt == "float32" and computeType == COMPUTE_32F_PEDANTIC:
             compute = "f32"  # PEDANTIC: no TF32 even in CUBLAS_TF32_TENSOR_OP_MATH mode
@@ -424,3 +483,39 @@ def gemmEx(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb,
                 _c.scalar_from_pointer(st, beta, sdt, "beta"), C, ldc, compute=compute,
                 c_dtype=None if c_dt == dt else c_dt)
     _do(go)
+
+
+def sgemmEx(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc):
+    """cublasSgemmEx: gemmEx with float alpha/beta and float accumulation (COMPUTE_32F) over the
+    A/B/C types of ``GEMM_EX_TYPES[CUBLAS_COMPUTE_32F]`` (16F, 16BF, 32F data; C 16-bit or 32F).
+    8-bit integer inputs, which cuBLAS also takes here, raise CUBLASError(NOT_SUPPORTED)."""
+    gemmEx(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc,
+           COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
+
+
+def gemmStridedBatchedEx(handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB,
+                         beta, C, Ctype, ldc, strideC, batchCount, computeType, algo):
+    """cublasGemmStridedBatchedEx: gemmEx over ``batchCount`` matrices at element strides
+    strideA/strideB/strideC, with gemmEx's type table and scalar rules."""
+    def go():
+        st = _state(handle)
+        _typed_pointers(alpha=alpha, A=A, B=B, beta=beta, C=C)
+        dt, c_dt, compute = gemm_ex_types(Atype, Btype, Ctype, computeType)
+        if compute is None and dt == "float32" and computeType == COMPUTE_32F_PEDANTIC:
+            compute = "f32"
+        sdt = scalar_dtype(dt)
+        _c.gemm(st, dt, enum_arg(OPS, transa, "transa"), enum_arg(OPS, transb, "transb"), m, n, k,
+                _c.scalar_from_pointer(st, alpha, sdt, "alpha"), A, lda, B, ldb,
+                _c.scalar_from_pointer(st, beta, sdt, "beta"), C, ldc, compute=compute,
+                c_dtype=None if c_dt == dt else c_dt, batch=batchCount, stride_a=strideA, stride_b=strideB,
+                stride_c=strideC)
+    _do(go)
+
+
+#: helpers shared with the scikit-cuda module, kept out of ``from ... import *``
+_INTERNAL = frozenset({"annotations", "run", "enum_arg", "pointer_arg", "OPS", "FILL", "SIDE", "DIAG", "DATA_TYPES", "STATUS_NAMES",
+                       "UnsupportedByOxicuda", "scalar_dtype", "gemm_ex_types"})
+__all__: list[str] = []
+__all__.extend(sorted(name for name, value in list(globals().items())
+                 if not name.startswith(("_", "COMPUTE_")) and name not in _INTERNAL
+                 and not isinstance(value, type(_c))))

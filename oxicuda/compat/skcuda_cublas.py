@@ -11,6 +11,8 @@ result; -1 for an empty vector). Failures raise the ``cublasError`` subclass of 
 
 from __future__ import annotations
 
+import ctypes  # noqa: F401  (scikit-cuda's module exposes ctypes; its tests use cublas.ctypes)
+
 import numpy as np
 
 from ..blas import handle as _h
@@ -254,5 +256,183 @@ def _make(p: str) -> None:
         _define(f"cublas{p}{'s' if p == 'C' else 'd'}scal", real_scal, f"x *= real alpha ({dt}).")
 
 
+def _make_more(p: str) -> None:
+    dt, rdt = _PREFIX[p], _REAL[p]
+    cplx = p in "CZ"
+
+    def uplo_(u):
+        return enum_arg(FILL, u, "uplo", True)
+
+    def diag_(d):
+        return enum_arg(DIAG, d, "diag", True)
+
+    def gbmv(handle, trans, m, n, kl, ku, alpha, A, lda, x, incx, beta, y, incy):
+        _do(lambda: _c.gbmv(_host(handle), dt, _op(trans), m, n, kl, ku, _v(alpha, "alpha"), A, lda, x, incx,
+                            _v(beta, "beta"), y, incy))
+
+    def sbmver(herm):
+        def fn(handle, uplo, n, k, alpha, A, lda, x, incx, beta, y, incy):
+            _do(lambda: _c.sbmv(_host(handle), dt, uplo_(uplo), n, k, _v(alpha, "alpha"), A, lda, x, incx,
+                                _v(beta, "beta"), y, incy, herm))
+        return fn
+
+    def spmver(herm):
+        def fn(handle, uplo, n, alpha, AP, x, incx, beta, y, incy):
+            _do(lambda: _c.spmv(_host(handle), dt, uplo_(uplo), n, _v(alpha, "alpha"), AP, x, incx,
+                                _v(beta, "beta"), y, incy, herm))
+        return fn
+
+    def tri(kind):
+        if kind in ("tbmv", "tbsv"):
+            def fn(handle, uplo, trans, diag, n, k, A, lda, x, incx):
+                _do(lambda: _c.triangular_mv(kind, _host(handle), dt, uplo_(uplo), _op(trans), diag_(diag), n, k, A,
+                                             lda, x, incx))
+        elif kind in ("tpmv", "tpsv"):
+            def fn(handle, uplo, trans, diag, n, AP, x, incx):
+                _do(lambda: _c.triangular_mv(kind, _host(handle), dt, uplo_(uplo), _op(trans), diag_(diag), n, AP, x,
+                                             incx))
+        else:
+            def fn(handle, uplo, trans, diag, n, A, lda, x, incx):
+                _do(lambda: _c.triangular_mv(kind, _host(handle), dt, uplo_(uplo), _op(trans), diag_(diag), n, A,
+                                             lda, x, incx))
+        return fn
+
+    def ranker(kind, herm):
+        if kind == "syr":
+            def fn(handle, uplo, n, alpha, x, incx, A, lda):
+                _do(lambda: _c.rank_update(kind, _host(handle), dt, uplo_(uplo), n, _v(alpha, "alpha"), x, incx, A, lda,
+                                           hermitian=herm))
+        elif kind == "syr2":
+            def fn(handle, uplo, n, alpha, x, incx, y, incy, A, lda):
+                _do(lambda: _c.rank_update(kind, _host(handle), dt, uplo_(uplo), n, _v(alpha, "alpha"), x, incx, y,
+                                           incy, A, lda, hermitian=herm))
+        elif kind == "spr":
+            def fn(handle, uplo, n, alpha, x, incx, AP):
+                _do(lambda: _c.rank_update(kind, _host(handle), dt, uplo_(uplo), n, _v(alpha, "alpha"), x, incx, AP,
+                                           hermitian=herm))
+        else:
+            def fn(handle, uplo, n, alpha, x, incx, y, incy, AP):
+                _do(lambda: _c.rank_update(kind, _host(handle), dt, uplo_(uplo), n, _v(alpha, "alpha"), x, incx, y,
+                                           incy, AP, hermitian=herm))
+        return fn
+
+    def syr2k(handle, uplo, trans, n, k, alpha, A, lda, B, ldb, beta, C, ldc):
+        _do(lambda: _c.rank_k("syr2k", _host(handle), dt, uplo_(uplo), _op(trans), n, k, _v(alpha, "alpha"), A, lda,
+                              B, ldb, _v(beta, "beta"), C, ldc))
+
+    def herk(handle, uplo, trans, n, k, alpha, A, lda, beta, C, ldc):
+        _do(lambda: _c.rank_k("herk", _host(handle), dt, uplo_(uplo), _op(trans), n, k, _v(alpha, "alpha"), A, lda,
+                              _v(beta, "beta"), C, ldc))
+
+    def her2k(handle, uplo, trans, n, k, alpha, A, lda, B, ldb, beta, C, ldc):
+        _do(lambda: _c.rank_k("her2k", _host(handle), dt, uplo_(uplo), _op(trans), n, k, _v(alpha, "alpha"), A, lda,
+                              B, ldb, _v(beta, "beta"), C, ldc))
+
+    def hemm(handle, side, uplo, m, n, alpha, A, lda, B, ldb, beta, C, ldc):
+        _do(lambda: _c.hemm(_host(handle), dt, enum_arg(SIDE, side, "side", True), uplo_(uplo), m, n,
+                            _v(alpha, "alpha"), A, lda, B, ldb, _v(beta, "beta"), C, ldc))
+
+    def geam(handle, transa, transb, m, n, alpha, A, lda, beta, B, ldb, C, ldc):
+        _do(lambda: _c.geam(_host(handle), dt, _op(transa, "transa"), _op(transb, "transb"), m, n,
+                            _v(alpha, "alpha"), A, lda, _v(beta, "beta"), B, ldb, C, ldc))
+
+    def dgmm(handle, side, m, n, A, lda, x, incx, C, ldc):
+        _do(lambda: _c.dgmm(_host(handle), dt, enum_arg(SIDE, side, "side", True), m, n, A, lda, x, incx, C, ldc))
+
+    def trsm_batched(handle, side, uplo, trans, diag, m, n, alpha, A, lda, B, ldb, batchCount):
+        _do(lambda: _c.trsm_batched(_host(handle), dt, enum_arg(SIDE, side, "side", True), uplo_(uplo), _op(trans),
+                                    diag_(diag), m, n, _v(alpha, "alpha"), A, lda, B, ldb, batchCount))
+
+    def rotg(handle, a, b):
+        def go():
+            va, vb = _v(a, "a").value, _v(b, "b").value
+            ab = np.array([va, vb], dt)
+            cs = np.zeros(1, rdt)
+            s = np.zeros(1, dt)
+            _c.rotg(_host(handle), dt, ab.ctypes.data, ab.ctypes.data + ab.itemsize, cs.ctypes.data, s.ctypes.data)
+            return ab[0], cs[0], s[0]
+        return _do(go)
+
+    for kind in ("gbmv",):
+        _define(f"cublas{p}gbmv", gbmv, f"y = alpha op(A) x + beta y, A general banded ({dt}).")
+    for kind in ("trmv", "tbmv", "tpmv", "tbsv", "tpsv"):
+        what = {"trmv": "x = op(A) x, A triangular", "tbmv": "x = op(A) x, A triangular banded",
+                "tpmv": "x = op(A) x, A triangular packed", "tbsv": "solve op(A) x = b, A triangular banded",
+                "tpsv": "solve op(A) x = b, A triangular packed"}[kind]
+        _define(f"cublas{p}{kind}", tri(kind), f"{what} ({dt}).")
+    _define(f"cublas{p}syr", ranker("syr", False), f"A += alpha x x^T on one triangle ({dt}).")
+    _define(f"cublas{p}syr2", ranker("syr2", False), f"A += alpha (x y^T + y x^T) on one triangle ({dt}).")
+    _define(f"cublas{p}syr2k", syr2k, f"C = alpha (op(A) op(B)^T + op(B) op(A)^T) + beta C ({dt}).")
+    _define(f"cublas{p}geam", geam, f"C = alpha op(A) + beta op(B) ({dt}).")
+    _define(f"cublas{p}dgmm", dgmm, f"C = diag(x) A or A diag(x) ({dt}).")
+    _define(f"cublas{p}trsmBatched", trsm_batched, f"trsm over device arrays of matrix pointers ({dt}).")
+    _define(f"cublas{p}rotg", rotg, f"returns (r, c, s) of the Givens rotation zeroing b ({dt}).")
+    if not cplx:
+        _define(f"cublas{p}sbmv", sbmver(False), f"y = alpha A x + beta y, A symmetric banded ({dt}).")
+        _define(f"cublas{p}spmv", spmver(False), f"y = alpha A x + beta y, A symmetric packed ({dt}).")
+        _define(f"cublas{p}spr", ranker("spr", False), f"AP += alpha x x^T, packed ({dt}).")
+        _define(f"cublas{p}spr2", ranker("spr2", False), f"AP += alpha (x y^T + y x^T), packed ({dt}).")
+
+        def rotm(handle, n, x, incx, y, incy, sparam):
+            def go():
+                xp, yp = _c.P(x, "x"), _c.P(y, "y")  # pointers are typed first, as everywhere
+                param = _param_array(sparam, dt)
+                _c.rotm(_host(handle), dt, n, xp, incx, yp, incy, param.ctypes.data)
+            _do(go)
+
+        def rotmg(handle, d1, d2, x1, y1):
+            def go():
+                v = np.array([_v(d1, "d1").value, _v(d2, "d2").value, _v(x1, "x1").value, _v(y1, "y1").value], dt)
+                sparam = np.zeros(5, dt)
+                e = v.itemsize
+                _c.rotmg(_host(handle), dt, v.ctypes.data, v.ctypes.data + e, v.ctypes.data + 2 * e,
+                         v.ctypes.data + 3 * e, sparam.ctypes.data)
+                return sparam
+            return _do(go)
+        _define(f"cublas{p}rotm", rotm, f"apply the modified Givens rotation of sparam (numpy, 5 values) ({dt}).")
+        _define(f"cublas{p}rotmg", rotmg, f"returns sparam of the modified Givens rotation ({dt}).")
+    else:
+        _define(f"cublas{p}hbmv", sbmver(True), f"y = alpha A x + beta y, A Hermitian banded ({dt}).")
+        _define(f"cublas{p}hpmv", spmver(True), f"y = alpha A x + beta y, A Hermitian packed ({dt}).")
+        _define(f"cublas{p}her", ranker("syr", True), f"A += alpha x x^H, alpha real ({dt}).")
+        _define(f"cublas{p}her2", ranker("syr2", True), f"A += alpha x y^H + conj(alpha) y x^H ({dt}).")
+        _define(f"cublas{p}hpr", ranker("spr", True), f"AP += alpha x x^H, packed ({dt}).")
+        _define(f"cublas{p}hpr2", ranker("spr2", True), f"AP += alpha x y^H + conj(alpha) y x^H, packed ({dt}).")
+        _define(f"cublas{p}herk", herk, f"C = alpha op(A) op(A)^H + beta C, alpha/beta real ({dt}).")
+        _define(f"cublas{p}her2k", her2k, f"C = alpha op(A) op(B)^H + conj(alpha) op(B) op(A)^H + beta C ({dt}).")
+        _define(f"cublas{p}hemm", hemm, f"C = alpha A B + beta C (or B A), A Hermitian ({dt}).")
+
+
+def _param_array(sparam: object, dt: str) -> np.ndarray:
+    """scikit-cuda's sparam: a numpy array of 5 values of the routine's dtype (host memory)."""
+    if not isinstance(sparam, np.ndarray):
+        raise TypeError(f"sparam={sparam!r} ({type(sparam).__name__}); a numpy array of 5 {dt} values is required")
+    if sparam.dtype != np.dtype(dt) or sparam.size < 5 or not sparam.flags.c_contiguous:
+        raise ValueError(f"sparam has dtype {sparam.dtype} and shape {sparam.shape}; a contiguous array of 5 {dt} "
+                         "values is required")
+    return sparam
+
+
 for _p in "SDCZ":
     _make(_p)
+    _make_more(_p)
+
+
+def cublasSetPointerMode(handle, mode) -> None:
+    """Set the handle's pointer mode (CUBLAS_POINTER_MODE_HOST 0 / DEVICE 1). As in scikit-cuda,
+    this module's routines take and return scalar VALUES in either mode (device mode matters to
+    code that shares the handle with pointer-based calls, e.g. ``oxicuda.cuda.cublas``)."""
+    _do(lambda: _h.lookup_handle(handle).set_pointer_mode(mode))
+
+
+def cublasGetPointerMode(handle) -> int:
+    """The handle's pointer mode (0 host, 1 device)."""
+    return _do(lambda: _h.lookup_handle(handle).pointer_mode)
+
+
+CUBLAS_POINTER_MODE_HOST, CUBLAS_POINTER_MODE_DEVICE = 0, 1
+__all__: list[str] = []
+__all__.extend(sorted(name for name, value in list(globals().items())
+                 if not name.startswith("_") and name not in ("annotations", "np", "run", "enum_arg", "OPS", "FILL",
+                                                               "SIDE", "DIAG")
+                 and not isinstance(value, type(np))))

@@ -57,6 +57,10 @@ class CudaError(RuntimeError):
         extra = f"\n{detail}" if detail else ""
         super().__init__(f"{where}{self.name} ({self.code}): {self.description}{extra}")
 
+    def __reduce__(self):
+        # rebuilt from the constructor's arguments (the default would pass the message as code)
+        return type(self), (self.code, self.call, self.detail)
+
 
 class OutOfMemoryError(CudaError, MemoryError):
     """The device has no room for the allocation, even after the pool released its cache."""

@@ -1,6 +1,9 @@
-"""scikit-cuda-shaped cuBLAS (``skcuda.cublas``): every public name of oxicuda.compat.skcuda_cublas."""
+"""scikit-cuda-shaped cuBLAS (``skcuda.cublas``): the public names of oxicuda.compat.skcuda_cublas
+(and ``ctypes``, as scikit-cuda's module has it)."""
+
+import ctypes  # noqa: F401
 
 from oxicuda.compat import skcuda_cublas as _impl
+from oxicuda.compat.skcuda_cublas import *
 
-__all__ = [name for name in vars(_impl) if not name.startswith("_")]
-globals().update({name: getattr(_impl, name) for name in __all__})
+__all__ = list(_impl.__all__)

@@ -19,6 +19,9 @@ class Fault(Exception):
         self.lane = lane
         self.address = address
 
+    def __reduce__(self):
+        return type(self), (self.code, self.what, self.lane, self.address)
+
 
 class Unsupported(Exception):
     """An instruction the interpreter cannot decode; the loader reports it by name."""
