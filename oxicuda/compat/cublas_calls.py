@@ -40,9 +40,10 @@ class Result:
 def scalar_from_pointer(state: HandleState, address: int, dtype: str, what: str) -> Scalar:
     """cuBLAS's alpha/beta pointer: read on the host in host mode, passed through in device mode."""
     if state.device_pointers:
-        if not address:
+        ptr = check_pointer(address, what)  # an array's pointer, never int(array), its value
+        if not ptr:
             raise ValueError(f"{what}: the device scalar pointer is NULL")
-        return Scalar(0.0, int(address))
+        return Scalar(0.0, ptr)
     read = _HOST_REAL_READERS.get(dtype)
     if read is not None and type(address) is int and address > 0:
         return Scalar(read(address).value, 0)
@@ -50,7 +51,7 @@ def scalar_from_pointer(state: HandleState, address: int, dtype: str, what: str)
 
 
 def result_at(state: HandleState, address: int) -> Result:
-    return Result(int(address), not state.device_pointers)
+    return Result(check_pointer(address, "result"), not state.device_pointers)
 
 
 def _gemv():
