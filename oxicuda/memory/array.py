@@ -271,7 +271,7 @@ class DeviceArray:
             "shape": self._shape,
             "typestr": ts,
             "descr": [("", ts)],
-            "data": (self._ptr, self._readonly),
+            "data": (self.ptr, self._readonly),
             "strides": None if self.is_c_contiguous else self._strides,
             "version": 3,
             "stream": self._stream if self._stream else 1,

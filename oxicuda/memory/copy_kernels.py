@@ -12,7 +12,8 @@ Kernel family ``array_copy`` (one thread per element, 256 threads per CTA), thre
 - cast (``src != dst``, element types ``b1 s8 ... c128``): a 1-d strided conversion with
   numpy's rules (floats to ints truncate toward zero and wrap to the width, ints to floats and
   float narrowing round to nearest even, bfloat16 and float16 from float64 round once, complex to
-  real keeps the real part, anything to bool is "not zero", NaN included). A cast whose layout
+  real keeps the real part, anything to bool is "not zero", NaN included; negative floats to
+unsigned ints wrap, as numpy does on x86, where C leaves it undefined). A cast whose layout
   is not 1-d runs as a layout copy into a packed buffer followed by a 1-d cast.
 
 Layouts are simplified before planning (size-1 axes dropped, axes merged where both sides are
@@ -215,9 +216,12 @@ def _store_element(kb: KernelBuilder, code: str, addr: Value, loaded: tuple[str,
         bits = _INT_BITS[code]
         if form == "complex":
             form, value = "float", value[0]
-        if form == "float":
-            wide = "u64" if code == "u64" else "s64"
-            value = kb.cvt(value, wide)  # truncation toward zero, as C and numpy
+        if form == "float":  # truncation toward zero, then wrapping to the width, as numpy
+            signed = kb.cvt(value, "s64")
+            if code == "u64":  # values past 2**63 need the unsigned conversion
+                big = kb.bitcast(kb.cvt(value, "u64"), "s64")
+                signed = kb.selp(big, signed, kb.setp("ge", value, 2.0**63), type_="s64")
+            value = signed
         if bits == 64:
             kb.st("global", addr, value if value.type == code else kb.bitcast(value, code), type_=code)
             return
