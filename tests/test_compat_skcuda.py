@@ -24,7 +24,7 @@ class gpuarray:
 
 
 def ptr(a):
-    return a
+    return a.gpudata
 """
 
 
