@@ -24,6 +24,11 @@ _LAZY_NAMES = {
     "empty": ("oxicuda.memory.array", "empty"),
     "zeros": ("oxicuda.memory.array", "zeros"),
     "full": ("oxicuda.memory.array", "full"),
+    "empty_like": ("oxicuda.memory.array", "empty_like"),
+    "zeros_like": ("oxicuda.memory.array", "zeros_like"),
+    "full_like": ("oxicuda.memory.array", "full_like"),
+    "synchronize": ("oxicuda.driver.device", "synchronize"),
+    "get_default_memory_pool": ("oxicuda.memory.pool", "get_default_memory_pool"),
     "asnumpy": ("oxicuda.memory.array", "asnumpy"),
     "from_dlpack": ("oxicuda.memory.interop", "from_dlpack"),
 }

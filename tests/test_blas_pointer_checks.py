@@ -38,9 +38,9 @@ def _unallocated(dev) -> int:
 
 
 def _near_end(dev, nbytes: int) -> int:
-    """The address ``nbytes`` before the end of ``dev``'s allocation (the pool rounds sizes up)."""
-    base, size = api().mem_get_address_range(dev.ptr)
-    return base + size - nbytes
+    """The address ``nbytes`` before the end of ``dev``'s own bytes (pointer checks and the
+    emulator stop there, not at the end of the rounded pool block)."""
+    return dev.ptr + dev.nbytes - nbytes
 
 
 def _refused(call, pattern: str, *untouched) -> None:

@@ -14,7 +14,7 @@ import numpy as np
 from ..driver.backend import api
 from ..driver.context import ensure_context
 from ..driver.errors import CudaError
-from ..memory.pool import freed_block, live_block_size
+from ..memory.pool import block_extent, freed_block, live_block_size
 from ..memory.stream_handle import stream_handle
 
 BLAS_DTYPES = {
@@ -88,15 +88,19 @@ def check_pointer(value: object, what: str) -> int:
 
 
 def check_span(ptr: int, nbytes: int, what: str) -> None:
-    """``[ptr, ptr + nbytes)`` must lie inside one device allocation."""
+    """``[ptr, ptr + nbytes)`` must lie inside one live array: the bytes requested of an
+    oxicuda pool block (not the rounded block), or else one device allocation."""
     if nbytes <= 0:
         return
     if ptr == 0:
         raise ValueError(f"{what}: the pointer is NULL but {nbytes} bytes are accessed")
     size = live_block_size(ptr)  # the start of a live block of oxicuda's pool (an array's .ptr): no driver call
-    if size is not None and nbytes <= size:
-        return
-    if size is None and freed_block(ptr):
+    if size is not None:
+        if nbytes <= size:
+            return
+        raise ValueError(f"{what}: {nbytes} bytes from 0x{ptr:x} run {nbytes - size} bytes past the end "
+                         f"of its array (0x{ptr:x}, {size} bytes)")
+    if freed_block(ptr):
         raise ValueError(f"{what}: 0x{ptr:x} is a freed block (its array is gone; oxicuda's pool keeps "
                          f"the memory for reuse)")
     ensure_context()  # cuMemGetAddressRange works in the calling thread's context (a new thread has none)
@@ -104,10 +108,17 @@ def check_span(ptr: int, nbytes: int, what: str) -> None:
         base, size = api().mem_get_address_range(ptr)
     except CudaError as exc:
         raise ValueError(f"{what}: 0x{ptr:x} is not device memory of the current context ({exc})") from None
+    extent = block_extent(base)  # inside a pool block: its array's bytes, not the block's
+    if extent == 0:
+        raise ValueError(f"{what}: 0x{ptr:x} lies in a freed block (0x{base:x}; its array is gone and "
+                         f"oxicuda's pool keeps the memory for reuse)")
+    kind = "allocation" if extent is None else "array"
+    if extent is not None:
+        size = extent
     if ptr + nbytes > base + size:
         raise ValueError(
             f"{what}: {nbytes} bytes from 0x{ptr:x} run {ptr + nbytes - base - size} bytes past the end "
-            f"of its allocation (0x{base:x}, {size} bytes)")
+            f"of its {kind} (0x{base:x}, {size} bytes)")
 
 
 def vector_span(n: int, inc: int, esize: int) -> int:

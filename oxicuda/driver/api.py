@@ -133,6 +133,11 @@ class DriverAPI(abc.ABC):
     def mem_get_address_range(self, dptr: int) -> tuple[int, int]:
         """(base, size) of the allocation holding dptr; raises CudaError if none does."""
 
+    def mem_set_extent(self, dptr: int, nbytes: int) -> None:
+        """Not a driver call: the caching pool says that only the first ``nbytes`` of the
+        allocation starting at ``dptr`` are in use (0: the block is cached, freed). A checking
+        driver (the emulator) faults on any access past them; the real driver ignores it."""
+
     @abc.abstractmethod
     def pointer_get_attribute(self, attrib: int, ptr: int) -> int:
         """cuPointerGetAttribute for integer-valued attributes (context, memory type, ordinal)."""

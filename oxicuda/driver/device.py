@@ -174,6 +174,29 @@ class Device:
             self.get_attribute("MAX_GRID_DIM_Z"),
         )
 
+    def mem_info(self) -> tuple[int, int]:
+        """(free, total) bytes of device memory, as the driver reports them now
+        (cuMemGetInfo in this device's primary context; the thread's current context stays)."""
+        return self._in_own_context(api().mem_get_info)
+
+    def synchronize(self) -> None:
+        """Wait until all work queued on this device has finished (cuCtxSynchronize)."""
+        self._in_own_context(api().ctx_synchronize)
+
+    def _in_own_context(self, call):
+        from .context import primary_context
+
+        drv = api()
+        ctx = primary_context(self._ordinal)
+        previous = drv.ctx_get_current()
+        if previous == ctx:
+            return call()
+        drv.ctx_set_current(ctx)
+        try:
+            return call()
+        finally:
+            drv.ctx_set_current(previous)
+
     def use(self) -> int:
         """Make this device's primary context current in this thread; returns the context."""
         from .context import ensure_context
@@ -185,3 +208,12 @@ class Device:
 
     def __repr__(self) -> str:
         return f"<oxicuda.Device {self._ordinal}: {self.name} ({self.arch})>"
+
+
+def synchronize() -> None:
+    """Wait until all work queued on the current device has finished (cuCtxSynchronize), as
+    ``cupy.cuda.Device().synchronize()`` / ``torch.cuda.synchronize()``."""
+    from .context import ensure_context
+
+    ensure_context()
+    api().ctx_synchronize()

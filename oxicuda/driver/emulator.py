@@ -152,6 +152,10 @@ class EmulatorAPI(DriverAPI):
         with self._lock:
             self.heap.free(dptr)
 
+    def mem_set_extent(self, dptr: int, nbytes: int) -> None:
+        with self._lock:
+            self.heap.set_extent(dptr, nbytes)
+
     def mem_get_info(self) -> tuple[int, int]:
         return self.heap.total - self.heap.used, self.heap.total
 
@@ -170,10 +174,10 @@ class EmulatorAPI(DriverAPI):
             raise_for(1, "cuMemFreeHost", f"0x{hptr:x} was not returned by mem_alloc_host")
 
     def mem_get_address_range(self, dptr: int) -> tuple[int, int]:
-        hit = self.heap.find(dptr)
+        hit = self.heap.allocation(dptr)  # the whole allocation, as the driver sees it
         if hit is None:
             raise_for(1, "cuMemGetAddressRange_v2", f"0x{dptr:x} is {self.heap.describe(dptr)}")
-        return hit[0], hit[1] - hit[0]
+        return hit
 
     def _host_block(self, ptr: int) -> int | None:
         for base, buf in self._host.items():
@@ -183,7 +187,7 @@ class EmulatorAPI(DriverAPI):
 
     def pointer_get_attribute(self, attrib: int, ptr: int) -> int:
         call = "cuPointerGetAttribute"
-        on_device = self.heap.find(ptr) is not None
+        on_device = self.heap.allocation(ptr) is not None
         if not on_device and self._host_block(ptr) is None:
             raise_for(1, call, f"0x{ptr:x} is not device memory ({self.heap.describe(ptr)}) "
                                "nor host memory from mem_alloc_host")

@@ -2,7 +2,13 @@
 
 Allocations get distinct, 256-byte-aligned addresses from ``HEAP_BASE`` upward with an unmapped
 guard gap after each, and addresses are never reused, so pointer arithmetic, sub-array pointers
-and use-after-free all behave (or fault) as on a GPU. ``OXICUDA_EMULATOR_MEM_BYTES`` caps the
+and use-after-free all behave (or fault) as on a GPU.
+
+Extents. Each allocation has a capacity (the bytes allocated) and a live extent, the bytes that
+may be accessed: the capacity unless the caching pool said otherwise (``set_extent``: an array's
+requested bytes inside a larger pool block, 0 for a cached block). Every checked access (kernel
+loads and stores, copies, memsets) must stay inside the live extent, so the emulator faults one
+byte past an array even where the GPU would not. ``OXICUDA_EMULATOR_MEM_BYTES`` caps the
 total bytes live at once (default: the emulated device's memory size).
 """
 
@@ -30,7 +36,8 @@ class DeviceHeap:
         self.used = 0
         self._next = HEAP_BASE
         self._bases: list[int] = []  # sorted
-        self._ends: list[int] = []  # parallel to _bases: base + size
+        self._ends: list[int] = []  # parallel to _bases: base + live extent (what may be accessed)
+        self._caps: list[int] = []  # parallel to _bases: base + capacity (what was allocated)
         self._bufs: list[np.ndarray] = []  # parallel to _bases: uint8 buffers
         self._freed: list[tuple[int, int]] = []  # (base, size) of freed allocations, in order
         self._tables: tuple | None = None
@@ -54,6 +61,7 @@ class DeviceHeap:
         i = bisect.bisect_left(self._bases, base)
         self._bases.insert(i, base)
         self._ends.insert(i, base + nbytes)
+        self._caps.insert(i, base + nbytes)
         self._bufs.insert(i, buf)
         self.used += nbytes
         self._tables = None
@@ -65,11 +73,30 @@ class DeviceHeap:
         if i >= len(self._bases) or self._bases[i] != ptr:
             what = "was already freed" if self.freed_range(ptr) else "is not the start of an allocation"
             raise_for(1, call, f"pointer 0x{ptr:x} {what}")
-        size = self._ends[i] - ptr
-        del self._bases[i], self._ends[i], self._bufs[i]
+        size = self._caps[i] - ptr
+        del self._bases[i], self._ends[i], self._caps[i], self._bufs[i]
         self._freed.append((ptr, size))
         self.used -= size
         self._tables = None
+
+    def set_extent(self, ptr: int, nbytes: int) -> None:
+        """Only ``[ptr, ptr + nbytes)`` of the allocation starting at ``ptr`` may be accessed
+        from now on (``nbytes`` at most its capacity; 0 makes every access fault)."""
+        i = bisect.bisect_left(self._bases, ptr)
+        if i >= len(self._bases) or self._bases[i] != ptr:
+            raise_for(1, "mem_set_extent", f"pointer 0x{ptr:x} is not the start of an allocation")
+        if not 0 <= nbytes <= self._caps[i] - ptr:
+            raise_for(1, "mem_set_extent", f"extent {nbytes} bytes; allowed 0..{self._caps[i] - ptr}")
+        self._ends[i] = ptr + int(nbytes)
+        self._tables = None
+
+    def allocation(self, addr: int) -> tuple[int, int] | None:
+        """(base, capacity) of the live allocation holding ``addr`` whatever its extent, as
+        cuMemGetAddressRange reports it, or None."""
+        i = bisect.bisect_right(self._bases, addr) - 1
+        if i >= 0 and addr < self._caps[i]:
+            return self._bases[i], self._caps[i] - self._bases[i]
+        return None
 
     # -- lookup ----------------------------------------------------------------------------
     def tables(self) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
@@ -102,9 +129,16 @@ class DeviceHeap:
         if freed:
             return f"inside freed allocation 0x{freed[0]:x} of {freed[1]} bytes"
         i = bisect.bisect_right(self._bases, addr) - 1
+        if i >= 0 and addr < self._caps[i] and self._ends[i] == self._bases[i]:
+            return (f"inside a freed block 0x{self._bases[i]:x} of {self._caps[i] - self._bases[i]}"
+                    " bytes that oxicuda's pool keeps for reuse")
+        if i >= 0 and addr < self._caps[i]:
+            return (f"{addr - self._ends[i]} bytes past the end of the {self._ends[i] - self._bases[i]}"
+                    f" bytes in use of pool block 0x{self._bases[i]:x} (capacity "
+                    f"{self._caps[i] - self._bases[i]} bytes)")
         if i >= 0:
-            return (f"{addr - self._ends[i]} bytes past the end of allocation 0x{self._bases[i]:x}"
-                    f" of {self._ends[i] - self._bases[i]} bytes")
+            return (f"{addr - self._caps[i]} bytes past the end of allocation 0x{self._bases[i]:x}"
+                    f" of {self._caps[i] - self._bases[i]} bytes")
         return "outside every allocation"
 
     def view(self, ptr: int, nbytes: int, call: str) -> np.ndarray:

@@ -18,10 +18,42 @@ from ..driver.context import current_device_ordinal
 from . import layout
 from .dtypes import dtype_name, host_astype, normalize_dtype, typestr
 from .pool import get_pool
+from .printing import array_text
 from .staging import copy_device_to_host, copy_host_to_device
 from .stream_handle import stream_handle
 
 _ORDERS = ("C", "F", "A", "K")
+
+
+class DevicePointer:
+    """The memory of an array as CuPy (``a.data.ptr``) and PyCUDA (``int(a.gpudata)``) spell it:
+    ``ptr``, ``int()`` and ``operator.index`` give the device address (checked not freed)."""
+
+    __slots__ = ("_array",)
+
+    def __init__(self, array: DeviceArray) -> None:
+        self._array = array  # keeps the memory alive, as PyCUDA's gpudata does
+
+    @property
+    def ptr(self) -> int:
+        return self._array.ptr
+
+    @property
+    def device_id(self) -> int:
+        return self._array.device
+
+    @property
+    def mem(self) -> object:
+        """The pool block (None for foreign memory)."""
+        return self._array.memory
+
+    def __int__(self) -> int:
+        return self._array.ptr
+
+    __index__ = __int__
+
+    def __repr__(self) -> str:
+        return f"DevicePointer(0x{self._array._ptr:x}, device={self._array.device})"
 
 
 class DeviceArray:
@@ -32,7 +64,7 @@ class DeviceArray:
     """
 
     __slots__ = (
-        "_shape", "_strides", "_dtype", "_ptr", "_base", "_memory", "_owner", "_stream",
+        "_shape", "_strides", "_dtype", "_ptr", "_base", "_memory", "_block", "_owner", "_stream",
         "_device", "_readonly", "__weakref__",
     )
 
@@ -58,6 +90,7 @@ class DeviceArray:
         self._ptr = block.ptr
         self._base = None
         self._memory = block
+        self._block = block if block.size else None
         self._owner = None
         self._stream = handle
         self._device = block.device
@@ -93,6 +126,8 @@ class DeviceArray:
         self._ptr = int(ptr)
         self._base = None
         self._memory = None
+        # an oxicuda array wrapped again (CAI) shares its owner's freed state
+        self._block = owner._block if isinstance(owner, DeviceArray) else None
         self._owner = owner
         self._stream = stream_handle(stream)
         self._device = current_device_ordinal() if device is None else device
@@ -107,6 +142,7 @@ class DeviceArray:
         view._ptr = ptr
         view._base = self._base if self._base is not None else self
         view._memory = None
+        view._block = self._block
         view._owner = None
         view._stream = self._stream
         view._device = self._device
@@ -117,7 +153,25 @@ class DeviceArray:
     shape = property(lambda self: self._shape, doc="Dimensions, a tuple of ints.")
     strides = property(lambda self: self._strides, doc="Byte steps per dimension (numpy's rule).")
     dtype = property(lambda self: self._dtype, doc="The numpy dtype of the elements.")
-    ptr = property(lambda self: self._ptr, doc="Device address of element [0, ..., 0].")
+
+    @property
+    def ptr(self) -> int:
+        """Device address of element [0, ..., 0]. Raises RuntimeError once the memory was freed."""
+        block = self._block
+        if block is not None and block.released:
+            self._raise_freed()
+        return self._ptr
+
+    @property
+    def data(self) -> DevicePointer:
+        """The memory as CuPy spells it: ``a.data.ptr`` is the device address."""
+        return DevicePointer(self)
+
+    @property
+    def gpudata(self) -> DevicePointer:
+        """The memory as PyCUDA spells it: ``int(a.gpudata)`` is the device address."""
+        return DevicePointer(self)
+
     base = property(lambda self: self._base, doc="The array owning the memory of a view, or None.")
     device = property(lambda self: self._device, doc="Device ordinal.")
     stream = property(lambda self: self._stream, doc="Stream handle the array is used on.")
@@ -146,8 +200,50 @@ class DeviceArray:
         """The transposed view (axes reversed)."""
         return self.transpose()
 
+    # -- Python scalars and comparisons (numpy's rules) ---------------------------------------
+    def _one_value(self, what: str) -> np.ndarray:
+        """The single element as a 0-d numpy array (one element read from the device); raises
+        numpy's error for any other size."""
+        if self.size != 1:
+            if what == "bool":
+                if self.size == 0:
+                    raise ValueError("The truth value of an empty array is ambiguous. Use "
+                                     "`array.size > 0` to check that an array is not empty.")
+                raise ValueError("The truth value of an array with more than one element is "
+                                 "ambiguous. Use a.any() or a.all()")
+            if what == "item":
+                raise ValueError("can only convert an array of size 1 to a Python scalar")
+            raise TypeError(f"only size-1 arrays can be converted to Python scalars; this "
+                            f"DeviceArray has shape {self._shape}")
+        return self.get().reshape(())
+
     def __int__(self) -> int:
-        return self._ptr
+        return int(self._one_value("int"))
+
+    def __float__(self) -> float:
+        return float(self._one_value("float"))
+
+    def __complex__(self) -> complex:
+        return complex(self._one_value("complex"))
+
+    def __bool__(self) -> bool:
+        return bool(self._one_value("bool"))
+
+    def __index__(self) -> int:
+        if self._shape or self._dtype.kind not in "iu":
+            raise TypeError("only integer scalar arrays can be converted to a scalar index")
+        return int(self.get())
+
+    def item(self) -> object:
+        """The one element as a Python scalar (read from the device); ValueError unless size 1."""
+        return self._one_value("item").item()
+
+    def _no_comparison(self, other: object) -> bool:
+        raise TypeError("elementwise comparison of device arrays is not implemented yet; "
+                        "compare a.get()")
+
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _no_comparison
+    __hash__ = object.__hash__  # identity, as before comparisons were defined
 
     def __len__(self) -> int:
         if not self._shape:
@@ -155,10 +251,16 @@ class DeviceArray:
         return self._shape[0]
 
     def __repr__(self) -> str:
-        return (
-            f"DeviceArray(shape={self._shape}, dtype={dtype_name(self._dtype)}, "
-            f"strides={self._strides}, ptr=0x{self._ptr:x}, device={self._device})"
-        )
+        return array_text(self, np.array_repr, "DeviceArray(")
+
+    def __str__(self) -> str:
+        return array_text(self, np.array_str, "")
+
+    def _raise_freed(self) -> None:
+        raise RuntimeError(
+            f"DeviceArray of shape {self._shape} and dtype {dtype_name(self._dtype)} at "
+            f"0x{self._ptr:x}: its memory was freed (its MemoryBlock's free() was called); a freed "
+            "array cannot be read, written, copied or passed to a kernel")
 
     @property
     def __cuda_array_interface__(self) -> dict:
@@ -169,7 +271,7 @@ class DeviceArray:
             "shape": self._shape,
             "typestr": ts,
             "descr": [("", ts)],
-            "data": (self._ptr, self._readonly),
+            "data": (self.ptr, self._readonly),
             "strides": None if self.is_c_contiguous else self._strides,
             "version": 3,
             "stream": self._stream if self._stream else 1,
@@ -253,7 +355,8 @@ class DeviceArray:
 
     # -- copies -------------------------------------------------------------------------------
     def copy(self, order: str = "C") -> DeviceArray:
-        """A new array with the same elements, laid out in ``order`` ("C", "F", "A" or "K")."""
+        """A new array with the same elements, laid out in ``order`` ("C", "F", "A" or "K"); a
+        device copy (one memcpy when the layouts match, else the strided copy kernel)."""
         out = DeviceArray(self._shape, self._dtype, self._pick_order(order), stream=self._stream)
         out._copy_from(self)
         return out
@@ -266,42 +369,35 @@ class DeviceArray:
         return order
 
     def _copy_from(self, src: DeviceArray) -> None:
-        """Device-to-device copy of ``src`` (same shape and dtype) into this array's elements;
-        strided layouts that no few 2D copies can express go through the host."""
-        plan = layout.copy_plan(self._shape, self._strides, src._strides, self.itemsize)
-        if plan is None:
-            self.set(src.get())
+        """``self[...] = src`` on the device (same shape; the dtypes may differ: a cast)."""
+        self._check_writable("copy")
+        dptr, sptr = self.ptr, src.ptr  # both checked not freed
+        if self.size == 0:
             return
-        drv = api()
-        stream = self._stream or None
-        for doff, soff, width, height, dpitch, spitch in plan:
-            if height == 1:
-                drv.memcpy_dtod(self._ptr + doff, src._ptr + soff, width, stream)
-            else:
-                drv.memcpy_2d(self._ptr + doff, dpitch, src._ptr + soff, spitch, width, height,
-                              stream)
+        if src._dtype == self._dtype and src._strides == self._strides and (
+                self.is_c_contiguous or self.is_f_contiguous):
+            api().memcpy_dtod(dptr, sptr, self.nbytes, self._stream or None)
+            return
+        _copy_kernels().copy_array(self, src)
 
     def astype(self, dtype: object, order: str = "K", copy: bool = True) -> DeviceArray:
-        """The elements converted to ``dtype`` (bfloat16 rounds to nearest even).
-
-        The conversion runs on the host for now (a copy down, a cast, a copy up); the same
-        dtype with ``copy=False`` returns ``self``.
-        """
+        """The elements converted to ``dtype`` with numpy's rules (bfloat16 and float16 round
+        to nearest even), on the device; the same dtype with ``copy=False`` returns ``self``."""
         dt = normalize_dtype(dtype)
-        if dt == self._dtype:
-            return self.copy(order) if copy else self
-        host = host_astype(self.get(), dt)
-        return asarray(host, stream=self._stream, order=self._pick_order(order))
+        if dt == self._dtype and not copy:
+            return self
+        out = DeviceArray(self._shape, dt, self._pick_order(order), stream=self._stream)
+        out._copy_from(self)
+        return out
 
     def fill(self, value: object) -> None:
-        """Set every element to the scalar ``value`` (converted to the dtype).
-
-        Contiguous arrays whose value is a repeated byte or 32-bit word use cuMemsetD8/D32;
-        other cases write from the host.
-        """
+        """Set every element to the scalar ``value`` (converted to the dtype on the host, one
+        scalar), on the device: cuMemsetD8/D32 for contiguous arrays whose value repeats a byte
+        or 32-bit word, else the fill kernel (any layout, any dtype)."""
         if np.ndim(value) != 0:
             raise TypeError(f"fill value must be a scalar; got an array of shape {np.shape(value)}")
         self._check_writable("fill")
+        ptr = self.ptr
         scalar = host_astype(np.asarray(value), self._dtype)
         if self.size == 0:
             return
@@ -313,62 +409,51 @@ class DeviceArray:
         drv = api()
         stream = self._stream or None
         if contiguous and pattern == bytes([pattern[0]]) * len(pattern):
-            drv.memset_d8(self._ptr, pattern[0], self.nbytes, stream)
-        elif contiguous and repeats_word and self._ptr % 4 == 0 and self.nbytes % 4 == 0:
-            drv.memset_d32(self._ptr, int.from_bytes(word, "little"), self.nbytes // 4, stream)
+            drv.memset_d8(ptr, pattern[0], self.nbytes, stream)
+        elif contiguous and repeats_word and ptr % 4 == 0 and self.nbytes % 4 == 0:
+            drv.memset_d32(ptr, int.from_bytes(word, "little"), self.nbytes // 4, stream)
         else:
-            self.set(np.full(self._shape, scalar, dtype=self._dtype))
+            _copy_kernels().fill_array(self, pattern)
 
     def get(self, stream: object = None) -> np.ndarray:
-        """A numpy copy (C order; F order for F-contiguous arrays), complete when returned."""
+        """A numpy copy (C order; F order for F-contiguous arrays), complete when returned.
+        Strided views are packed on the device first, so only their elements cross the bus."""
         s = stream_handle(stream) if stream is not None else self._stream
+        ptr = self.ptr
         c, f = self.is_c_contiguous, self.is_f_contiguous
         host = np.empty(self._shape, self._dtype, order="F" if f and not c else "C")
         if self.size == 0:
             return host
         if c or f:
-            copy_device_to_host(host, self._ptr, s)
+            copy_device_to_host(host, ptr, s)
             return host
-        packed_strides = layout.contiguous_strides(self._shape, self.itemsize, "C")
-        if layout.copy_plan(self._shape, packed_strides, self._strides, self.itemsize) is not None:
-            packed = DeviceArray(self._shape, self._dtype, "C", stream=s)
-            packed._copy_from(self)
-            copy_device_to_host(host, packed._ptr, s)
-            return host
-        lo, hi = layout.byte_span(self._shape, self._strides, self.itemsize)
-        span = np.empty(hi - lo, np.uint8)  # every byte the view touches, then pick on the host
-        copy_device_to_host(span, self._ptr + lo, s)
-        host[...] = np.ndarray(self._shape, self._dtype, span, -lo, self._strides)
+        packed = DeviceArray(self._shape, self._dtype, "C", stream=s)
+        packed._copy_from(self)
+        copy_device_to_host(host, packed._ptr, s)
         return host
 
     def set(self, host: object, stream: object = None) -> None:
-        """Copy the host array ``host`` (same shape; converted to the dtype) into this array."""
+        """Copy the host array ``host`` (same shape; converted to the dtype) into this array;
+        strided views receive a packed upload scattered by the copy kernel."""
         h = np.asarray(host)
         if h.shape != self._shape:
             raise ValueError(f"set: host array has shape {h.shape}; this array has shape "
                              f"{self._shape} and they must be equal")
         self._check_writable("set")
+        ptr = self.ptr
         if h.dtype != self._dtype:
             h = host_astype(h, self._dtype)
         s = stream_handle(stream) if stream is not None else self._stream
         if self.size == 0:
             return
         if self.is_c_contiguous:
-            copy_host_to_device(self._ptr, np.asarray(h, order="C"), s)
+            copy_host_to_device(ptr, np.asarray(h, order="C"), s)
         elif self.is_f_contiguous:
-            copy_host_to_device(self._ptr, np.asarray(h, order="F"), s)
-        elif layout.copy_plan(self._shape, self._strides,
-                              layout.contiguous_strides(self._shape, self.itemsize, "C"),
-                              self.itemsize) is not None:
+            copy_host_to_device(ptr, np.asarray(h, order="F"), s)
+        else:
             packed = DeviceArray(self._shape, self._dtype, "C", stream=s)
             copy_host_to_device(packed._ptr, np.asarray(h, order="C"), s)
             self._copy_from(packed)
-        else:  # read the covering span, patch the view's elements, write the span back
-            lo, hi = layout.byte_span(self._shape, self._strides, self.itemsize)
-            span = np.empty(hi - lo, np.uint8)
-            copy_device_to_host(span, self._ptr + lo, s)
-            np.ndarray(self._shape, self._dtype, span, -lo, self._strides)[...] = h
-            copy_host_to_device(self._ptr + lo, span, s)
 
     def _check_writable(self, what: str) -> None:
         if self._readonly:
@@ -472,6 +557,20 @@ def asnumpy(a: object, stream: object = None) -> np.ndarray:
     if interop.is_cuda_dlpack_producer(a) or hasattr(a, "__cuda_array_interface__"):
         return asarray(a).get(stream)
     return np.asarray(a)
+
+
+_copy_kernel_module = None
+
+
+def _copy_kernels():
+    """``oxicuda.memory.copy_kernels``, imported on the first copy that needs a kernel (it
+    loads the PTX builder, which ``import oxicuda.memory`` does not need)."""
+    global _copy_kernel_module
+    if _copy_kernel_module is None:
+        from . import copy_kernels
+
+        _copy_kernel_module = copy_kernels
+    return _copy_kernel_module
 
 
 from . import interop  # noqa: E402  (interop needs DeviceArray defined)

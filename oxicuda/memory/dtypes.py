@@ -3,28 +3,19 @@
 Supported: bool, int8..int64, uint8..uint64, float16, bfloat16, float32, float64, complex64,
 complex128, always in native byte order.
 
-bfloat16. numpy has no bfloat16. When ``ml_dtypes`` is installed, ``BFLOAT16`` is its
-``ml_dtypes.bfloat16`` dtype (arithmetic and casts work on the host). Otherwise ``BFLOAT16`` is a
-stand-in: the one-field structured dtype ``np.dtype([("bfloat16", "<u2")])``. It has 2-byte
-storage, survives copies, slicing, reshapes and round trips through the device, and compares
-unequal to ``uint16`` (so a bfloat16 array is never mistaken for integers), but numpy cannot do
-arithmetic on it. Convert explicitly with ``float32_to_bfloat16_bits`` /
-``bfloat16_bits_to_float32`` (bit patterns as ``uint16``) or ``host_astype`` (any supported dtype
-to any other, bfloat16 included, on the host).
+bfloat16. numpy has no bfloat16; ``BFLOAT16`` is ``ml_dtypes.bfloat16`` (a runtime dependency:
+the bfloat16 numpy dtype JAX, PyTorch interop and TensorFlow use), so bfloat16 arrays come back
+from the device as real bfloat16 arrays on which numpy computes and casts.
+``float32_to_bfloat16_bits`` / ``bfloat16_bits_to_float32`` convert to and from bit patterns
+(``uint16``).
 """
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
-try:  # optional: a real numpy bfloat16
-    import ml_dtypes as _ml_dtypes
-
-    BFLOAT16: np.dtype = np.dtype(_ml_dtypes.bfloat16)
-    HAVE_ML_DTYPES = True
-except ImportError:  # the documented stand-in
-    BFLOAT16 = np.dtype([("bfloat16", "<u2")])
-    HAVE_ML_DTYPES = False
+BFLOAT16: np.dtype = np.dtype(ml_dtypes.bfloat16)
 
 #: name -> dtype, for every supported element type.
 SUPPORTED_DTYPES: dict[str, np.dtype] = {
@@ -55,7 +46,7 @@ _DL_CODE_BY_KIND = {"i": DL_INT, "u": DL_UINT, "f": DL_FLOAT, "c": DL_COMPLEX, "
 
 
 def is_bfloat16(dt: np.dtype) -> bool:
-    """True when ``dt`` is this process's bfloat16 dtype (ml_dtypes or the stand-in)."""
+    """True when ``dt`` is bfloat16 (``ml_dtypes.bfloat16``)."""
     return dt == BFLOAT16
 
 
@@ -78,7 +69,7 @@ def normalize_dtype(x: object) -> np.dtype:
         dt = np.dtype(x)
     except TypeError as exc:
         raise TypeError(f"dtype {x!r} is not understood; allowed dtypes: {_ALLOWED_TEXT}") from exc
-    if dt.fields is None and not dt.isnative:
+    if not dt.isnative:
         dt = dt.newbyteorder("=")
     if dt in _BY_DTYPE:
         return SUPPORTED_DTYPES[_BY_DTYPE[dt]]
@@ -160,26 +151,14 @@ def bfloat16_bits_to_float32(bits: object) -> np.ndarray:
 
 
 def host_astype(arr: np.ndarray, dtype: object) -> np.ndarray:
-    """``arr`` cast to ``dtype`` on the host, bfloat16 (stand-in or ml_dtypes) included.
+    """``arr`` cast to ``dtype`` on the host (numpy's and ml_dtypes' casts).
 
-    Float to bfloat16 rounds to nearest even through float32; complex to real drops the
-    imaginary part, as numpy does. Returns a new contiguous array (C order unless ``arr`` is
-    only F-contiguous).
+    Complex to real drops the imaginary part, as numpy does. Returns a new contiguous array
+    (C order unless ``arr`` is only F-contiguous).
     """
     dst = normalize_dtype(dtype)
     a = np.asarray(arr)
     order = "F" if a.flags.f_contiguous and not a.flags.c_contiguous else "C"
-    src_bf16 = a.dtype == BFLOAT16 and not HAVE_ML_DTYPES
-    dst_bf16 = is_bfloat16(dst) and not HAVE_ML_DTYPES
-    if src_bf16:
-        a = bfloat16_bits_to_float32(np.asarray(a, order="C")).reshape(a.shape)
-        if dst_bf16:
-            return np.array(arr, order=order, copy=True)
-    if dst_bf16:
-        if a.dtype.kind == "c":
-            a = a.real
-        bits = float32_to_bfloat16_bits(a).reshape(a.shape)
-        return np.array(bits.view(BFLOAT16), order=order, copy=True)
     with np.errstate(all="ignore"):
         if a.dtype.kind == "c" and dst.kind != "c":
             a = a.real

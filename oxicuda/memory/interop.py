@@ -15,6 +15,7 @@ stream is ordered before ours with an event (no host blocking).
 from __future__ import annotations
 
 import ctypes
+import sys
 import weakref
 
 from ..driver.backend import api
@@ -78,11 +79,10 @@ _USED_VERSIONED = ctypes.c_char_p(b"used_dltensor_versioned")
 _NEW_LEGACY = ctypes.c_char_p(_NAME_LEGACY)
 _NEW_VERSIONED = ctypes.c_char_p(_NAME_VERSIONED)
 
-_CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _capi = ctypes.pythonapi
 _capsule_new = _capi.PyCapsule_New
 _capsule_new.restype = ctypes.py_object
-_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, _CAPSULE_DESTRUCTOR]
+_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
 _capsule_is_valid = _capi.PyCapsule_IsValid
 _capsule_is_valid.restype = ctypes.c_int
 _capsule_is_valid.argtypes = [ctypes.py_object, ctypes.c_char_p]
@@ -92,15 +92,16 @@ _capsule_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 _capsule_set_name = _capi.PyCapsule_SetName
 _capsule_set_name.restype = ctypes.c_int
 _capsule_set_name.argtypes = [ctypes.py_object, ctypes.c_char_p]
-# the same two calls on a raw PyObject* (inside a destructor the object must not be touched
-# as a Python object: its reference count is already zero)
-_raw_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(
-    ("PyCapsule_IsValid", _capi))
-_raw_get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
-    ("PyCapsule_GetPointer", _capi))
-
-# address of an exported DLManagedTensor(Versioned) -> what must live until its deleter runs
-_exported: dict[int, tuple] = {}
+# Exported capsules have no destructor. A capsule destructor may run while an exception is
+# being raised (numpy.from_dlpack drops a device capsule with its error set), and Python code
+# (a ctypes callback) cannot run then: any call fails and the consumer's error is lost
+# (SystemError). So each export is kept here, with its capsule, until either the consumer calls
+# the tensor's deleter (``_export_deleter``) or a sweep finds the capsule dropped unconsumed.
+# address of an exported DLManagedTensor(Versioned) -> [managed, shape, strides, arr, capsule]
+_exported: dict[int, list] = {}
+#: references to a pending capsule when only ``_exported`` holds it (its list, the sweep's local
+#: variable and getrefcount's argument)
+_ONLY_OURS = 3
 
 
 @_DELETER
@@ -108,13 +109,19 @@ def _export_deleter(address: int) -> None:
     _exported.pop(address, None)
 
 
-@_CAPSULE_DESTRUCTOR
-def _capsule_destructor(capsule: int) -> None:
-    # an unconsumed capsule still owns the tensor: run its deleter
-    for name in (_NAME_VERSIONED, _NAME_LEGACY):
-        if _raw_is_valid(capsule, name):
-            _exported.pop(_raw_get_pointer(capsule, name), None)
-            return
+def sweep_exports() -> int:
+    """Release exports whose capsule was dropped without being consumed; forget the capsule of
+    consumed ones (their consumer calls the deleter). Runs on every export; returns how many
+    exports are still held."""
+    for address, entry in list(_exported.items()):
+        capsule = entry[4]
+        if capsule is None or sys.getrefcount(capsule) > _ONLY_OURS:
+            continue
+        if _capsule_is_valid(capsule, _NAME_VERSIONED) or _capsule_is_valid(capsule, _NAME_LEGACY):
+            _exported.pop(address, None)  # dropped unconsumed: nobody can reach the tensor
+        else:
+            entry[4] = None  # consumed ("used_..."): the consumer owns it until its deleter runs
+    return len(_exported)
 
 
 # -- producer -------------------------------------------------------------------------------------
@@ -191,9 +198,11 @@ def to_dlpack(
         managed.version = DLPackVersion(*DLPACK_VERSION)
         managed.flags = flags
     address = ctypes.addressof(managed)
-    _exported[address] = (managed, shape, strides, arr)
+    sweep_exports()
     name = _NEW_VERSIONED if versioned else _NEW_LEGACY
-    return _capsule_new(address, name, _capsule_destructor)
+    capsule = _capsule_new(address, name, None)
+    _exported[address] = [managed, shape, strides, arr, capsule]
+    return capsule
 
 
 # -- consumer -------------------------------------------------------------------------------------

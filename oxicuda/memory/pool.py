@@ -14,6 +14,11 @@ When it is freed, an event is recorded on that stream. The block is reusable at 
 on the same stream (stream order makes that safe) and by requests on any other stream only once
 that event has completed (checked with ``event_query``; the pool never blocks on it).
 
+Extents. The pool records each block's requested size (``nbytes``) and tells the driver seam
+(``mem_set_extent``): the real driver ignores it, the emulator then faults on any access past the
+requested bytes (and on any access to a cached, freed block), not only past the bucket. The
+BLAS pointer checks read the same extents (``live_block_size``, ``block_extent``).
+
 Size 0 allocates nothing: the block has ``ptr == 0`` (as in CuPy).
 
 Out of memory: the pool synchronizes the context, frees every cached block and retries once; if
@@ -22,6 +27,7 @@ that fails too it raises ``OutOfMemoryError`` naming the request and the pool st
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import weakref
 from dataclasses import dataclass
@@ -65,10 +71,12 @@ class MemoryBlock:
     ``nbytes`` (bytes requested).
 
     It returns to its pool when it is garbage collected (``weakref.finalize``) or when ``free()``
-    is called, whichever comes first; an explicit second ``free()`` raises RuntimeError.
+    is called, whichever comes first; an explicit second ``free()`` raises RuntimeError. After
+    ``free()``, ``released`` is True and every array over the block refuses to be used.
     """
 
-    __slots__ = ("ptr", "size", "nbytes", "stream", "device", "_finalizer", "__weakref__")
+    __slots__ = ("ptr", "size", "nbytes", "stream", "device", "released", "_finalizer",
+                 "__weakref__")
 
     def __init__(self, pool: MemoryPool, ptr: int, size: int, nbytes: int, stream: int,
                  keepalive: object = None) -> None:
@@ -77,6 +85,7 @@ class MemoryBlock:
         self.nbytes = nbytes
         self.stream = stream
         self.device = pool.device
+        self.released = False
         self._finalizer = None
         if size:
             # ``keepalive`` (a foreign stream object) lives until the block is given back, so the
@@ -95,6 +104,7 @@ class MemoryBlock:
             return
         if not self._finalizer.alive:
             raise RuntimeError(f"double free of device block at 0x{self.ptr:x} ({self.size} bytes)")
+        self.released = True
         self._finalizer()
 
     def __repr__(self) -> str:
@@ -110,7 +120,7 @@ class MemoryPool:
         self._lock = threading.RLock()
         self._free: dict[int, list[_FreeBlock]] = {}  # bucket size -> cached blocks
         self._spare_events: list[int] = []
-        self._in_use: dict[int, tuple[int, int]] = {}  # ptr -> (bucket size, stream)
+        self._in_use: dict[int, tuple[int, int, int]] = {}  # ptr -> (bucket size, stream, nbytes)
         self._cached_ptrs: set[int] = set()  # the ptr of every block in _free
         self._retired: set[int] = set()  # destroyed stream handles whose blocks are all done
         self._detached: set[int] = set()  # in-use blocks to cache without an event (see detach)
@@ -136,7 +146,8 @@ class MemoryPool:
             else:
                 self._misses += 1
                 ptr = self._alloc_fresh(size, nbytes)
-            self._in_use[ptr] = (size, stream)
+            api().mem_set_extent(ptr, nbytes)
+            self._in_use[ptr] = (size, stream, nbytes)
             self._allocated += size
             self._peak = max(self._peak, self._allocated)
         return MemoryBlock(self, ptr, size, nbytes, stream, keepalive)
@@ -191,6 +202,8 @@ class MemoryPool:
             if self._in_use.pop(ptr, None) is None:
                 raise RuntimeError(f"double free of device block at 0x{ptr:x} ({size} bytes)")
             self._allocated -= size
+            with contextlib.suppress(Exception):  # the driver may be going away (interpreter exit)
+                api().mem_set_extent(ptr, 0)  # a cached block: the emulator faults on any access
             if stream in self._retired or ptr in self._detached:  # its stream's work is done
                 self._detached.discard(ptr)
                 stream, event = _ANY_STREAM, _NO_EVENT
@@ -206,7 +219,7 @@ class MemoryPool:
         if handle == 0:
             return
         with self._lock:
-            live = any(s == handle for _, s in self._in_use.values())
+            live = any(s == handle for _, s, _ in self._in_use.values())
             cached = [b for blocks in self._free.values() for b in blocks if b.stream == handle]
             if not live and not cached:
                 return
@@ -243,6 +256,38 @@ class MemoryPool:
     def free(self, block: MemoryBlock) -> None:
         """Return ``block`` to the pool (same as ``block.free()``)."""
         block.free()
+
+    # -- CuPy's MemoryPool surface -----------------------------------------------------------
+    def used_bytes(self) -> int:
+        """Bytes held by live blocks (bucket sizes), as CuPy's ``MemoryPool.used_bytes``."""
+        return self._allocated
+
+    def free_bytes(self) -> int:
+        """Bytes held by cached (freed, reusable) blocks."""
+        return self._cached
+
+    def total_bytes(self) -> int:
+        """Bytes the pool holds from the driver: ``used_bytes() + free_bytes()``."""
+        with self._lock:
+            return self._allocated + self._cached
+
+    def n_free_blocks(self) -> int:
+        """How many cached blocks the pool holds."""
+        with self._lock:
+            return sum(len(b) for b in self._free.values())
+
+    def free_all_blocks(self) -> None:
+        """Give every cached block back to the driver (CuPy's name for ``free_all_cached``);
+        blocks in use stay."""
+        self.free_all_cached()
+
+    def block_extent(self, ptr: int) -> int | None:
+        """The requested bytes of the block starting at ``ptr``: its ``nbytes`` when in use, 0
+        when cached (freed), None when this pool has no block there."""
+        hit = self._in_use.get(ptr)
+        if hit is not None:
+            return hit[2]
+        return 0 if ptr in self._cached_ptrs else None
 
     def free_all_cached(self) -> None:
         """cuMemFree every cached (unused) block and destroy the spare events."""
@@ -298,10 +343,15 @@ def get_pool(device: int | None = None) -> MemoryPool:
     return pool
 
 
+def get_default_memory_pool() -> MemoryPool:
+    """The pool of the current device (CuPy's ``get_default_memory_pool``)."""
+    return get_pool()
+
+
 def live_block_size(ptr: int) -> int | None:
-    """The bucket size of the in-use block (handed out and not freed) that starts at ``ptr`` in
-    the current device's pool; None for any other address. A dict lookup, for the pointer checks
-    of the BLAS (``blas.operands.check_span``), which otherwise ask the driver."""
+    """The requested bytes (``nbytes``, not the bucket) of the in-use block that starts at
+    ``ptr`` in the current device's pool; None for any other address. A dict lookup, for the
+    pointer checks of the BLAS (``blas.operands.check_span``), which otherwise ask the driver."""
     pools = tuple(_pools.values())  # one per device in use
     if len(pools) != 1:
         pool = _pools.get(current_device_ordinal())
@@ -309,7 +359,18 @@ def live_block_size(ptr: int) -> int | None:
     for pool in pools:
         hit = pool._in_use.get(ptr)
         if hit is not None:
-            return hit[0]
+            return hit[2]
+    return None
+
+
+def block_extent(base: int) -> int | None:
+    """The requested bytes of the pool block starting at ``base`` (an allocation base, as
+    cuMemGetAddressRange reports it): ``nbytes`` when in use, 0 when cached (freed), None when
+    no pool of oxicuda's holds a block there."""
+    for pool in tuple(_pools.values()):
+        extent = pool.block_extent(base)
+        if extent is not None:
+            return extent
     return None
 
 

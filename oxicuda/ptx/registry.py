@@ -28,6 +28,7 @@ LIBRARY_PACKAGES = (
     "oxicuda.solver",
     "oxicuda.rand",
     "oxicuda.primitives",
+    "oxicuda.memory.copy_kernels",
 )
 
 
