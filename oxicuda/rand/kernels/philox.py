@@ -15,7 +15,9 @@ the group is whole; the last partial group stores element by element. Distributi
 - ``uniform_f32``, ``uniform_f64`` (one word), ``uniform_f64_hq`` (two words): ``a + b * u``
   with u in (0, 1] as cuRAND converts (a=0, b=1 gives cuRAND's bits: the fma is exact then);
 - ``normal_f32`` (pairs of words), ``normal_f64`` (quads): ``a + b * z`` (fma), Box-Muller;
-- ``lognormal_f32``, ``lognormal_f64``: ``exp(a + b * z)``.
+- ``lognormal_f32``, ``lognormal_f64``: ``exp(a + b * z)``;
+- ``bounded_s32``, ``bounded_s64``: ``a + hi32(w * b)`` (Lemire's multiply-shift, one word per
+  integer in [a, a + b) with b < 2^32; its bias is below b / 2^32).
 
 Kernel parameters: ``(out, n, word0, iters, key0, key1[, a, b])``: n outputs, the stream position
 of the first word, grid-stride steps per thread, the seed's words, the affine coefficients.
@@ -34,12 +36,14 @@ from .. import transforms_ptx as T
 from ..philox_ptx import philox4x32_10, stream_counter
 
 DISTS = ("raw32", "raw64", "uniform_f32", "uniform_f64", "uniform_f64_hq", "normal_f32",
-         "normal_f64", "lognormal_f32", "lognormal_f64")
+         "normal_f64", "lognormal_f32", "lognormal_f64", "bounded_s32", "bounded_s64")
 WORDS_PER_OUTPUT = {"raw32": 1, "raw64": 2, "uniform_f32": 1, "uniform_f64": 1, "uniform_f64_hq": 2,
-                    "normal_f32": 1, "normal_f64": 2, "lognormal_f32": 1, "lognormal_f64": 2}
+                    "normal_f32": 1, "normal_f64": 2, "lognormal_f32": 1, "lognormal_f64": 2,
+                    "bounded_s32": 1, "bounded_s64": 1}
 OUTPUT_TYPE = {"raw32": "u32", "raw64": "u64", "uniform_f32": "f32", "uniform_f64": "f64",
                "uniform_f64_hq": "f64", "normal_f32": "f32", "normal_f64": "f64",
-               "lognormal_f32": "f32", "lognormal_f64": "f64"}
+               "lognormal_f32": "f32", "lognormal_f64": "f64", "bounded_s32": "s32",
+               "bounded_s64": "s64"}
 THREADS = 256
 
 
@@ -67,7 +71,7 @@ class PhiloxSpec(KernelSpec):
 
     @property
     def output_bytes(self) -> int:
-        return 8 if OUTPUT_TYPE[self.dist] in ("u64", "f64") else 4
+        return 8 if OUTPUT_TYPE[self.dist] in ("u64", "f64", "s64") else 4
 
 
 def _words(kb: KernelBuilder, spec: PhiloxSpec, block: Value, rot: Value | None,
@@ -93,6 +97,10 @@ def _transform(kb: KernelBuilder, spec: PhiloxSpec, w: tuple[Value, ...], a: Val
         return list(w)
     if d == "raw64":
         return [kb.or_(kb.cvt(w[i], "u64"), kb.shl(kb.cvt(w[i + 1], "u64"), 32)) for i in (0, 2)]
+    if d in ("bounded_s32", "bounded_s64"):
+        # Lemire's multiply-shift: low + floor(w * range / 2^32), range in 1..2^32 - 1
+        t = "s32" if d == "bounded_s32" else "s64"
+        return [kb.add(a, kb.cvt(kb.mul(x, b, mode="hi", type_="u32"), t), type_=t) for x in w]
     if d == "uniform_f32":
         return [kb.fma(T.uniform_f32(kb, x), b, a) for x in w]
     if d == "uniform_f64":
@@ -122,6 +130,8 @@ def generate_philox(spec: PhiloxSpec) -> str:
     a = b = None
     if ftype in ("f32", "f64"):
         a, b = kb.param("a", ftype), kb.param("b", ftype)
+    elif ftype in ("s32", "s64"):
+        a, b = kb.param("a", ftype), kb.param("b", "u32")
     opg, es = spec.outputs_per_group, spec.output_bytes
     gid = kb.cvt(kb.mad(kb.ctaid(), kb.ntid(), kb.tid()), "u64")
     total = kb.cvt(kb.mul(kb.nctaid(), kb.ntid()), "u64")

@@ -1,0 +1,85 @@
+"""The one stateful generator behind both call surfaces (the numpy-shaped ``Generator`` and the
+cuRAND-shaped ``oxicuda.cuda.curand``): type, seed, offset, ordering, stream, and ``fill``.
+
+``fill(dist, ptr, n, a, b)`` checks the pointer, takes the launch plan of the call's signature
+from ``plan.PLANS`` and runs it on the generator's stream (nothing is allocated per call), then
+advances the offset by the stream words the call consumed (``words_consumed``): n words for one-
+word distributions, 2n for two-word ones, rounded up to the pair (float normals) or quad (double
+normals) that one Box-Muller step takes. That continuation rule is this module's reading of
+cuRAND's host generators (a second call continues where the first stopped); the GPU test against
+``cupy.cuda.curand`` checks it.
+"""
+
+from __future__ import annotations
+
+from .kernels.philox import OUTPUT_TYPE, WORDS_PER_OUTPUT
+from .plan import PLANS, PhiloxProblem, philox_plan
+
+#: generator types with device kernels today
+IMPLEMENTED = ("philox",)
+#: every cuRAND type name this package knows (the rest raise NotImplementedError when created)
+KNOWN = ("philox", "xorwow", "mrg32k3a", "mtgp32", "mt19937", "sobol32", "scrambled_sobol32",
+         "sobol64", "scrambled_sobol64")
+_PAIR = {"normal_f32": 2, "lognormal_f32": 2, "normal_f64": 4, "lognormal_f64": 4}
+_ARCH: dict[int, str] = {}
+
+
+def words_consumed(dist: str, n: int) -> int:
+    """Stream words a call of ``n`` outputs of ``dist`` uses (the offset advance)."""
+    pad = _PAIR.get(dist, WORDS_PER_OUTPUT[dist])
+    return -(-n * WORDS_PER_OUTPUT[dist] // pad) * pad
+
+
+def _device():
+    from oxicuda.driver.context import current_device_ordinal
+    from oxicuda.driver.facts import device_facts
+    from oxicuda.ptx.target import device_arch
+
+    ordinal = current_device_ordinal()
+    arch = _ARCH.get(ordinal)
+    if arch is None:
+        arch = _ARCH[ordinal] = device_arch(ordinal)
+    return ordinal, arch, device_facts(ordinal)
+
+
+class Engine:
+    """A generator's state. ``seed`` (64 bits), ``offset`` (stream words already used),
+    ``ordering`` (cuRAND's constant), ``stream`` (None: the default stream)."""
+
+    __slots__ = ("rng_type", "seed", "offset", "ordering", "stream", "dimensions", "destroyed")
+
+    def __init__(self, rng_type: str = "philox", seed: int = 0, offset: int = 0,
+                 ordering: int = 101, stream: object = None) -> None:
+        if rng_type not in KNOWN:
+            raise ValueError(f"rand: generator {rng_type!r} is unknown; known: {KNOWN}")
+        if rng_type not in IMPLEMENTED:
+            raise NotImplementedError(
+                f"rand: the {rng_type!r} generator has no device kernels yet (issue 17); "
+                f"implemented: {IMPLEMENTED}")
+        self.rng_type = rng_type
+        self.seed = int(seed) & ((1 << 64) - 1)
+        self.offset = int(offset)
+        self.ordering = ordering
+        self.stream = stream
+        self.dimensions = 1
+        self.destroyed = False
+
+    def fill(self, dist: str, ptr: int, n: int, a: object = None, b: object = None,
+             stream: object = None) -> None:
+        """Write ``n`` values of ``dist`` to device address ``ptr`` (aligned to the element) and
+        advance the offset. The caller has checked ``n`` and the scalars."""
+        if n == 0:
+            return
+        esize = 8 if OUTPUT_TYPE[dist] in ("u64", "f64", "s64") else 4
+        if ptr % esize:
+            raise ValueError(f"rand: output pointer {ptr:#x} is not aligned to {esize} bytes "
+                             f"(the element size of {dist})")
+        ordinal, arch, facts = _device()
+        word0 = self.offset
+        problem = PhiloxProblem(dist, n, word0 % 4 == 0, ptr % 16 == 0, arch, ordinal)
+        plan = PLANS.get_or_build(problem, lambda: philox_plan(problem, facts))
+        seed = self.seed
+        scalars = (word0, seed & 0xFFFFFFFF, seed >> 32) if a is None else \
+            (word0, seed & 0xFFFFFFFF, seed >> 32, a, b)
+        plan.run((ptr,), scalars, self.stream if stream is None else stream)
+        self.offset = word0 + words_consumed(dist, n)

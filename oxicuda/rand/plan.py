@@ -1,0 +1,46 @@
+"""Launch plans of oxicuda.rand: one per (family, distribution, alignment, length, device).
+
+``philox_plan(problem, device)`` sizes a grid-stride launch: enough CTAs to fill every SM
+(``device.max_threads_per_sm // THREADS`` per SM), each thread walking ``iters`` groups of four
+words, so that a large call gives every thread hundreds of 16-byte stores and a small one a
+single step. The plan's ``run`` takes ``pointers = (out,)`` and ``scalars = (word0, key0, key1[,
+a, b])``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from oxicuda.ptx.launch_plan import KernelStep, LaunchPlan, PlanCache
+
+from .kernels.philox import THREADS, PhiloxSpec
+
+PLANS = PlanCache("rand")
+
+
+@dataclass(frozen=True)
+class PhiloxProblem:
+    """A Philox call's signature: what the plan depends on (the seed and offset are scalars,
+    except the offset's alignment to a Philox block)."""
+
+    dist: str
+    n: int
+    aligned: bool
+    vec: bool
+    arch: str
+    ordinal: int
+
+
+def philox_plan(problem: PhiloxProblem, device) -> LaunchPlan:
+    spec = PhiloxSpec(arch=problem.arch, dist=problem.dist, aligned=problem.aligned, vec=problem.vec)
+    groups = -(-problem.n // spec.outputs_per_group)
+    ctas_per_sm = max(1, device.max_threads_per_sm // THREADS)
+    grid = max(1, min(-(-groups // THREADS), device.sm_count * ctas_per_sm))
+    iters = -(-groups // (grid * THREADS))
+    n = problem.n
+
+    def bind(p, s, ws):
+        return (p[0], n, s[0], iters, *s[1:])
+
+    step = KernelStep(spec, grid, THREADS, bind)
+    return LaunchPlan(f"rand_philox[{problem.dist}, n={n}]", [step])
