@@ -21,7 +21,7 @@ _EXPORTS = {
     "philox4x32_10": "philox_ptx",
 }
 #: modules that register kernel families (imported by the registry's load_all_families)
-KERNEL_MODULES = ("kernels.philox",)
+KERNEL_MODULES = ("oxicuda.rand.kernels.philox",)
 
 
 def __getattr__(name: str):

@@ -46,7 +46,7 @@ class Engine:
     """A generator's state. ``seed`` (64 bits), ``offset`` (stream words already used),
     ``ordering`` (cuRAND's constant), ``stream`` (None: the default stream)."""
 
-    __slots__ = ("rng_type", "seed", "offset", "ordering", "stream", "dimensions", "destroyed")
+    __slots__ = ("destroyed", "dimensions", "offset", "ordering", "rng_type", "seed", "stream")
 
     def __init__(self, rng_type: str = "philox", seed: int = 0, offset: int = 0,
                  ordering: int = 101, stream: object = None) -> None:
