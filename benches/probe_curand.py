@@ -154,10 +154,60 @@ def main() -> None:
                 curand.setQuasiRandomGeneratorDimensions(h, dims)
                 curand.generateUniformDouble(h, p, n)
             call(g, None, 0, 0, f"uniform_double_dims{dims}", 1031 * dims, np.float64, d64_dims)
+    statuses(cupy, curand)
     np.savez_compressed(args.out, **store)
     print(f"wrote {len(store)} arrays to {args.out} ({time.time() - t0:.1f} s)")
     if args.sobol_dims:
         sobol_tables(cupy, curand, args.sobol_dims, args.sobol_out)
+
+
+def statuses(cupy, curand) -> None:
+    """cuRAND's answer to each bad input the issue lists (printed: status or 'accepted')."""
+    buf = cupy.zeros(64, dtype=np.float64)
+    p = buf.data.ptr
+    cases = [
+        ("philox", "generateUniform at ptr+2", lambda g: curand.generateUniform(g, p + 2, 4)),
+        ("philox", "generateUniform at ptr+4", lambda g: curand.generateUniform(g, p + 4, 4)),
+        ("philox", "generateUniformDouble at ptr+4", lambda g: curand.generateUniformDouble(g, p + 4, 4)),
+        ("philox", "generateNormal at ptr+4", lambda g: curand.generateNormal(g, p + 4, 4, 0.0, 1.0)),
+        ("philox", "generateNormal n=7", lambda g: curand.generateNormal(g, p, 7, 0.0, 1.0)),
+        ("philox", "generateNormalDouble n=7", lambda g: curand.generateNormalDouble(g, p, 7, 0.0, 1.0)),
+        ("philox", "generateNormal stddev=-1", lambda g: curand.generateNormal(g, p, 4, 0.0, -1.0)),
+        ("philox", "generateNormal stddev=nan", lambda g: curand.generateNormal(g, p, 4, 0.0, float("nan"))),
+        ("philox", "generatePoisson lambda=-1", lambda g: curand.generatePoisson(g, p, 4, -1.0)),
+        ("philox", "generatePoisson lambda=0", lambda g: curand.generatePoisson(g, p, 4, 0.0)),
+        ("philox", "generatePoisson lambda=nan", lambda g: curand.generatePoisson(g, p, 4, float("nan"))),
+        ("philox", "generateLongLong", lambda g: curand.generateLongLong(g, p, 4)),
+        ("philox", "setQuasiRandomGeneratorDimensions 3", lambda g: curand.setQuasiRandomGeneratorDimensions(g, 3)),
+        ("philox", "setGeneratorOrdering QUASI_DEFAULT", lambda g: curand.setGeneratorOrdering(g, 201)),
+        ("philox", "setGeneratorOrdering 999", lambda g: curand.setGeneratorOrdering(g, 999)),
+        ("xorwow", "generate at ptr+2", lambda g: curand.generate(g, p + 2, 4)),
+        ("xorwow", "generateNormal n=7", lambda g: curand.generateNormal(g, p, 7, 0.0, 1.0)),
+        ("sobol32", "setPseudoRandomGeneratorSeed", lambda g: curand.setPseudoRandomGeneratorSeed(g, 5)),
+        ("sobol32", "setQuasiRandomGeneratorDimensions 0", lambda g: curand.setQuasiRandomGeneratorDimensions(g, 0)),
+        ("sobol32", "setQuasiRandomGeneratorDimensions 20001",
+         lambda g: curand.setQuasiRandomGeneratorDimensions(g, 20001)),
+        ("sobol32", "generate n=7 with 3 dims", lambda g: (curand.setQuasiRandomGeneratorDimensions(g, 3),
+                                                             curand.generate(g, p, 7))),
+        ("sobol32", "generateLongLong", lambda g: curand.generateLongLong(g, p, 4)),
+        ("sobol64", "generate (32-bit)", lambda g: curand.generate(g, p, 4)),
+        ("sobol32", "setGeneratorOrdering PSEUDO_DEFAULT", lambda g: curand.setGeneratorOrdering(g, 101)),
+    ]
+    for gen_name, what, fn in cases:
+        gen = curand.createGenerator(RNG[gen_name])
+        try:
+            fn(gen)
+            cupy.cuda.runtime.deviceSynchronize()
+            print(f"status {gen_name} {what}: accepted")
+        except Exception as exc:  # noqa: BLE001 - the status is the answer
+            print(f"status {gen_name} {what}: {type(exc).__name__}: {exc}")
+        finally:
+            curand.destroyGenerator(gen)
+    try:
+        curand.createGenerator(77)
+        print("status createGenerator(77): accepted")
+    except Exception as exc:  # noqa: BLE001 - the status is the answer
+        print(f"status createGenerator(77): {type(exc).__name__}: {exc}")
 
 
 def report_hypotheses(ref, gen_name, ordering, seed, raw) -> None:
