@@ -130,3 +130,136 @@ ORDERING_HYPOTHESES = {
         "interleaved4096": lambda seed, off, n: philox_interleaved(seed, off, n, 4096),
     },
 }
+
+
+# -- XORWOW (cuRAND's seeding, Marsaglia's xorwow step) -------------------------------------------
+XORWOW_SUBSEQUENCE_LOG2 = 67
+XORWOW_THREADS = 4096
+
+
+def xorwow_seed_state(seed: int) -> tuple[np.ndarray, int]:
+    """cuRAND's curand_init(seed, 0, 0) state: (v[5] as uint32, d)."""
+    s0 = (seed & 0xFFFFFFFF) ^ 0xAAD26B49
+    s1 = ((seed >> 32) & 0xFFFFFFFF) ^ 0xF7DCEFDD
+    t0 = (1099087573 * s0) & 0xFFFFFFFF
+    t1 = (2591861531 * s1) & 0xFFFFFFFF
+    v = np.array([(123456789 + t0), 362436069 ^ t0, (521288629 + t1), 88675123 ^ t1, (5783321 + t0)],
+                 np.uint64) & MASK32
+    return v.astype(np.uint32), (6615241 + t1 + t0) & 0xFFFFFFFF
+
+
+def xorwow_step_matrix() -> np.ndarray:
+    """The GF(2) matrix (160 x 160, bool) of one xorwow step on v: row i = image of bit i."""
+    rows = np.zeros((160, 160), bool)
+    for i in range(160):
+        v = np.zeros(5, np.uint64)
+        v[i // 32] = np.uint64(1) << np.uint64(i % 32)
+        t = v[0] ^ (v[0] >> np.uint64(2))
+        new4 = (v[4] ^ ((v[4] << np.uint64(4)) & MASK32)) ^ (t ^ ((t << np.uint64(1)) & MASK32))
+        w = np.array([v[1], v[2], v[3], v[4], new4], np.uint64)
+        for j in range(5):
+            rows[i, 32 * j:32 * j + 32] = (w[j] >> np.arange(32, dtype=np.uint64)) & np.uint64(1)
+    return rows
+
+
+_XORWOW_POWERS: list[np.ndarray] = []
+
+
+def xorwow_power(k: int) -> np.ndarray:
+    """A^(2^k) as a bool matrix (cached squarings)."""
+    if not _XORWOW_POWERS:
+        _XORWOW_POWERS.append(xorwow_step_matrix())
+    while len(_XORWOW_POWERS) <= k:
+        m = _XORWOW_POWERS[-1].astype(np.int64)
+        _XORWOW_POWERS.append(((m @ m) & 1).astype(bool))
+    return _XORWOW_POWERS[k]
+
+
+def _bits(v: np.ndarray) -> np.ndarray:
+    return ((v.astype(np.uint64)[..., :, None] >> np.arange(32, dtype=np.uint64)) & np.uint64(1)).reshape(
+        *v.shape[:-1], 160).astype(np.int64)
+
+
+def _words(b: np.ndarray) -> np.ndarray:
+    b = b.reshape(*b.shape[:-1], 5, 32).astype(np.uint64)
+    return (b << np.arange(32, dtype=np.uint64)).sum(axis=-1).astype(np.uint32)
+
+
+def xorwow_jump(v: np.ndarray, steps: int, base_log2: int = 0) -> np.ndarray:
+    """v (..., 5) advanced by ``steps * 2^base_log2`` xorwow steps."""
+    b = _bits(v)
+    k = 0
+    while steps:
+        if steps & 1:
+            b = (b @ xorwow_power(base_log2 + k).astype(np.int64)) & 1
+        steps >>= 1
+        k += 1
+    return _words(b)
+
+
+def xorwow_subsequence_words(seed: int, subsequence: int, start: int, count: int) -> np.ndarray:
+    """Words start..start+count-1 of curand_init(seed, subsequence, 0)'s stream."""
+    v, d = xorwow_seed_state(seed)
+    v = xorwow_jump(v, subsequence, XORWOW_SUBSEQUENCE_LOG2)
+    v = xorwow_jump(v, start).astype(np.uint64)
+    d = (d + 362437 * start) & 0xFFFFFFFF
+    out = np.empty(count, np.uint32)
+    v = [int(x) for x in v]
+    for i in range(count):
+        t = v[0] ^ (v[0] >> 2)
+        v = v[1:] + [((v[4] ^ (v[4] << 4)) ^ (t ^ (t << 1))) & 0xFFFFFFFF]
+        d = (d + 362437) & 0xFFFFFFFF
+        out[i] = (v[4] + d) & 0xFFFFFFFF
+    return out
+
+
+def xorwow_states(seed: int, subsequences: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The (v (k, 5), d (k,)) states of curand_init(seed, subsequences[i], positions[i])."""
+    v0, d0 = xorwow_seed_state(seed)
+    b = np.broadcast_to(_bits(v0[None, :]), (subsequences.size, 160)).copy()
+    for exps, base in ((subsequences, XORWOW_SUBSEQUENCE_LOG2), (positions, 0)):
+        e = exps.astype(np.uint64).copy()
+        k = 0
+        while np.any(e):
+            sel = (e & np.uint64(1)).astype(bool)
+            if sel.any():
+                # float32 BLAS is exact here (sums of at most 160 ones)
+                prod = b[sel].astype(np.float32) @ xorwow_power(base + k).astype(np.float32)
+                b[sel] = prod.astype(np.int64) & 1
+            e >>= np.uint64(1)
+            k += 1
+    d = (np.uint64(d0) + np.uint64(362437) * positions.astype(np.uint64)) & MASK32
+    return _words(b), d
+
+
+def xorwow_step_all(v: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One curand() of every state: (new v, new d, the words)."""
+    v = v.astype(np.uint64)
+    t = v[:, 0] ^ (v[:, 0] >> np.uint64(2))
+    new4 = (v[:, 4] ^ ((v[:, 4] << np.uint64(4)) & MASK32)) ^ (t ^ ((t << np.uint64(1)) & MASK32))
+    v = np.concatenate([v[:, 1:], new4[:, None]], axis=1)
+    d = (d + np.uint64(362437)) & MASK32
+    return v, d, ((v[:, 4] + d) & MASK32).astype(np.uint32)
+
+
+def xorwow_interleaved(seed: int, offset: int, count: int, threads: int = XORWOW_THREADS) -> np.ndarray:
+    """cuRAND's documented legacy XORWOW ordering: output word n (of the stream after
+    ``offset``) is word n div threads of subsequence n mod threads."""
+    if count == 0:
+        return np.zeros(0, np.uint32)
+    t = np.arange(threads, dtype=np.int64)
+    p0 = (np.maximum(offset - t, 0) + threads - 1) // threads
+    v, d = xorwow_states(seed, t, p0)
+    steps = (offset + count - 1) // threads - int(p0.min()) + 1
+    out = np.empty(count, np.uint32)
+    for s in range(steps):
+        v, d, w = xorwow_step_all(v, d)
+        n = (p0 + s) * threads + t - offset
+        ok = (n >= 0) & (n < count)
+        out[n[ok]] = w[ok]
+    return out
+
+
+ORDERING_HYPOTHESES["xorwow"] = {
+    "interleaved4096": lambda seed, off, n: xorwow_interleaved(seed, off, n),
+}
