@@ -111,3 +111,28 @@ def test_cupy_script_unchanged_and_swapped_give_the_same_values(cp):
 def test_large_philox_uniform_matches_curand(cp):
     ours, theirs = _both(cp, PHILOX, 7, 0, "generateUniform", 1 << 26, np.float32)
     np.testing.assert_array_equal(ours, theirs)
+
+
+XORWOW = 101
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("offset", OFFSETS)
+@pytest.mark.parametrize("n", LENGTHS)
+@pytest.mark.parametrize("call,dtype", [("generate", np.uint32), ("generateUniform", np.float32),
+                                        ("generateUniformDouble", np.float64)])
+@pytest.mark.parametrize("rng_type", [XORWOW, 100])
+def test_xorwow_raw_and_uniform_are_curands_bits(cp, rng_type, seed, offset, n, call, dtype):
+    ours, theirs = _both(cp, rng_type, seed, offset, call, n, dtype)
+    bad = np.flatnonzero(ours != theirs)
+    assert bad.size == 0, f"{bad.size} of {n} differ, first at {bad[0]}: {ours[bad[0]]!r} vs {theirs[bad[0]]!r}"
+
+
+def test_xorwow_consecutive_calls_continue_as_curands(cp):
+    ours, theirs = _both(cp, XORWOW, 99, 3, "generate", 5001, np.uint32, calls=3)
+    np.testing.assert_array_equal(ours, theirs)
+
+
+def test_large_xorwow_uniform_matches_curand(cp):
+    ours, theirs = _both(cp, XORWOW, 7, 0, "generateUniform", 1 << 26, np.float32)
+    np.testing.assert_array_equal(ours, theirs)

@@ -21,7 +21,7 @@ _EXPORTS = {
     "philox4x32_10": "philox_ptx",
 }
 #: modules that register kernel families (imported by the registry's load_all_families)
-KERNEL_MODULES = ("oxicuda.rand.kernels.philox",)
+KERNEL_MODULES = ("oxicuda.rand.kernels.philox", "oxicuda.rand.kernels.xorwow")
 
 
 def __getattr__(name: str):

@@ -92,7 +92,10 @@ def _write_bandwidth(quick: bool) -> Prepared:
 
 
 PHILOX = 161
+XORWOW = 101
 _CASES = [
+    ("xorwow_uniform_f32", XORWOW, "generateUniform", np.float32, ()),
+    ("xorwow_uniform_f64", XORWOW, "generateUniformDouble", np.float64, ()),
     ("philox_uniform_f32", PHILOX, "generateUniform", np.float32, ()),
     ("philox_normal_f32", PHILOX, "generateNormal", np.float32, (0.0, 1.0)),
     ("philox_uniform_f64", PHILOX, "generateUniformDouble", np.float64, ()),

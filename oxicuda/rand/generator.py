@@ -12,11 +12,14 @@ cuRAND's host generators (a second call continues where the first stopped); the 
 
 from __future__ import annotations
 
+from .kernels import xorwow as X
 from .kernels.philox import OUTPUT_TYPE, WORDS_PER_OUTPUT
-from .plan import PLANS, PhiloxProblem, philox_plan
+from .plan import PLANS, PhiloxProblem, XorwowProblem, philox_plan, xorwow_plan
 
 #: generator types with device kernels today
-IMPLEMENTED = ("philox",)
+IMPLEMENTED = ("philox", "xorwow")
+#: the distributions each generator's kernels make
+DISTRIBUTIONS = {"philox": frozenset(WORDS_PER_OUTPUT), "xorwow": frozenset(X.DISTS)}
 #: every cuRAND type name this package knows (the rest raise NotImplementedError when created)
 KNOWN = ("philox", "xorwow", "mrg32k3a", "mtgp32", "mt19937", "sobol32", "scrambled_sobol32",
          "sobol64", "scrambled_sobol64")
@@ -74,11 +77,24 @@ class Engine:
         if ptr % esize:
             raise ValueError(f"rand: output pointer {ptr:#x} is not aligned to {esize} bytes "
                              f"(the element size of {dist})")
+        if dist not in DISTRIBUTIONS[self.rng_type]:
+            raise NotImplementedError(f"rand: the {self.rng_type} generator has no {dist} kernel yet "
+                                      f"(issue 17); it makes {sorted(DISTRIBUTIONS[self.rng_type])}")
         ordinal, arch, facts = _device()
         word0 = self.offset
+        seed = self.seed
+        if self.rng_type == "xorwow":
+            from .xorwow_tables import device_tables
+
+            problem = XorwowProblem(dist, n, arch, ordinal)
+            plan = PLANS.get_or_build(problem, lambda: xorwow_plan(problem, facts, device_tables(ordinal)))
+            scalars = (seed & 0xFFFFFFFF, seed >> 32, word0) if a is None else \
+                (seed & 0xFFFFFFFF, seed >> 32, word0, a, b)
+            plan.run((ptr,), scalars, self.stream if stream is None else stream)
+            self.offset = word0 + n
+            return
         problem = PhiloxProblem(dist, n, word0 % 4 == 0, ptr % 16 == 0, arch, ordinal)
         plan = PLANS.get_or_build(problem, lambda: philox_plan(problem, facts))
-        seed = self.seed
         scalars = (word0, seed & 0xFFFFFFFF, seed >> 32) if a is None else \
             (word0, seed & 0xFFFFFFFF, seed >> 32, a, b)
         plan.run((ptr,), scalars, self.stream if stream is None else stream)
