@@ -7,9 +7,9 @@ call on the emulator: 4096 seeded states, each jumped by matrix tables.)"""
 from __future__ import annotations
 
 import numpy as np
+import rand_reference as R
 
 import oxicuda
-import rand_reference as R
 from oxicuda.rand import default_rng
 from oxicuda.rand.generator import Engine
 from oxicuda.rand.kernels.xorwow import XorwowSpec
