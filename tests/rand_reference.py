@@ -263,3 +263,129 @@ def xorwow_interleaved(seed: int, offset: int, count: int, threads: int = XORWOW
 ORDERING_HYPOTHESES["xorwow"] = {
     "interleaved4096": lambda seed, off, n: xorwow_interleaved(seed, off, n),
 }
+
+
+# -- MRG32k3a (L'Ecuyer 1999; cuRAND's seeding) ---------------------------------------------------
+MRG_M1, MRG_M2 = 4294967087, 4294944443
+MRG_A12, MRG_A13N, MRG_A21, MRG_A23N = 1403580, 810728, 527612, 1370589
+MRG_NORM = 2.3283065498378288e-10
+MRG_BITS_NORM = 1.000000048662
+MRG_SUBSEQUENCE_LOG2 = 76
+MRG_A1 = ((0, 1, 0), (0, 0, 1), (MRG_M1 - MRG_A13N, MRG_A12, 0))
+MRG_A2 = ((0, 1, 0), (0, 0, 1), (MRG_M2 - MRG_A23N, 0, MRG_A21))
+
+
+def mrg_seed_state(seed: int) -> tuple[list[int], list[int]]:
+    s1, s2 = [12345] * 3, [12345] * 3
+    if seed:
+        x1 = (seed & 0xFFFFFFFF) ^ 0x55555555
+        x2 = ((seed >> 32) & 0xFFFFFFFF) ^ 0xAAAAAAAA
+        s1 = [x1 * 12345 % MRG_M1, x2 * 12345 % MRG_M1, x1 * 12345 % MRG_M1]
+        s2 = [x2 * 12345 % MRG_M2, x1 * 12345 % MRG_M2, x2 * 12345 % MRG_M2]
+    return s1, s2
+
+
+def _matmul3(a, b, m):
+    return tuple(tuple(sum(a[i][k] * b[k][j] for k in range(3)) % m for j in range(3)) for i in range(3))
+
+
+def mrg_matrix_power(a, e: int, m: int):
+    r = ((1, 0, 0), (0, 1, 0), (0, 0, 1))
+    while e:
+        if e & 1:
+            r = _matmul3(r, a, m)
+        a = _matmul3(a, a, m)
+        e >>= 1
+    return r
+
+
+def mrg_jump(s1, s2, steps: int):
+    m1 = mrg_matrix_power(MRG_A1, steps, MRG_M1)
+    m2 = mrg_matrix_power(MRG_A2, steps, MRG_M2)
+    return ([sum(m1[i][k] * s1[k] for k in range(3)) % MRG_M1 for i in range(3)],
+            [sum(m2[i][k] * s2[k] for k in range(3)) % MRG_M2 for i in range(3)])
+
+
+def mrg_values(seed: int, subsequence: int, start: int, count: int) -> np.ndarray:
+    """curand_MRG32k3a's doubles r in [1, m1] (integers): positions start.. of curand_init(seed,
+    subsequence, 0)."""
+    s1, s2 = mrg_seed_state(seed)
+    s1, s2 = mrg_jump(s1, s2, (subsequence << MRG_SUBSEQUENCE_LOG2) + start)
+    out = np.empty(count, np.float64)
+    for i in range(count):
+        p1 = (MRG_A12 * s1[1] - MRG_A13N * s1[0]) % MRG_M1
+        p2 = (MRG_A21 * s2[2] - MRG_A23N * s2[0]) % MRG_M2
+        s1, s2 = [s1[1], s1[2], p1], [s2[1], s2[2], p2]
+        out[i] = p1 - p2 + (MRG_M1 if p1 <= p2 else 0)
+    return out
+
+
+_MRG_POWERS: dict[int, tuple] = {}
+
+
+def _mrg_power2(k: int):
+    """(A1^(2^k) mod m1, A2^(2^k) mod m2), cached."""
+    if k not in _MRG_POWERS:
+        if k == 0:
+            _MRG_POWERS[0] = (MRG_A1, MRG_A2)
+        else:
+            a1, a2 = _mrg_power2(k - 1)
+            _MRG_POWERS[k] = (_matmul3(a1, a1, MRG_M1), _matmul3(a2, a2, MRG_M2))
+    return _MRG_POWERS[k]
+
+
+def mrg_interleaved(seed: int, offset: int, count: int, threads: int = 4096) -> np.ndarray:
+    """The documented MRG32k3a host ordering: value n is position n div 4096 of subsequence
+    n mod 4096 (subsequences 2^76 apart)."""
+    if count == 0:
+        return np.zeros(0, np.float64)
+    s1, s2 = mrg_seed_state(seed)
+    t = np.arange(threads, dtype=np.int64)
+    p0 = (np.maximum(offset - t, 0) + threads - 1) // threads
+    st1 = np.array([s1] * threads, dtype=object)
+    st2 = np.array([s2] * threads, dtype=object)
+    for exps, base in ((t, MRG_SUBSEQUENCE_LOG2), (p0, 0)):
+        e = exps.copy()
+        k = 0
+        while np.any(e):
+            sel = (e & 1).astype(bool)
+            if sel.any():
+                a1, a2 = _mrg_power2(base + k)
+                st1[sel] = (st1[sel] @ np.array(a1, dtype=object).T) % MRG_M1
+                st2[sel] = (st2[sel] @ np.array(a2, dtype=object).T) % MRG_M2
+            e >>= 1
+            k += 1
+    s1 = st1.astype(np.uint64)
+    s2 = st2.astype(np.uint64)
+    out = np.empty(count, np.float64)
+    steps = (offset + count - 1) // threads - int(p0.min()) + 1
+    m1, m2 = np.uint64(MRG_M1), np.uint64(MRG_M2)
+    for step in range(steps):
+        p1 = (np.uint64(MRG_A12) * s1[:, 1] + np.uint64(MRG_A13N) * (m1 - s1[:, 0])) % m1
+        p2 = (np.uint64(MRG_A21) * s2[:, 2] + np.uint64(MRG_A23N) * (m2 - s2[:, 0])) % m2
+        s1 = np.stack([s1[:, 1], s1[:, 2], p1], axis=1)
+        s2 = np.stack([s2[:, 1], s2[:, 2], p2], axis=1)
+        r = p1.astype(np.float64) - p2.astype(np.float64)
+        r = np.where(p1 <= p2, r + MRG_M1, r)
+        n = (p0 + step) * threads + t - offset
+        ok = (n >= 0) & (n < count)
+        out[n[ok]] = r[ok]
+    return out
+
+
+def mrg_raw(r: np.ndarray) -> np.ndarray:
+    """cuRAND's curand() of MRG32k3a: (unsigned int)(r * MRG32K3A_BITS_NORM)."""
+    return np.trunc(r * MRG_BITS_NORM).astype(np.uint32)
+
+
+def mrg_uniform_f32(r: np.ndarray) -> np.ndarray:
+    return (r * MRG_NORM).astype(np.float32)
+
+
+def mrg_uniform_f64(r: np.ndarray) -> np.ndarray:
+    return r * MRG_NORM
+
+
+ORDERING_HYPOTHESES["mrg32k3a"] = {
+    "interleaved4096": lambda seed, off, n: mrg_raw(mrg_interleaved(seed, off, n)),
+}

@@ -136,3 +136,22 @@ def test_xorwow_consecutive_calls_continue_as_curands(cp):
 def test_large_xorwow_uniform_matches_curand(cp):
     ours, theirs = _both(cp, XORWOW, 7, 0, "generateUniform", 1 << 26, np.float32)
     np.testing.assert_array_equal(ours, theirs)
+
+
+MRG32K3A = 121
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("offset", OFFSETS)
+@pytest.mark.parametrize("n", LENGTHS)
+@pytest.mark.parametrize("call,dtype", [("generate", np.uint32), ("generateUniform", np.float32),
+                                        ("generateUniformDouble", np.float64)])
+def test_mrg32k3a_raw_and_uniform_are_curands_bits(cp, seed, offset, n, call, dtype):
+    ours, theirs = _both(cp, MRG32K3A, seed, offset, call, n, dtype)
+    bad = np.flatnonzero(ours != theirs)
+    assert bad.size == 0, f"{bad.size} of {n} differ, first at {bad[0]}: {ours[bad[0]]!r} vs {theirs[bad[0]]!r}"
+
+
+def test_mrg32k3a_consecutive_calls_continue_as_curands(cp):
+    ours, theirs = _both(cp, MRG32K3A, 99, 3, "generateUniformDouble", 5001, np.float64, calls=3)
+    np.testing.assert_array_equal(ours, theirs)

@@ -21,7 +21,8 @@ _EXPORTS = {
     "philox4x32_10": "philox_ptx",
 }
 #: modules that register kernel families (imported by the registry's load_all_families)
-KERNEL_MODULES = ("oxicuda.rand.kernels.philox", "oxicuda.rand.kernels.xorwow")
+KERNEL_MODULES = ("oxicuda.rand.kernels.philox", "oxicuda.rand.kernels.xorwow",
+                  "oxicuda.rand.kernels.mrg32k3a")
 
 
 def __getattr__(name: str):

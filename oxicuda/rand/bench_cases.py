@@ -93,7 +93,9 @@ def _write_bandwidth(quick: bool) -> Prepared:
 
 PHILOX = 161
 XORWOW = 101
+MRG32K3A = 121
 _CASES = [
+    ("mrg32k3a_uniform_f32", MRG32K3A, "generateUniform", np.float32, ()),
     ("xorwow_uniform_f32", XORWOW, "generateUniform", np.float32, ()),
     ("xorwow_uniform_f64", XORWOW, "generateUniformDouble", np.float64, ()),
     ("philox_uniform_f32", PHILOX, "generateUniform", np.float32, ()),

@@ -12,14 +12,16 @@ cuRAND's host generators (a second call continues where the first stopped); the 
 
 from __future__ import annotations
 
+from .kernels import mrg32k3a as M
 from .kernels import xorwow as X
 from .kernels.philox import OUTPUT_TYPE, WORDS_PER_OUTPUT
-from .plan import PLANS, PhiloxProblem, XorwowProblem, philox_plan, xorwow_plan
+from .plan import PLANS, PhiloxProblem, SubsequenceProblem, philox_plan, subsequence_plan
 
 #: generator types with device kernels today
-IMPLEMENTED = ("philox", "xorwow")
+IMPLEMENTED = ("philox", "xorwow", "mrg32k3a")
 #: the distributions each generator's kernels make
-DISTRIBUTIONS = {"philox": frozenset(WORDS_PER_OUTPUT), "xorwow": frozenset(X.DISTS)}
+DISTRIBUTIONS = {"philox": frozenset(WORDS_PER_OUTPUT), "xorwow": frozenset(X.DISTS),
+                 "mrg32k3a": frozenset(M.DISTS)}
 #: every cuRAND type name this package knows (the rest raise NotImplementedError when created)
 KNOWN = ("philox", "xorwow", "mrg32k3a", "mtgp32", "mt19937", "sobol32", "scrambled_sobol32",
          "sobol64", "scrambled_sobol64")
@@ -83,11 +85,14 @@ class Engine:
         ordinal, arch, facts = _device()
         word0 = self.offset
         seed = self.seed
-        if self.rng_type == "xorwow":
-            from .xorwow_tables import device_tables
+        if self.rng_type in ("xorwow", "mrg32k3a"):
+            if self.rng_type == "xorwow":
+                from .xorwow_tables import device_tables
+            else:
+                from .mrg32k3a_tables import device_tables
 
-            problem = XorwowProblem(dist, n, arch, ordinal)
-            plan = PLANS.get_or_build(problem, lambda: xorwow_plan(problem, facts, device_tables(ordinal)))
+            problem = SubsequenceProblem(self.rng_type, dist, n, arch, ordinal)
+            plan = PLANS.get_or_build(problem, lambda: subsequence_plan(problem, facts, device_tables(ordinal)))
             scalars = (seed & 0xFFFFFFFF, seed >> 32, word0) if a is None else \
                 (seed & 0xFFFFFFFF, seed >> 32, word0, a, b)
             plan.run((ptr,), scalars, self.stream if stream is None else stream)

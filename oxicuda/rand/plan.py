@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from oxicuda.ptx.launch_plan import KernelStep, LaunchPlan, PlanCache
 
+from .kernels import mrg32k3a as M
 from .kernels import xorwow as X
 from .kernels.philox import THREADS, PhiloxSpec
 
@@ -48,19 +49,25 @@ def philox_plan(problem: PhiloxProblem, device) -> LaunchPlan:
 
 
 @dataclass(frozen=True)
-class XorwowProblem:
-    """An XORWOW call's signature: distribution, length, arch, device."""
+class SubsequenceProblem:
+    """A call of a 4096-subsequence generator (XORWOW, MRG32k3a): generator, distribution,
+    length, arch, device."""
 
+    generator: str
     dist: str
     n: int
     arch: str
     ordinal: int
 
 
-def xorwow_plan(problem: XorwowProblem, device, tables) -> LaunchPlan:
+SUBSEQUENCE_SPECS = {"xorwow": X.XorwowSpec, "mrg32k3a": M.Mrg32k3aSpec}
+
+
+def subsequence_plan(problem: SubsequenceProblem, device, tables) -> LaunchPlan:
     """Two steps: init (seed, jump) and generate, with 6 x 4096 x K state words in the
     workspace. K chunks per subsequence: enough threads to fill the device, at least 128
     positions per chunk."""
+    spec_cls = SUBSEQUENCE_SPECS[problem.generator]
     n = problem.n
     positions = -(-n // X.SUBSEQUENCES) + 1
     fill = max(1, device.sm_count * device.max_threads_per_sm // X.SUBSEQUENCES)
@@ -69,9 +76,9 @@ def xorwow_plan(problem: XorwowProblem, device, tables) -> LaunchPlan:
     count = X.SUBSEQUENCES * k
     grid = -(-count // X.THREADS)
     table_ptr = tables.ptr
-    init = KernelStep(X.XorwowSpec(arch=problem.arch, stage="init"), grid, X.THREADS,
+    init = KernelStep(spec_cls(arch=problem.arch, stage="init"), grid, X.THREADS,
                       lambda p, s, ws: (table_ptr, ws, count, s[0], s[1], s[2], chunk))
-    gen = KernelStep(X.XorwowSpec(arch=problem.arch, dist=problem.dist), grid, X.THREADS,
+    gen = KernelStep(spec_cls(arch=problem.arch, dist=problem.dist), grid, X.THREADS,
                      lambda p, s, ws: (ws, p[0], count, n, s[2], chunk, *s[3:]))
-    return LaunchPlan(f"rand_xorwow[{problem.dist}, n={n}]", [init, gen], workspace_bytes=24 * count,
+    return LaunchPlan(f"rand_{problem.generator}[{problem.dist}, n={n}]", [init, gen], workspace_bytes=24 * count,
                       keep=(tables,))
