@@ -389,3 +389,17 @@ def mrg_uniform_f64(r: np.ndarray) -> np.ndarray:
 ORDERING_HYPOTHESES["mrg32k3a"] = {
     "interleaved4096": lambda seed, off, n: mrg_raw(mrg_interleaved(seed, off, n)),
 }
+
+
+# -- Sobol (the Gray-code construction; direction vectors from oxicuda's Joe-Kuo table) -----------
+def sobol_points(vectors: np.ndarray, offset: int, count: int) -> np.ndarray:
+    """(dims, count) points offset..offset+count-1 of each dimension: the XOR of the direction
+    vectors over the set bits of the Gray code of the index (point 0 is 0)."""
+    dt = vectors.dtype
+    i = np.arange(offset, offset + count, dtype=np.uint64)
+    gray = i ^ (i >> np.uint64(1))
+    out = np.zeros((vectors.shape[0], count), dt)
+    for k in range(vectors.shape[1]):
+        sel = ((gray >> np.uint64(k)) & np.uint64(1)).astype(bool)
+        out[:, sel] ^= vectors[:, k:k + 1]
+    return out

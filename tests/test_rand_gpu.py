@@ -155,3 +155,34 @@ def test_mrg32k3a_raw_and_uniform_are_curands_bits(cp, seed, offset, n, call, dt
 def test_mrg32k3a_consecutive_calls_continue_as_curands(cp):
     ours, theirs = _both(cp, MRG32K3A, 99, 3, "generateUniformDouble", 5001, np.float64, calls=3)
     np.testing.assert_array_equal(ours, theirs)
+
+
+def _quasi_both(cp, rng_type, dims, offset, call, n, dtype):
+    from cupy.cuda import curand as vendor
+
+    outs = []
+    for lib in (ox, vendor):
+        g = lib.createGenerator(rng_type)
+        try:
+            lib.setQuasiRandomGeneratorDimensions(g, dims)
+            if offset:
+                lib.setGeneratorOffset(g, offset)
+            buf = cp.zeros(n, dtype=dtype)
+            getattr(lib, call)(g, buf.data.ptr, n)
+            outs.append(cp.asnumpy(buf))
+        finally:
+            lib.destroyGenerator(g)
+    return outs
+
+
+@pytest.mark.parametrize("dims", (1, 3, 8, 10))
+@pytest.mark.parametrize("offset", (0, 1, 5, 4097))
+@pytest.mark.parametrize("rng_type,call,dtype", [(201, "generate", np.uint32), (201, "generateUniform", np.float32),
+                                                 (201, "generateUniformDouble", np.float64),
+                                                 (203, "generateLongLong", np.uint64),
+                                                 (203, "generateUniformDouble", np.float64)])
+def test_sobol_points_are_curands(cp, dims, offset, rng_type, call, dtype):
+    n = dims * 10007
+    ours, theirs = _quasi_both(cp, rng_type, dims, offset, call, n, dtype)
+    bad = np.flatnonzero(ours != theirs)
+    assert bad.size == 0, f"{bad.size} of {n} differ, first at {bad[0]}: {ours[bad[0]]!r} vs {theirs[bad[0]]!r}"

@@ -20,6 +20,7 @@ import threading
 
 from oxicuda.rand.api import DOUBLE_UNIFORM
 from oxicuda.rand.generator import IMPLEMENTED, Engine
+from oxicuda.rand.sobol_tables import MAX_DIMENSIONS as SOBOL_DIMENSIONS
 
 # -- constants (curand.h) -------------------------------------------------------------------------
 CURAND_RNG_TEST = 0
@@ -128,16 +129,22 @@ def _pointer(output: object, want: str, call: str) -> int:
 
 
 def _fill(generator: int, call: str, dist: str, output: object, n: int, want: str,
-          a: float | None = None, b: float | None = None, pairs: int = 1) -> None:
+          a: float | None = None, b: float | None = None, pairs: int = 1, quasi: bool = True) -> None:
     engine = _engine(generator)
-    if _is_quasi(engine):
-        raise CURANDError(CURAND_STATUS_TYPE_ERROR, f"{call} on a quasi-random generator")
+    if _is_quasi(engine) and not quasi:
+        raise NotImplementedError(f"{call} on the {engine.rng_type} generator (cuRAND's inverse-CDF "
+                                  f"quasi-random normals) is not implemented yet (issue 17)")
+    if engine.rng_type == "sobol64" and want == "uint32":
+        raise CURANDError(CURAND_STATUS_TYPE_ERROR, f"{call}: the sobol64 generator makes 64-bit words")
     ptr = _pointer(output, want, call)
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
         raise ValueError(f"{call}: num={n!r}; a non-negative int")
     if n % pairs:
         raise CURANDError(CURAND_STATUS_LENGTH_NOT_MULTIPLE,
                           f"{call}: n={n}; it must be a multiple of {pairs}")
+    if _is_quasi(engine) and n % engine.dimensions:
+        raise CURANDError(CURAND_STATUS_LENGTH_NOT_MULTIPLE,
+                          f"{call}: n={n}; it must be a multiple of the {engine.dimensions} dimensions")
     size = 8 if want in ("float64", "uint64") else 4
     if ptr % size:
         raise CURANDError(CURAND_STATUS_LENGTH_NOT_MULTIPLE,
@@ -219,6 +226,9 @@ def setQuasiRandomGeneratorDimensions(generator: int, num_dimensions: int) -> No
     if not 1 <= int(num_dimensions) <= MAX_DIMENSIONS:
         raise CURANDError(CURAND_STATUS_OUT_OF_RANGE,
                           f"num_dimensions={num_dimensions}; allowed 1..{MAX_DIMENSIONS}")
+    if int(num_dimensions) > SOBOL_DIMENSIONS:
+        raise NotImplementedError(f"setQuasiRandomGeneratorDimensions: {num_dimensions} dimensions; this "
+                                  f"package holds Joe-Kuo direction numbers for 1..{SOBOL_DIMENSIONS} only")
     engine.dimensions = int(num_dimensions)
 
 
@@ -228,10 +238,12 @@ def generate(generator: int, outputPtr: object, num: int) -> None:
 
 
 def generateLongLong(generator: int, outputPtr: object, num: int) -> None:
-    """64-bit words: cuRAND has them for the 64-bit quasi generators only (TYPE_ERROR here)."""
+    """64-bit words: the 64-bit quasi generators only (TYPE_ERROR for the others, as cuRAND)."""
     engine = _engine(generator)
-    raise CURANDError(CURAND_STATUS_TYPE_ERROR,
-                      f"generateLongLong: the {engine.rng_type} generator makes 32-bit words")
+    if engine.rng_type != "sobol64":
+        raise CURANDError(CURAND_STATUS_TYPE_ERROR,
+                          f"generateLongLong: the {engine.rng_type} generator makes 32-bit words")
+    _fill(generator, "generateLongLong", "raw64", outputPtr, num, "uint64")
 
 
 def generateUniform(generator: int, outputPtr: object, num: int) -> None:
@@ -248,25 +260,25 @@ def generateUniformDouble(generator: int, outputPtr: object, num: int) -> None:
 def generateNormal(generator: int, outputPtr: object, n: int, mean: float, stddev: float) -> None:
     """``n`` (even) float32 normals."""
     a, b = _scale("generateNormal", mean, stddev)
-    _fill(generator, "generateNormal", "normal_f32", outputPtr, n, "float32", a, b, pairs=2)
+    _fill(generator, "generateNormal", "normal_f32", outputPtr, n, "float32", a, b, pairs=2, quasi=False)
 
 
 def generateNormalDouble(generator: int, outputPtr: object, n: int, mean: float, stddev: float) -> None:
     """``n`` (even) float64 normals."""
     a, b = _scale("generateNormalDouble", mean, stddev)
-    _fill(generator, "generateNormalDouble", "normal_f64", outputPtr, n, "float64", a, b, pairs=2)
+    _fill(generator, "generateNormalDouble", "normal_f64", outputPtr, n, "float64", a, b, pairs=2, quasi=False)
 
 
 def generateLogNormal(generator: int, outputPtr: object, n: int, mean: float, stddev: float) -> None:
     """``n`` (even) float32 log-normals ``exp(mean + stddev * z)``."""
     a, b = _scale("generateLogNormal", mean, stddev)
-    _fill(generator, "generateLogNormal", "lognormal_f32", outputPtr, n, "float32", a, b, pairs=2)
+    _fill(generator, "generateLogNormal", "lognormal_f32", outputPtr, n, "float32", a, b, pairs=2, quasi=False)
 
 
 def generateLogNormalDouble(generator: int, outputPtr: object, n: int, mean: float, stddev: float) -> None:
     """``n`` (even) float64 log-normals."""
     a, b = _scale("generateLogNormalDouble", mean, stddev)
-    _fill(generator, "generateLogNormalDouble", "lognormal_f64", outputPtr, n, "float64", a, b, pairs=2)
+    _fill(generator, "generateLogNormalDouble", "lognormal_f64", outputPtr, n, "float64", a, b, pairs=2, quasi=False)
 
 
 def generatePoisson(generator: int, outputPtr: object, n: int, lam: float) -> None:

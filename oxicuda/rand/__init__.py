@@ -22,7 +22,7 @@ _EXPORTS = {
 }
 #: modules that register kernel families (imported by the registry's load_all_families)
 KERNEL_MODULES = ("oxicuda.rand.kernels.philox", "oxicuda.rand.kernels.xorwow",
-                  "oxicuda.rand.kernels.mrg32k3a")
+                  "oxicuda.rand.kernels.mrg32k3a", "oxicuda.rand.kernels.sobol")
 
 
 def __getattr__(name: str):

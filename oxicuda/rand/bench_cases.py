@@ -62,10 +62,12 @@ def _generator_case(rng_type: int, call: str, dtype, args: tuple = ()):
                 vfn(vgen, vout.data.ptr, n, *args)
 
             def check() -> float:
-                for lib, g in ((ox, gen), (vendor, vgen)):
+                # fresh generators: the timed ones have moved on along their streams
+                for lib, ptr in ((ox, out.ptr), (vendor, vout.data.ptr)):
+                    g = lib.createGenerator(rng_type)
                     lib.setPseudoRandomGeneratorSeed(g, 1234)
-                ours(0)
-                theirs(0)
+                    getattr(lib, call)(g, ptr, n, *args)
+                    lib.destroyGenerator(g)
                 a, b = out.get()[:CHECK], cp.asnumpy(vout[:CHECK])
                 if call in ("generateNormalDouble", "generateLogNormalDouble"):
                     return float(np.max(np.abs(a - b) / np.maximum(1.0, np.abs(b))))
@@ -73,6 +75,51 @@ def _generator_case(rng_type: int, call: str, dtype, args: tuple = ()):
 
             prepared.vendor, prepared.vendor_name, prepared.check = theirs, "cuRAND (CuPy)", check
             prepared.tolerance = 1e-14 if "Double" in call and "Normal" in call else 0.0
+            prepared.cleanup = lambda: (ox.destroyGenerator(gen), vendor.destroyGenerator(vgen))
+        return prepared
+
+    return prepare
+
+
+def _sobol_case(dims: int):
+    def prepare(quick: bool) -> Prepared:
+        import oxicuda
+        from oxicuda.cuda import curand as ox
+
+        n = (N_VALUES if _on_gpu() and not quick else (1 << 22 if _on_gpu() else 4096)) // dims * dims
+        out = oxicuda.empty(n, np.float32)
+        gen = ox.createGenerator(SOBOL32)
+        ox.setQuasiRandomGeneratorDimensions(gen, dims)
+
+        def ours(i: int) -> None:
+            ox.generateUniform(gen, out.ptr, n)
+
+        prepared = Prepared(ours=ours, bytes=float(n * 4), problem=f"{dims} x {n // dims} points",
+                            cleanup=lambda: ox.destroyGenerator(gen))
+        cp = _cupy()
+        if cp is not None:
+            from cupy.cuda import curand as vendor
+
+            vout = cp.empty(n, dtype=np.float32)
+            vgen = vendor.createGenerator(SOBOL32)
+            vendor.setQuasiRandomGeneratorDimensions(vgen, dims)
+
+            def theirs(i: int) -> None:
+                vendor.generateUniform(vgen, vout.data.ptr, n)
+
+            def check() -> float:
+                # both generators continue at the next points: fresh ones for the check
+                g1, g2 = ox.createGenerator(SOBOL32), vendor.createGenerator(SOBOL32)
+                ox.setQuasiRandomGeneratorDimensions(g1, dims)
+                vendor.setQuasiRandomGeneratorDimensions(g2, dims)
+                ox.generateUniform(g1, out.ptr, n)
+                vendor.generateUniform(g2, vout.data.ptr, n)
+                ox.destroyGenerator(g1)
+                vendor.destroyGenerator(g2)
+                return float(np.mean(out.get()[:CHECK] != cp.asnumpy(vout[:CHECK])))
+
+            prepared.vendor, prepared.vendor_name, prepared.check = theirs, "cuRAND (CuPy)", check
+            prepared.tolerance = 0.0
             prepared.cleanup = lambda: (ox.destroyGenerator(gen), vendor.destroyGenerator(vgen))
         return prepared
 
@@ -108,5 +155,9 @@ for _name, _rng, _call, _dtype, _args in _CASES:
     register_case(Case("rand", _name, _generator_case(_rng, _call, _dtype, _args),
                        bytes=float(N_VALUES * np.dtype(_dtype).itemsize), unit="GB/s",
                        note="2^28 values; ratio = ours / cuRAND; compare with rand/write_bandwidth"))
+SOBOL32 = 201
+for _dims in (1, 8):
+    register_case(Case("rand", f"sobol32_uniform_f32_{_dims}d", _sobol_case(_dims), bytes=float(N_VALUES * 4),
+                       unit="GB/s", note="2^28 values; ratio = ours / cuRAND"))
 register_case(Case("rand", "write_bandwidth", _write_bandwidth, bytes=float(N_VALUES * 4), unit="GB/s",
                    note="driver memset of 1 GiB: the store-bound floor of the generator cases"))

@@ -13,15 +13,25 @@ cuRAND's host generators (a second call continues where the first stopped); the 
 from __future__ import annotations
 
 from .kernels import mrg32k3a as M
+from .kernels import sobol as S
 from .kernels import xorwow as X
 from .kernels.philox import OUTPUT_TYPE, WORDS_PER_OUTPUT
-from .plan import PLANS, PhiloxProblem, SubsequenceProblem, philox_plan, subsequence_plan
+from .plan import (
+    PLANS,
+    PhiloxProblem,
+    SobolProblem,
+    SubsequenceProblem,
+    philox_plan,
+    sobol_plan,
+    subsequence_plan,
+)
 
 #: generator types with device kernels today
-IMPLEMENTED = ("philox", "xorwow", "mrg32k3a")
+IMPLEMENTED = ("philox", "xorwow", "mrg32k3a", "sobol32", "sobol64")
 #: the distributions each generator's kernels make
 DISTRIBUTIONS = {"philox": frozenset(WORDS_PER_OUTPUT), "xorwow": frozenset(X.DISTS),
-                 "mrg32k3a": frozenset(M.DISTS)}
+                 "mrg32k3a": frozenset(M.DISTS), "sobol32": frozenset(S.DISTS[32]),
+                 "sobol64": frozenset(S.DISTS[64])}
 #: every cuRAND type name this package knows (the rest raise NotImplementedError when created)
 KNOWN = ("philox", "xorwow", "mrg32k3a", "mtgp32", "mt19937", "sobol32", "scrambled_sobol32",
          "sobol64", "scrambled_sobol64")
@@ -85,6 +95,16 @@ class Engine:
         ordinal, arch, facts = _device()
         word0 = self.offset
         seed = self.seed
+        if self.rng_type in ("sobol32", "sobol64"):
+            from .sobol_tables import device_vectors
+
+            bits = 32 if self.rng_type == "sobol32" else 64
+            dims = self.dimensions
+            sproblem = SobolProblem(bits, dist, n // dims, dims, arch, ordinal)
+            plan = PLANS.get_or_build(sproblem, lambda: sobol_plan(sproblem, facts, device_vectors(ordinal, bits)))
+            plan.run((ptr,), (word0,) if a is None else (word0, a, b), self.stream if stream is None else stream)
+            self.offset = word0 + n // dims
+            return
         if self.rng_type in ("xorwow", "mrg32k3a"):
             if self.rng_type == "xorwow":
                 from .xorwow_tables import device_tables

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from oxicuda.ptx.launch_plan import KernelStep, LaunchPlan, PlanCache
 
 from .kernels import mrg32k3a as M
+from .kernels import sobol as S
 from .kernels import xorwow as X
 from .kernels.philox import THREADS, PhiloxSpec
 
@@ -82,3 +83,34 @@ def subsequence_plan(problem: SubsequenceProblem, device, tables) -> LaunchPlan:
                      lambda p, s, ws: (ws, p[0], count, n, s[2], chunk, *s[3:]))
     return LaunchPlan(f"rand_{problem.generator}[{problem.dist}, n={n}]", [init, gen], workspace_bytes=24 * count,
                       keep=(tables,))
+
+
+@dataclass(frozen=True)
+class SobolProblem:
+    """A Sobol call's signature: bits, distribution, points per dimension, dimensions."""
+
+    bits: int
+    dist: str
+    npd: int
+    dims: int
+    arch: str
+    ordinal: int
+
+
+SOBOL_STEPS = 64
+
+
+def sobol_plan(problem: SobolProblem, device, vectors) -> LaunchPlan:
+    """One launch: a warp per 32 x ``steps`` consecutive points of one dimension."""
+    steps = max(1, min(SOBOL_STEPS, -(-problem.npd // 32)))
+    blocks = -(-problem.npd // (32 * steps))
+    warps = blocks * problem.dims
+    grid = -(-warps * 32 // S.THREADS)
+    spec = S.SobolSpec(arch=problem.arch, bits=problem.bits, dist=problem.dist)
+    vptr, npd, dims = vectors.ptr, problem.npd, problem.dims
+
+    def bind(p, s, ws):
+        return (vptr, p[0], npd, blocks, s[0], steps, dims, *s[1:])
+
+    step = KernelStep(spec, grid, S.THREADS, bind)
+    return LaunchPlan(f"rand_sobol{problem.bits}[{problem.dist}, {dims} x {npd}]", [step], keep=(vectors,))
