@@ -186,3 +186,15 @@ def test_sobol_points_are_curands(cp, dims, offset, rng_type, call, dtype):
     ours, theirs = _quasi_both(cp, rng_type, dims, offset, call, n, dtype)
     bad = np.flatnonzero(ours != theirs)
     assert bad.size == 0, f"{bad.size} of {n} differ, first at {bad[0]}: {ours[bad[0]]!r} vs {theirs[bad[0]]!r}"
+
+
+@pytest.mark.parametrize("lam", (0.5, 4.0, 30.0, 1000.0, 1e5))
+def test_poisson_matches_curands_distribution(cp, lam):
+    """Statistically (not bitwise): both samples of 2^20 counts have the same mean and variance
+    within sampling error, and a two-sample KS test does not separate them."""
+    stats = pytest.importorskip("scipy.stats")
+    ours, theirs = _both(cp, PHILOX, 1234, 0, "generatePoisson", 1 << 20, np.uint32, lam)
+    se = np.sqrt(lam / ours.size)
+    assert abs(ours.mean() - lam) < 6 * se and abs(theirs.mean() - lam) < 6 * se
+    assert abs(ours.var() / theirs.var() - 1) < 0.02
+    assert stats.ks_2samp(ours, theirs).pvalue > 1e-4

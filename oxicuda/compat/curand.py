@@ -282,12 +282,20 @@ def generateLogNormalDouble(generator: int, outputPtr: object, n: int, mean: flo
 
 
 def generatePoisson(generator: int, outputPtr: object, n: int, lam: float) -> None:
-    """Poisson counts: checks as cuRAND, then NotImplementedError (no device kernel yet)."""
+    """``n`` unsigned Poisson(lam) counts: exact samplers on one Philox stream per value,
+    statistically identical to cuRAND's, not its bits (oxicuda.rand.kernels.poisson)."""
     engine = _engine(generator)
     lam = float(lam)
-    if not lam > 0 or not math.isfinite(lam):
-        raise CURANDError(CURAND_STATUS_OUT_OF_RANGE, f"generatePoisson: lambda={lam}; it must be > 0")
-    raise NotImplementedError(f"generatePoisson: no device Poisson kernel for {engine.rng_type} yet (issue 17)")
+    if not 0 < lam <= 1e9 or not math.isfinite(lam):
+        raise CURANDError(CURAND_STATUS_OUT_OF_RANGE, f"generatePoisson: lambda={lam}; it must be in (0, 1e9]")
+    if _is_quasi(engine):
+        raise NotImplementedError(f"generatePoisson on the {engine.rng_type} generator is not implemented")
+    ptr = _pointer(outputPtr, "uint32", "generatePoisson")
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise ValueError(f"generatePoisson: n={n!r}; a non-negative int")
+    if ptr % 4:
+        raise CURANDError(CURAND_STATUS_LENGTH_NOT_MULTIPLE, f"generatePoisson: outputPtr={ptr:#x} is not aligned to 4 bytes")
+    engine.fill_poisson(ptr, n, lam, "u32")
 
 
 def generateSeeds(generator: int) -> None:

@@ -1,9 +1,10 @@
 """oxicuda.rand: the cuRAND counterpart. Generators whose bits are cuRAND's for the same seed and
-offset, computed on the device by generated PTX; today Philox4x32-10 (the other cuRAND types
-raise NotImplementedError when created).
+offset, computed on the device by generated PTX: Philox4x32-10, XORWOW, MRG32k3a, Sobol32 and
+Sobol64 (dimensions 1..10); MTGP32, MT19937 and the scrambled Sobol generators raise
+NotImplementedError when created.
 
 - ``default_rng(seed=None, generator="philox")`` -> ``Generator`` (numpy's shape: random, uniform,
-  standard_normal, normal, lognormal, integers, bits; poisson raises NotImplementedError);
+  standard_normal, normal, lognormal, integers, poisson, bits);
 - ``oxicuda.cuda.curand``: the ``cupy.cuda.curand`` surface over the same generators;
 - ``oxicuda.rand.philox_ptx.philox4x32_10(kb, ctr, key)``: the rounds inline in any kernel.
 
@@ -22,7 +23,8 @@ _EXPORTS = {
 }
 #: modules that register kernel families (imported by the registry's load_all_families)
 KERNEL_MODULES = ("oxicuda.rand.kernels.philox", "oxicuda.rand.kernels.xorwow",
-                  "oxicuda.rand.kernels.mrg32k3a", "oxicuda.rand.kernels.sobol")
+                  "oxicuda.rand.kernels.mrg32k3a", "oxicuda.rand.kernels.sobol",
+                  "oxicuda.rand.kernels.poisson")
 
 
 def __getattr__(name: str):

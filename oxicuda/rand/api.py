@@ -29,6 +29,7 @@ DOUBLE_UNIFORM = {"philox": "uniform_f64_hq", "xorwow": "uniform_f64", "mrg32k3a
 _FLOATS = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 _INTS = {np.dtype(np.int32): "bounded_s32", np.dtype(np.int64): "bounded_s64"}
 _BITS = {np.dtype(np.uint32): "raw32", np.dtype(np.uint64): "raw64"}
+_COUNTS = {np.dtype(np.int64): "s64", np.dtype(np.uint32): "u32"}
 
 
 def _shape(size) -> tuple[int, ...]:
@@ -187,12 +188,19 @@ class Generator:
         arr, dist = self._target("bits", size, dtype, out, _BITS)
         return self._fill(arr, dist)
 
-    def poisson(self, lam: float = 1.0, size=None, out: DeviceArray | None = None) -> DeviceArray:
-        """Poisson counts: not implemented yet (issue 17); raises NotImplementedError."""
+    def poisson(self, lam: float = 1.0, size=None, dtype=np.int64,
+                out: DeviceArray | None = None) -> DeviceArray:
+        """Poisson(lam) counts (int64, or uint32 as cuRAND's generatePoisson writes): exact
+        samplers (Knuth below lambda 12, Hoermann's PTRS above), one Philox stream per value:
+        statistically identical to cuRAND's Poisson, not its bits. lam in [0, 1e10]."""
         lam_v = _finite("lam", lam, "poisson")
-        if lam_v < 0:
-            raise ValueError(f"Generator.poisson: lam={lam!r}; it must be >= 0")
-        raise NotImplementedError("Generator.poisson: no device Poisson kernel yet (issue 17)")
+        if not 0 <= lam_v <= 1e10:
+            raise ValueError(f"Generator.poisson: lam={lam!r}; it must be in [0, 1e10]")
+        arr, kind = self._target("poisson", size, dtype, out, _COUNTS)
+        if kind == "u32" and lam_v > 1e9:
+            raise ValueError(f"Generator.poisson: lam={lam!r} is too large for uint32 counts")
+        self._engine.fill_poisson(arr.ptr, arr.size, lam_v, kind)
+        return arr
 
 
 def default_rng(seed: int | None = None, generator: str = "philox") -> Generator:

@@ -19,9 +19,11 @@ from .kernels.philox import OUTPUT_TYPE, WORDS_PER_OUTPUT
 from .plan import (
     PLANS,
     PhiloxProblem,
+    PoissonProblem,
     SobolProblem,
     SubsequenceProblem,
     philox_plan,
+    poisson_plan,
     sobol_plan,
     subsequence_plan,
 )
@@ -124,3 +126,23 @@ class Engine:
             (word0, seed & 0xFFFFFFFF, seed >> 32, a, b)
         plan.run((ptr,), scalars, self.stream if stream is None else stream)
         self.offset = word0 + words_consumed(dist, n)
+
+    def fill_poisson(self, ptr: int, n: int, lam: float, out_type: str = "u32", stream: object = None) -> None:
+        """Write ``n`` Poisson(lam) counts (u32 or s64) to ``ptr``; the offset advances by n.
+        Each output q = offset + i draws from its own Philox stream keyed by the seed (for every
+        pseudo generator type: see kernels/poisson.py)."""
+        if n == 0:
+            return
+        from .kernels.poisson import host_constants
+
+        esize = 4 if out_type == "u32" else 8
+        if ptr % esize:
+            raise ValueError(f"rand: output pointer {ptr:#x} is not aligned to {esize} bytes")
+        ordinal, arch, facts = _device()
+        method, consts = host_constants(lam)
+        problem = PoissonProblem(method, out_type, n, arch, ordinal)
+        plan = PLANS.get_or_build(problem, lambda: poisson_plan(problem, facts))
+        seed = self.seed
+        plan.run((ptr,), (self.offset, seed & 0xFFFFFFFF, seed >> 32, lam, *consts),
+                 self.stream if stream is None else stream)
+        self.offset += n

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from oxicuda.ptx.launch_plan import KernelStep, LaunchPlan, PlanCache
 
 from .kernels import mrg32k3a as M
+from .kernels import poisson as P
 from .kernels import sobol as S
 from .kernels import xorwow as X
 from .kernels.philox import THREADS, PhiloxSpec
@@ -114,3 +115,26 @@ def sobol_plan(problem: SobolProblem, device, vectors) -> LaunchPlan:
 
     step = KernelStep(spec, grid, S.THREADS, bind)
     return LaunchPlan(f"rand_sobol{problem.bits}[{problem.dist}, {dims} x {npd}]", [step], keep=(vectors,))
+
+
+@dataclass(frozen=True)
+class PoissonProblem:
+    """A Poisson call's signature: sampler, output type, length, arch, device."""
+
+    method: str
+    out_type: str
+    n: int
+    arch: str
+    ordinal: int
+
+
+def poisson_plan(problem: PoissonProblem, device) -> LaunchPlan:
+    """One thread per output (each draws its own Philox stream)."""
+    spec = P.PoissonSpec(arch=problem.arch, method=problem.method, out_type=problem.out_type)
+    n = problem.n
+
+    def bind(p, s, ws):
+        return (p[0], n, *s)
+
+    step = KernelStep(spec, -(-n // P.THREADS), P.THREADS, bind)
+    return LaunchPlan(f"rand_poisson[{problem.method}, n={n}]", [step])
