@@ -157,3 +157,16 @@ def test_generated_ptx_is_ascii_and_every_configuration_builds():
         text = registry.generate_ptx(spec)
         assert "mul.hi.u32" in text
     assert cache is not None
+
+
+@pytest.mark.parametrize("dist,conv", [("raw32", lambda w: w), ("uniform_f32", R.uniform_f32),
+                                       ("uniform_f64", R.uniform_f64)])
+def test_interleaved_layout_is_the_4096_subsequence_stream(monkeypatch, dist, conv):
+    """The other reading of cuRAND's Philox host ordering, ready for the GPU probe to pick."""
+    import oxicuda.rand.generator as G
+
+    monkeypatch.setattr(G, "PHILOX_LAYOUT", "interleaved")
+    for seed, offset, n in ((1234, 0, 3 * 4096 + 7), (9, 3 * 16385 + 1, 20000)):
+        got, intact, _ = _run(dist, seed, offset, n)
+        np.testing.assert_array_equal(got, conv(R.philox_interleaved(seed, offset, n)))
+        assert intact

@@ -15,7 +15,7 @@ from __future__ import annotations
 from .kernels import mrg32k3a as M
 from .kernels import sobol as S
 from .kernels import xorwow as X
-from .kernels.philox import OUTPUT_TYPE, WORDS_PER_OUTPUT
+from .kernels.philox import INTERLEAVED_DISTS, OUTPUT_TYPE, PHILOX_LAYOUT, WORDS_PER_OUTPUT
 from .plan import (
     PLANS,
     PhiloxProblem,
@@ -120,7 +120,8 @@ class Engine:
             plan.run((ptr,), scalars, self.stream if stream is None else stream)
             self.offset = word0 + n
             return
-        problem = PhiloxProblem(dist, n, word0 % 4 == 0, ptr % 16 == 0, arch, ordinal)
+        layout = PHILOX_LAYOUT if dist in INTERLEAVED_DISTS else "sequential"
+        problem = PhiloxProblem(dist, n, word0 % 4 == 0, ptr % 16 == 0, arch, ordinal, layout)
         plan = PLANS.get_or_build(problem, lambda: philox_plan(problem, facts))
         scalars = (word0, seed & 0xFFFFFFFF, seed >> 32) if a is None else \
             (word0, seed & 0xFFFFFFFF, seed >> 32, a, b)

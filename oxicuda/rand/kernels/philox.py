@@ -45,6 +45,15 @@ OUTPUT_TYPE = {"raw32": "u32", "raw64": "u64", "uniform_f32": "f32", "uniform_f6
                "lognormal_f32": "f32", "lognormal_f64": "f64", "bounded_s32": "s32",
                "bounded_s64": "s64"}
 THREADS = 256
+LAYOUTS = ("sequential", "interleaved")
+#: distributions the interleaved layout makes (one word per value)
+INTERLEAVED_DISTS = ("raw32", "uniform_f32", "uniform_f64")
+SUBSEQUENCES = 4096
+#: cuRAND's Philox host ordering as this package reads it: "sequential" (value n is word n of
+#: the stream of curand_init(seed, 0, 0)) or "interleaved" (4096 subsequences, as XORWOW's);
+#: benches/probe_curand.py and tests/test_rand_gpu.py decide it on the GPU. The one-word
+#: distributions follow it; the others are always sequential.
+PHILOX_LAYOUT = "sequential"
 
 
 @dataclass(frozen=True)
@@ -56,6 +65,7 @@ class PhiloxSpec(KernelSpec):
     dist: str = "uniform_f32"
     aligned: bool = True
     vec: bool = True
+    layout: str = "sequential"
     threads: int = THREADS
 
     def __post_init__(self) -> None:
@@ -64,6 +74,12 @@ class PhiloxSpec(KernelSpec):
             raise ValueError(f"PhiloxSpec: dist={self.dist!r}; allowed {DISTS}")
         if self.threads % 32 or not 32 <= self.threads <= 1024:
             raise ValueError(f"PhiloxSpec: threads={self.threads}; a multiple of 32 in 32..1024")
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"PhiloxSpec: layout={self.layout!r}; allowed {LAYOUTS}")
+        if self.layout == "interleaved" and (self.dist not in INTERLEAVED_DISTS or not self.aligned
+                                             or self.vec):
+            raise ValueError(f"PhiloxSpec: the interleaved layout makes {INTERLEAVED_DISTS} only, "
+                             f"with aligned=True and vec=False")
 
     @property
     def outputs_per_group(self) -> int:
@@ -135,6 +151,9 @@ def generate_philox(spec: PhiloxSpec) -> str:
     opg, es = spec.outputs_per_group, spec.output_bytes
     gid = kb.cvt(kb.mad(kb.ctaid(), kb.ntid(), kb.tid()), "u64")
     total = kb.cvt(kb.mul(kb.nctaid(), kb.ntid()), "u64")
+    if spec.layout == "interleaved":
+        _interleaved_body(kb, spec, out, n, word0, iters, key, a, b, gid, total)
+        return kb.ptx()
     rot = None if spec.aligned else kb.cvt(kb.and_(word0, 3), "u32")
     first_block = kb.shr(word0, 2)
     with kb.loop(0, iters, 1, type_="u32") as j:
@@ -156,6 +175,29 @@ def generate_philox(spec: PhiloxSpec) -> str:
     return kb.ptx()
 
 
+def _interleaved_body(kb, spec, out, n, word0, iters, key, a, b, gid, total) -> None:
+    """The 4096-subsequence hypothesis of cuRAND's host ordering: value n is position n div
+    4096 of subsequence n mod 4096 (``ctr = (position // 4 as 64 bits, subsequence, 0)``).
+    Group g = (block, t), t fastest: one Philox block of subsequence t, four scalar stores
+    4096 values apart (coalesced across a warp's 32 subsequences)."""
+    es = spec.output_bytes
+    first_block = kb.shr(word0, 14)
+    with kb.loop(0, iters, 1, type_="u32") as j:
+        g = kb.mad(kb.cvt(j, "u64"), total, gid, type_="u64")
+        t = kb.cvt(kb.and_(g, SUBSEQUENCES - 1), "u32")
+        block = kb.add(first_block, kb.shr(g, 12))
+        lo, hi = kb.cvt(block, "u32"), kb.cvt(kb.shr(block, 32), "u32")
+        w = philox4x32_10(kb, (lo, hi, t, kb.mov(0, "u32")), key)
+        vals = _transform(kb, spec, w, a, b)
+        for k in range(4):
+            pos = kb.add(kb.shl(block, 2), k)
+            idx = kb.add(kb.shl(pos, 12), kb.cvt(t, "u64"))
+            rel = kb.sub(idx, word0)
+            ok = kb.and_(kb.setp("ge", idx, word0), kb.setp("lt", rel, n))
+            with kb.if_(ok):
+                kb.st("global", kb.addr(out, rel, es), vals[k])
+
+
 def _tail(kb: KernelBuilder, dst: Value, vals: list[Value], first: Value, n: Value, es: int) -> None:
     kb.st("global", dst, vals[0])
     for i in range(1, len(vals)):
@@ -164,9 +206,14 @@ def _tail(kb: KernelBuilder, dst: Value, vals: list[Value], first: Value, n: Val
 
 
 def philox_configurations(arch: str) -> list[PhiloxSpec]:
-    """Every distribution, aligned or not, with and without 16-byte stores."""
-    return [PhiloxSpec(arch=arch, dist=d, aligned=al, vec=v)
-            for d in DISTS for al in (True, False) for v in (True, False)]
+    """Every distribution, aligned or not, with and without 16-byte stores (the one-word
+    distributions in the interleaved layout instead when ``PHILOX_LAYOUT`` says so)."""
+    interleaved = PHILOX_LAYOUT == "interleaved"
+    specs = [PhiloxSpec(arch=arch, dist=d, aligned=al, vec=v) for d in DISTS
+             if not (interleaved and d in INTERLEAVED_DISTS) for al in (True, False) for v in (True, False)]
+    if interleaved:
+        specs += [PhiloxSpec(arch=arch, dist=d, vec=False, layout="interleaved") for d in INTERLEAVED_DISTS]
+    return specs
 
 
 registry.register_family(PhiloxSpec.family, PhiloxSpec, generate_philox, philox_configurations)
