@@ -51,13 +51,12 @@ def philox_interleaved(seed: int, start: int, count: int, threads: int = 4096) -
     n // threads of subsequence n % threads."""
     n = np.arange(start, start + count, dtype=np.uint64)
     t, p = n % np.uint64(threads), n // np.uint64(threads)
-    out = np.empty(count, np.uint32)
-    for ti in np.unique(t):
-        sel = t == ti
-        ps = p[sel]
-        words = philox_words(seed, int(ps.min()), int(ps.max() - ps.min() + 1), int(ti))
-        out[sel] = words[(ps - ps.min()).astype(np.int64)]
-    return out
+    block = p // np.uint64(4)
+    ctr = np.stack([(block & MASK32), block >> np.uint64(32), t & MASK32, t >> np.uint64(32)],
+                   axis=-1).astype(np.uint32)
+    key = np.array([seed & 0xFFFFFFFF, (seed >> 32) & 0xFFFFFFFF], np.uint32)
+    words = philox4x32_10(ctr, np.broadcast_to(key, (count, 2)))
+    return words[np.arange(count), (p % np.uint64(4)).astype(np.int64)]
 
 
 # -- conversions (cuRAND's, in numpy) --------------------------------------------------------------
