@@ -28,9 +28,29 @@ def philox4x32_10(ctr: np.ndarray, key: np.ndarray, rounds: int = 10) -> np.ndar
     return np.stack(c, axis=-1).astype(np.uint32)
 
 
-def philox_words(seed: int, start: int, count: int, subsequence: int = 0) -> np.ndarray:
-    """Words ``start .. start+count-1`` of the Philox stream of ``seed`` (curand_init(seed,
-    subsequence, start) followed by ``count`` curand() calls)."""
+PHILOX_SUBSEQUENCES = 65536
+
+
+def philox_words(seed: int, start: int, count: int) -> np.ndarray:
+    """Words start..start+count-1 of cuRAND's Philox host stream: block q is Philox4x32-10 of
+    ctr = (q div 65536, q mod 65536 in word 2) (65536 subsequences, four words at a time)."""
+    if count == 0:
+        return np.zeros(0, np.uint32)
+    b0, b1 = start // 4, (start + count - 1) // 4
+    blocks = np.arange(b0, b1 + 1, dtype=np.uint64)
+    hi = blocks // np.uint64(PHILOX_SUBSEQUENCES)
+    ctr = np.zeros((blocks.size, 4), np.uint32)
+    ctr[:, 0] = (hi & MASK32).astype(np.uint32)
+    ctr[:, 1] = (hi >> np.uint64(32)).astype(np.uint32)
+    ctr[:, 2] = (blocks % np.uint64(PHILOX_SUBSEQUENCES)).astype(np.uint32)
+    key = np.array([seed & 0xFFFFFFFF, (seed >> 32) & 0xFFFFFFFF], np.uint32)
+    words = philox4x32_10(ctr, np.broadcast_to(key, (blocks.size, 2))).reshape(-1)
+    lead = start - 4 * b0
+    return words[lead:lead + count]
+
+
+def philox_subsequence_words(seed: int, start: int, count: int, subsequence: int = 0) -> np.ndarray:
+    """Words start.. of curand_init(seed, subsequence, 0)'s device stream."""
     if count == 0:
         return np.zeros(0, np.uint32)
     b0, b1 = start // 4, (start + count - 1) // 4
@@ -92,40 +112,67 @@ def box_muller_f64(x0, x1, y0, y1) -> tuple[np.ndarray, np.ndarray]:
     return s * np.sin(np.pi * v), s * np.cos(np.pi * v)
 
 
+def philox_unit_words(seed: int, units: np.ndarray, blocks: int) -> np.ndarray:
+    """(len(units), 4 * blocks) words of cuRAND's Philox host units: unit G is the G div 65536-th
+    unit of subsequence G mod 65536, its blocks ctr.x = r * blocks + u."""
+    units = units.astype(np.uint64)
+    t = units % np.uint64(PHILOX_SUBSEQUENCES)
+    r = units // np.uint64(PHILOX_SUBSEQUENCES)
+    key = np.array([seed & 0xFFFFFFFF, (seed >> 32) & 0xFFFFFFFF], np.uint32)
+    parts = []
+    for u in range(blocks):
+        hi = r * np.uint64(blocks) + np.uint64(u)
+        ctr = np.stack([hi & MASK32, hi >> np.uint64(32), t, np.zeros_like(t)], axis=-1).astype(np.uint32)
+        parts.append(philox4x32_10(ctr, np.broadcast_to(key, (units.size, 2))))
+    return np.concatenate(parts, axis=1)
+
+
 def philox_distribution(dist: str, seed: int, offset: int, n: int, a: float = 0.0,
                         b: float = 1.0) -> np.ndarray:
-    """What ``rand_philox`` computes for ``dist`` (float64 for the normal families: the exact
-    function, to compare within a tolerance)."""
+    """What ``rand_philox`` computes for ``dist``: values offset..offset+n-1 of cuRAND's Philox
+    host stream (float64 for the normal families: the exact function, to compare within a
+    tolerance)."""
     wpo = {"raw32": 1, "raw64": 2, "uniform_f32": 1, "uniform_f64": 1, "uniform_f64_hq": 2,
            "normal_f32": 1, "normal_f64": 2, "lognormal_f32": 1, "lognormal_f64": 2}[dist]
-    pad = {"normal_f32": 2, "lognormal_f32": 2, "normal_f64": 4, "lognormal_f64": 4}.get(dist, wpo)
-    count = -(-n * wpo // pad) * pad
-    w = philox_words(seed, offset, count)
+    if n == 0:
+        return np.zeros(0)
+    units = np.arange(offset // 4, (offset + n - 1) // 4 + 1)
+    w = philox_unit_words(seed, units, wpo)                  # (units, 4 * wpo)
+    blocks = w.reshape(units.size * wpo, 4)                  # each block's 4 words
+    lead = offset - 4 * int(units[0])
+    x, y, z, v = (blocks[:, i] for i in range(4))
     if dist == "raw32":
-        return w[:n]
-    if dist == "raw64":
-        return (w[0::2].astype(np.uint64) | (w[1::2].astype(np.uint64) << np.uint64(32)))[:n]
-    if dist == "uniform_f32":
-        return (np.float32(a) + np.float32(b) * uniform_f32(w))[:n] if (a, b) != (0.0, 1.0) else uniform_f32(w)[:n]
-    if dist == "uniform_f64":
-        return (a + b * uniform_f64(w))[:n]
-    if dist == "uniform_f64_hq":
-        return (a + b * uniform_f64_hq(w[0::2], w[1::2]))[:n]
-    if dist in ("normal_f32", "lognormal_f32"):
-        s, c = box_muller_f64_from_f32_words(w[0::2], w[1::2])
+        vals = blocks.reshape(-1)
+    elif dist == "raw64":
+        vals = np.stack([x.astype(np.uint64) | (y.astype(np.uint64) << np.uint64(32)),
+                         z.astype(np.uint64) | (v.astype(np.uint64) << np.uint64(32))], axis=1).reshape(-1)
+    elif dist == "uniform_f32":
+        u = uniform_f32(blocks.reshape(-1))
+        vals = u if (a, b) == (0.0, 1.0) else np.float32(a) + np.float32(b) * u
+    elif dist == "uniform_f64":
+        vals = a + b * uniform_f64(blocks.reshape(-1))
+    elif dist == "uniform_f64_hq":
+        vals = a + b * np.stack([uniform_f64_hq(x, y), uniform_f64_hq(z, v)], axis=1).reshape(-1)
     else:
-        s, c = box_muller_f64(w[0::4], w[1::4], w[2::4], w[3::4])
-    z = np.empty(s.size * 2)
-    z[0::2], z[1::2] = s, c
-    z = a + b * z[:n]
-    return np.exp(z) if dist.startswith("lognormal") else z
+        if dist in ("normal_f32", "lognormal_f32"):
+            s1, c1 = box_muller_f64_from_f32_words(x, y)
+            s2, c2 = box_muller_f64_from_f32_words(z, v)
+            zs = np.stack([s1, c1, s2, c2], axis=1).reshape(-1)
+        else:
+            s1, c1 = box_muller_f64(x, y, z, v)
+            zs = np.stack([s1, c1], axis=1).reshape(-1)
+        vals = a + b * zs
+        if dist.startswith("lognormal"):
+            vals = np.exp(vals)
+    return vals[lead:lead + n]
 
 
 #: ordering hypotheses benches/probe_curand.py checks on the raw words of each generator:
 #: name -> fn(seed, offset, count) -> uint32 words
 ORDERING_HYPOTHESES = {
     "philox": {
-        "sequential": lambda seed, off, n: philox_words(seed, off, n),
+        "blocks65536": lambda seed, off, n: philox_words(seed, off, n),
+        "sequential": lambda seed, off, n: philox_subsequence_words(seed, off, n),
         "interleaved4096": lambda seed, off, n: philox_interleaved(seed, off, n, 4096),
     },
 }

@@ -3,11 +3,11 @@ cuRAND-shaped ``oxicuda.cuda.curand``): type, seed, offset, ordering, stream, an
 
 ``fill(dist, ptr, n, a, b)`` checks the pointer, takes the launch plan of the call's signature
 from ``plan.PLANS`` and runs it on the generator's stream (nothing is allocated per call), then
-advances the offset by the stream words the call consumed (``words_consumed``): n words for one-
-word distributions, 2n for two-word ones, rounded up to the pair (float normals) or quad (double
-normals) that one Box-Muller step takes. That continuation rule is this module's reading of
-cuRAND's host generators (a second call continues where the first stopped); the GPU test against
-``cupy.cuda.curand`` checks it.
+advances the offset by n: the offset counts values of the generator's stream (Philox: values of
+the distribution, each taking its words from a fixed place in the block stream; XORWOW,
+MRG32k3a: words of the 4096-way interleaved stream; Sobol: points per dimension), and a second
+call continues where the first stopped, as cuRAND's host generators do (tests/test_rand_gpu.py
+checks it against cupy.cuda.curand).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from .kernels import mrg32k3a as M
 from .kernels import sobol as S
 from .kernels import xorwow as X
-from .kernels.philox import INTERLEAVED_DISTS, OUTPUT_TYPE, PHILOX_LAYOUT, WORDS_PER_OUTPUT
+from .kernels.philox import OUTPUT_TYPE, WORDS_PER_OUTPUT
 from .plan import (
     PLANS,
     PhiloxProblem,
@@ -37,14 +37,7 @@ DISTRIBUTIONS = {"philox": frozenset(WORDS_PER_OUTPUT), "xorwow": frozenset(X.DI
 #: every cuRAND type name this package knows (the rest raise NotImplementedError when created)
 KNOWN = ("philox", "xorwow", "mrg32k3a", "mtgp32", "mt19937", "sobol32", "scrambled_sobol32",
          "sobol64", "scrambled_sobol64")
-_PAIR = {"normal_f32": 2, "lognormal_f32": 2, "normal_f64": 4, "lognormal_f64": 4}
 _ARCH: dict[int, str] = {}
-
-
-def words_consumed(dist: str, n: int) -> int:
-    """Stream words a call of ``n`` outputs of ``dist`` uses (the offset advance)."""
-    pad = _PAIR.get(dist, WORDS_PER_OUTPUT[dist])
-    return -(-n * WORDS_PER_OUTPUT[dist] // pad) * pad
 
 
 def _device():
@@ -60,7 +53,7 @@ def _device():
 
 
 class Engine:
-    """A generator's state. ``seed`` (64 bits), ``offset`` (stream words already used),
+    """A generator's state. ``seed`` (64 bits), ``offset`` (stream values already used),
     ``ordering`` (cuRAND's constant), ``stream`` (None: the default stream)."""
 
     __slots__ = ("destroyed", "dimensions", "offset", "ordering", "rng_type", "seed", "stream")
@@ -120,13 +113,12 @@ class Engine:
             plan.run((ptr,), scalars, self.stream if stream is None else stream)
             self.offset = word0 + n
             return
-        layout = PHILOX_LAYOUT if dist in INTERLEAVED_DISTS else "sequential"
-        problem = PhiloxProblem(dist, n, word0 % 4 == 0, ptr % 16 == 0, arch, ordinal, layout)
+        problem = PhiloxProblem(dist, n, word0 % 4 == 0, ptr % 16 == 0, arch, ordinal)
         plan = PLANS.get_or_build(problem, lambda: philox_plan(problem, facts))
         scalars = (word0, seed & 0xFFFFFFFF, seed >> 32) if a is None else \
             (word0, seed & 0xFFFFFFFF, seed >> 32, a, b)
         plan.run((ptr,), scalars, self.stream if stream is None else stream)
-        self.offset = word0 + words_consumed(dist, n)
+        self.offset = word0 + n
 
     def fill_poisson(self, ptr: int, n: int, lam: float, out_type: str = "u32", stream: object = None) -> None:
         """Write ``n`` Poisson(lam) counts (u32 or s64) to ``ptr``; the offset advances by n.

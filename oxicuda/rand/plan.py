@@ -33,18 +33,13 @@ class PhiloxProblem:
     vec: bool
     arch: str
     ordinal: int
-    layout: str = "sequential"
 
 
 def philox_plan(problem: PhiloxProblem, device) -> LaunchPlan:
-    interleaved = problem.layout == "interleaved"
-    spec = PhiloxSpec(arch=problem.arch, dist=problem.dist, aligned=problem.aligned or interleaved,
-                      vec=problem.vec and not interleaved, layout=problem.layout)
-    if interleaved:
-        # blocks of 4 positions x 4096 subsequences; one more for an offset inside a block
-        groups = 4096 * (problem.n // (4 * 4096) + 2)
-    else:
-        groups = -(-problem.n // spec.outputs_per_group)
+    spec = PhiloxSpec(arch=problem.arch, dist=problem.dist, aligned=problem.aligned,
+                      vec=problem.vec and problem.aligned)
+    # one more unit when the offset is not a multiple of the four values per unit
+    groups = -(-problem.n // spec.outputs_per_group) + (0 if problem.aligned else 1)
     ctas_per_sm = max(1, device.max_threads_per_sm // THREADS)
     grid = max(1, min(-(-groups // THREADS), device.sm_count * ctas_per_sm))
     iters = -(-groups // (grid * THREADS))

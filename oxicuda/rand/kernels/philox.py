@@ -1,15 +1,18 @@
 """Kernel family ``rand_philox``: cuRAND's Philox4x32-10 host stream and its distributions.
 
-The stream (cuRAND's ``CURAND_ORDERING_PSEUDO_DEFAULT`` / ``LEGACY`` for Philox, as this module
-assumes until the GPU probe, benches/probe_curand.py, says otherwise): word ``p`` of the stream
-of seed ``s`` is word ``p % 4`` of ``Philox4x32_10(ctr = (p // 4 as 128 bits), key = (s lo,
-s hi))``; a call with generator offset ``o`` writes the distribution of words ``o, o+1, ...``.
+cuRAND's host ordering for Philox (PSEUDO_DEFAULT, BEST, LEGACY alike; established on the H200
+with benches/probe_curand.py, call 2): values come in units of four; unit G belongs to
+subsequence ``t = G mod 65536`` (``curand_init(seed, t, ...)``) and is its ``r = G div 65536``-th
+unit, made from the U next blocks of that subsequence (U = words per value: 1 for raw words,
+one-word uniforms and float normals, 2 for hq doubles, 64-bit words and double normals):
+``Philox4x32_10(ctr = (r U + u as 64 bits, t, 0), key = (seed lo, seed hi))``, u < U. The
+generator offset counts values: a call writes values offset, offset + 1, ...; Box-Muller pairs
+are fixed by the unit, not by the call (an odd offset starts at a pair's cosine).
 
-One thread handles one group of four words per step (one Philox block when the group is aligned
-to a block, two otherwise: spec ``aligned``) in a grid-stride loop of ``iters`` steps, and writes
-the group's outputs with one 16-byte store (two for one-word doubles) when ``vec`` is set and
-the group is whole; the last partial group stores element by element. Distributions
-(``DISTS``; words per output in ``WORDS_PER_OUTPUT``):
+One thread computes one unit per step of a grid-stride loop of ``iters`` steps and stores its
+four values (one 16-byte store, two for 8-byte values) when ``vec`` and ``aligned`` (the offset
+is a multiple of 4) and the unit lies inside the call; else value by value. Distributions
+(``DISTS``; words per value in ``WORDS_PER_OUTPUT``):
 
 - ``raw32``: the words; ``raw64``: ``x | y << 32`` of consecutive words;
 - ``uniform_f32``, ``uniform_f64`` (one word), ``uniform_f64_hq`` (two words): ``a + b * u``
@@ -19,8 +22,8 @@ the group is whole; the last partial group stores element by element. Distributi
 - ``bounded_s32``, ``bounded_s64``: ``a + hi32(w * b)`` (Lemire's multiply-shift, one word per
   integer in [a, a + b) with b < 2^32; its bias is below b / 2^32).
 
-Kernel parameters: ``(out, n, word0, iters, key0, key1[, a, b])``: n outputs, the stream position
-of the first word, grid-stride steps per thread, the seed's words, the affine coefficients.
+Kernel parameters: ``(out, n, value0, iters, key0, key1[, a, b])``: n outputs, the offset (in
+values), grid-stride steps per thread, the seed's words, the affine coefficients.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from oxicuda.ptx.builder import KernelBuilder, Value
 from oxicuda.ptx.spec import KernelSpec
 
 from .. import transforms_ptx as T
-from ..philox_ptx import philox4x32_10, stream_counter
+from ..philox_ptx import philox4x32_10
 
 DISTS = ("raw32", "raw64", "uniform_f32", "uniform_f64", "uniform_f64_hq", "normal_f32",
          "normal_f64", "lognormal_f32", "lognormal_f64", "bounded_s32", "bounded_s64")
@@ -45,15 +48,8 @@ OUTPUT_TYPE = {"raw32": "u32", "raw64": "u64", "uniform_f32": "f32", "uniform_f6
                "lognormal_f32": "f32", "lognormal_f64": "f64", "bounded_s32": "s32",
                "bounded_s64": "s64"}
 THREADS = 256
-LAYOUTS = ("sequential", "interleaved")
-#: distributions the interleaved layout makes (one word per value)
-INTERLEAVED_DISTS = ("raw32", "uniform_f32", "uniform_f64")
-SUBSEQUENCES = 4096
-#: cuRAND's Philox host ordering as this package reads it: "sequential" (value n is word n of
-#: the stream of curand_init(seed, 0, 0)) or "interleaved" (4096 subsequences, as XORWOW's);
-#: benches/probe_curand.py and tests/test_rand_gpu.py decide it on the GPU. The one-word
-#: distributions follow it; the others are always sequential.
-PHILOX_LAYOUT = "sequential"
+#: subsequences of cuRAND's Philox host stream (block q is subsequence q mod 65536)
+SUBSEQUENCES = 65536
 
 
 @dataclass(frozen=True)
@@ -65,7 +61,6 @@ class PhiloxSpec(KernelSpec):
     dist: str = "uniform_f32"
     aligned: bool = True
     vec: bool = True
-    layout: str = "sequential"
     threads: int = THREADS
 
     def __post_init__(self) -> None:
@@ -74,36 +69,30 @@ class PhiloxSpec(KernelSpec):
             raise ValueError(f"PhiloxSpec: dist={self.dist!r}; allowed {DISTS}")
         if self.threads % 32 or not 32 <= self.threads <= 1024:
             raise ValueError(f"PhiloxSpec: threads={self.threads}; a multiple of 32 in 32..1024")
-        if self.layout not in LAYOUTS:
-            raise ValueError(f"PhiloxSpec: layout={self.layout!r}; allowed {LAYOUTS}")
-        if self.layout == "interleaved" and (self.dist not in INTERLEAVED_DISTS or not self.aligned
-                                             or self.vec):
-            raise ValueError(f"PhiloxSpec: the interleaved layout makes {INTERLEAVED_DISTS} only, "
-                             f"with aligned=True and vec=False")
 
     @property
     def outputs_per_group(self) -> int:
-        return 4 // WORDS_PER_OUTPUT[self.dist]
+        return 4
+
+    @property
+    def blocks_per_group(self) -> int:
+        return WORDS_PER_OUTPUT[self.dist]
 
     @property
     def output_bytes(self) -> int:
         return 8 if OUTPUT_TYPE[self.dist] in ("u64", "f64", "s64") else 4
 
 
-def _words(kb: KernelBuilder, spec: PhiloxSpec, block: Value, rot: Value | None,
-           key: tuple[Value, Value]) -> tuple[Value, ...]:
-    """The four stream words of one group: one block, or the tail of one and head of the next."""
-    a = philox4x32_10(kb, stream_counter(kb, block), key)
-    if spec.aligned:
-        return a
-    b = philox4x32_10(kb, stream_counter(kb, kb.add(block, 1)), key)
-    pool = a + b
-    r1, r2 = kb.setp("eq", rot, 1), kb.setp("eq", rot, 2)
+def curand_counters(kb: KernelBuilder, unit: Value, blocks: int) -> list[tuple[Value, ...]]:
+    """The Philox counters of the ``blocks`` blocks of value unit ``unit`` (u64)."""
+    sub = kb.cvt(kb.and_(unit, SUBSEQUENCES - 1), "u32")
+    r = kb.shr(unit, 16)
+    base = kb.mul(r, blocks, type_="u64") if blocks > 1 else r
     out = []
-    for j in range(4):
-        w = kb.selp(pool[j + 2], pool[j + 3], r2)
-        out.append(kb.selp(pool[j + 1], w, r1))
-    return tuple(out)
+    for u in range(blocks):
+        hi = kb.add(base, u) if u else base
+        out.append((kb.cvt(hi, "u32"), kb.cvt(kb.shr(hi, 32), "u32"), sub, kb.mov(0, "u32")))
+    return out
 
 
 def _transform(kb: KernelBuilder, spec: PhiloxSpec, w: tuple[Value, ...], a: Value | None,
@@ -140,7 +129,7 @@ def generate_philox(spec: PhiloxSpec) -> str:
     kb = KernelBuilder(spec.kernel_name(), arch=spec.arch, math="precise")
     kb.maxntid(spec.threads)
     out, n = kb.param_ptr("out"), kb.param("n", "u64")
-    word0, iters = kb.param("word0", "u64"), kb.param("iters", "u32")
+    value0, iters = kb.param("value0", "u64"), kb.param("iters", "u32")
     key = (kb.param("key0", "u32"), kb.param("key1", "u32"))
     ftype = OUTPUT_TYPE[spec.dist]
     a = b = None
@@ -151,69 +140,46 @@ def generate_philox(spec: PhiloxSpec) -> str:
     opg, es = spec.outputs_per_group, spec.output_bytes
     gid = kb.cvt(kb.mad(kb.ctaid(), kb.ntid(), kb.tid()), "u64")
     total = kb.cvt(kb.mul(kb.nctaid(), kb.ntid()), "u64")
-    if spec.layout == "interleaved":
-        _interleaved_body(kb, spec, out, n, word0, iters, key, a, b, gid, total)
-        return kb.ptx()
-    rot = None if spec.aligned else kb.cvt(kb.and_(word0, 3), "u32")
-    first_block = kb.shr(word0, 2)
+    q0 = kb.div(value0, opg, type_="u64")
+    shift = kb.sub(value0, kb.mul(q0, opg, type_="u64"))
+    span = kb.add(n, shift)
     with kb.loop(0, iters, 1, type_="u32") as j:
         g = kb.mad(kb.cvt(j, "u64"), total, gid, type_="u64")
-        first = kb.mul(g, opg, type_="u64")
-        with kb.if_(kb.setp("lt", first, n)):
-            vals = _transform(kb, spec, _words(kb, spec, kb.add(first_block, g), rot, key), a, b)
-            dst = kb.addr(out, first, es)
-            whole = kb.setp("le", kb.add(first, opg), n)
-            if spec.vec:
+        start = kb.mul(g, opg, type_="u64")                  # the block's first value - value0 + shift
+        with kb.if_(kb.setp("lt", start, span)):
+            vals = []
+            for ctr in curand_counters(kb, kb.add(q0, g), spec.blocks_per_group):
+                vals += _transform(kb, spec, philox4x32_10(kb, ctr, key), a, b)
+            if spec.vec and spec.aligned:
+                whole = kb.setp("le", kb.add(start, opg), n)
                 with kb.if_(whole):
+                    dst = kb.addr(out, start, es)
                     per_store = 16 // es
-                    for s in range(0, opg, per_store):
-                        kb.st("global", dst, vals[s:s + per_store], offset=s * es)
+                    for s_ in range(0, opg, per_store):
+                        kb.st("global", dst, vals[s_:s_ + per_store], offset=s_ * es)
                 with kb.else_():
-                    _tail(kb, dst, vals, first, n, es)
+                    _scalar(kb, out, vals, start, shift, n, es)
             else:
-                _tail(kb, dst, vals, first, n, es)
+                _scalar(kb, out, vals, start, shift, n, es)
     return kb.ptx()
 
 
-def _interleaved_body(kb, spec, out, n, word0, iters, key, a, b, gid, total) -> None:
-    """The 4096-subsequence hypothesis of cuRAND's host ordering: value n is position n div
-    4096 of subsequence n mod 4096 (``ctr = (position // 4 as 64 bits, subsequence, 0)``).
-    Group g = (block, t), t fastest: one Philox block of subsequence t, four scalar stores
-    4096 values apart (coalesced across a warp's 32 subsequences)."""
-    es = spec.output_bytes
-    first_block = kb.shr(word0, 14)
-    with kb.loop(0, iters, 1, type_="u32") as j:
-        g = kb.mad(kb.cvt(j, "u64"), total, gid, type_="u64")
-        t = kb.cvt(kb.and_(g, SUBSEQUENCES - 1), "u32")
-        block = kb.add(first_block, kb.shr(g, 12))
-        lo, hi = kb.cvt(block, "u32"), kb.cvt(kb.shr(block, 32), "u32")
-        w = philox4x32_10(kb, (lo, hi, t, kb.mov(0, "u32")), key)
-        vals = _transform(kb, spec, w, a, b)
-        for k in range(4):
-            pos = kb.add(kb.shl(block, 2), k)
-            idx = kb.add(kb.shl(pos, 12), kb.cvt(t, "u64"))
-            rel = kb.sub(idx, word0)
-            ok = kb.and_(kb.setp("ge", idx, word0), kb.setp("lt", rel, n))
-            with kb.if_(ok):
-                kb.st("global", kb.addr(out, rel, es), vals[k])
-
-
-def _tail(kb: KernelBuilder, dst: Value, vals: list[Value], first: Value, n: Value, es: int) -> None:
-    kb.st("global", dst, vals[0])
-    for i in range(1, len(vals)):
-        with kb.if_(kb.setp("lt", kb.add(first, i), n)):
-            kb.st("global", dst, vals[i], offset=i * es)
+def _scalar(kb: KernelBuilder, out: Value, vals: list[Value], start: Value, shift: Value, n: Value,
+            es: int) -> None:
+    """Value e of the block goes to output start + e - shift when that lies in [0, n)."""
+    for e, v in enumerate(vals):
+        pos = kb.add(start, e)
+        i = kb.sub(pos, shift)
+        ok = kb.and_(kb.setp("ge", pos, shift), kb.setp("lt", i, n))
+        with kb.if_(ok):
+            kb.st("global", kb.addr(out, i, es), v)
 
 
 def philox_configurations(arch: str) -> list[PhiloxSpec]:
-    """Every distribution, aligned or not, with and without 16-byte stores (the one-word
-    distributions in the interleaved layout instead when ``PHILOX_LAYOUT`` says so)."""
-    interleaved = PHILOX_LAYOUT == "interleaved"
-    specs = [PhiloxSpec(arch=arch, dist=d, aligned=al, vec=v) for d in DISTS
-             if not (interleaved and d in INTERLEAVED_DISTS) for al in (True, False) for v in (True, False)]
-    if interleaved:
-        specs += [PhiloxSpec(arch=arch, dist=d, vec=False, layout="interleaved") for d in INTERLEAVED_DISTS]
-    return specs
+    """Every distribution, offset aligned to its block or not, with and without 16-byte stores
+    (unaligned offsets always store value by value)."""
+    return [PhiloxSpec(arch=arch, dist=d, aligned=al, vec=v) for d in DISTS
+            for al, v in ((True, True), (True, False), (False, False))]
 
 
 registry.register_family(PhiloxSpec.family, PhiloxSpec, generate_philox, philox_configurations)
