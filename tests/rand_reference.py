@@ -449,3 +449,19 @@ def sobol_points(vectors: np.ndarray, offset: int, count: int) -> np.ndarray:
         sel = ((gray >> np.uint64(k)) & np.uint64(1)).astype(bool)
         out[:, sel] ^= vectors[:, k:k + 1]
     return out
+
+
+def xorwow_hq_doubles(seed: int, offset: int, count: int, threads: int = XORWOW_THREADS) -> np.ndarray:
+    """cuRAND's XORWOW generateUniformDouble (measured): value k is hq(word 2p, word 2p + 1) of
+    subsequence k mod 4096, p = k div 4096."""
+    k = np.arange(offset, offset + count, dtype=np.int64)
+    t, p = k % threads, k // threads
+    v, d = xorwow_states(seed, np.arange(threads), np.zeros(threads, np.int64))
+    out = np.empty(count)
+    pmax = int(p.max()) if count else -1
+    for pos in range(pmax + 1):
+        v, d, x = xorwow_step_all(v, d)
+        v, d, y = xorwow_step_all(v, d)
+        sel = p == pos
+        out[sel] = uniform_f64_hq(x[t[sel]], y[t[sel]])
+    return out

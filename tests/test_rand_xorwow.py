@@ -44,9 +44,10 @@ def test_raw_then_uniform_are_the_documented_interleaved_stream():
     assert np.isnan(uni.get()[100])
 
 
-def test_numpy_surface_double_uniform_is_one_word_per_value():
+def test_double_uniforms_take_two_words_of_their_subsequence():
+    """As cuRAND's generateUniformDouble does for XORWOW (measured on the H200)."""
     rng = default_rng((1 << 40) + 5, generator="xorwow")
     rng.offset = 4097
     got = rng.random(33).get()
-    np.testing.assert_array_equal(got, R.uniform_f64(R.xorwow_interleaved((1 << 40) + 5, 4097, 33)))
+    np.testing.assert_array_equal(got, R.xorwow_hq_doubles((1 << 40) + 5, 4097, 33))
     assert rng.offset == 4097 + 33

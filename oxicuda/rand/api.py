@@ -24,7 +24,7 @@ from oxicuda.memory.array import DeviceArray, empty
 from .generator import Engine
 
 #: cuRAND's generateUniformDouble for each generator: the distribution of rand_philox it matches
-DOUBLE_UNIFORM = {"philox": "uniform_f64_hq", "xorwow": "uniform_f64", "mrg32k3a": "uniform_f64",
+DOUBLE_UNIFORM = {"philox": "uniform_f64_hq", "xorwow": "uniform_f64_hq", "mrg32k3a": "uniform_f64",
                   "sobol32": "uniform_f64", "sobol64": "uniform_f64"}
 _FLOATS = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 _INTS = {np.dtype(np.int32): "bounded_s32", np.dtype(np.int64): "bounded_s64"}

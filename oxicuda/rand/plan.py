@@ -80,8 +80,9 @@ def subsequence_plan(problem: SubsequenceProblem, device, tables) -> LaunchPlan:
     count = X.SUBSEQUENCES * k
     grid = -(-count // X.THREADS)
     table_ptr = tables.ptr
+    wpv = X.WORDS_PER_VALUE.get(problem.dist, 1) if problem.generator == "xorwow" else 1
     init = KernelStep(spec_cls(arch=problem.arch, stage="init"), grid, X.THREADS,
-                      lambda p, s, ws: (table_ptr, ws, count, s[0], s[1], s[2], chunk))
+                      lambda p, s, ws: (table_ptr, ws, count, s[0], s[1], s[2], chunk, wpv))
     gen = KernelStep(spec_cls(arch=problem.arch, dist=problem.dist), grid, X.THREADS,
                      lambda p, s, ws: (ws, p[0], count, n, s[2], chunk, *s[3:]))
     return LaunchPlan(f"rand_{problem.generator}[{problem.dist}, n={n}]", [init, gen], workspace_bytes=24 * count,

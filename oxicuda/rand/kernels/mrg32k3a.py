@@ -87,6 +87,7 @@ def _init_body(kb: KernelBuilder) -> None:
     count = kb.param("count", "u32")
     seed0, seed1 = kb.param("seed0", "u32"), kb.param("seed1", "u32")
     offset, chunk = kb.param("offset", "u64"), kb.param("chunk", "u64")
+    kb.param("wpv", "u32")                        # one word per value for every MRG32k3a distribution
     tid, t, p = _thread(kb, count, offset, chunk)
     seeded = kb.setp("ne", kb.or_(seed0, seed1), 0)
     x1, x2 = kb.xor(seed0, 0x55555555), kb.xor(seed1, 0xAAAAAAAA)

@@ -13,7 +13,10 @@ output is word ``n div 4096`` of subsequence ``n mod 4096`` (``curand_init(seed,
   consecutive values per step.
 
 Distributions: ``raw32``, ``uniform_f32`` (cuRAND's ``_curand_uniform``), ``uniform_f64`` (one
-word, ``_curand_uniform_double``), each ``a + b * u`` for the floats.
+word, ``_curand_uniform_double``), ``uniform_f64_hq`` (two consecutive words of the value's
+subsequence, ``_curand_uniform_double_hq``: what cuRAND's generateUniformDouble does for XORWOW,
+measured on the H200), each ``a + b * u`` for the floats. The offset counts values; a value's
+subsequence and position are ``k mod 4096`` and ``k div 4096`` whatever its word count.
 """
 
 from __future__ import annotations
@@ -29,8 +32,10 @@ from .. import transforms_ptx as T
 from ..xorwow_tables import MATRICES, NIBBLES, POSITION_MATRICES, SUBSEQUENCE_MATRICES, TABLE_WORDS
 
 SUBSEQUENCES = 4096
-DISTS = ("raw32", "uniform_f32", "uniform_f64")
-OUTPUT_TYPE = {"raw32": "u32", "uniform_f32": "f32", "uniform_f64": "f64"}
+DISTS = ("raw32", "uniform_f32", "uniform_f64", "uniform_f64_hq")
+OUTPUT_TYPE = {"raw32": "u32", "uniform_f32": "f32", "uniform_f64": "f64", "uniform_f64_hq": "f64"}
+#: stream words per value (the hq double takes two consecutive words of its subsequence)
+WORDS_PER_VALUE = {"raw32": 1, "uniform_f32": 1, "uniform_f64": 1, "uniform_f64_hq": 2}
 THREADS = 256
 STAGES = ("init", "generate")
 
@@ -83,7 +88,9 @@ def _init_body(kb: KernelBuilder) -> None:
     count = kb.param("count", "u32")
     seed0, seed1 = kb.param("seed0", "u32"), kb.param("seed1", "u32")
     offset, chunk = kb.param("offset", "u64"), kb.param("chunk", "u64")
+    wpv = kb.param("wpv", "u32")
     tid, t, p = _thread(kb, count, offset, chunk)
+    p = kb.mul(p, kb.cvt(wpv, "u64"))            # the first word of the thread's first value
     t0 = kb.mul(kb.xor(seed0, 0xAAD26B49), 1099087573)
     t1 = kb.mul(kb.xor(seed1, 0xF7DCEFDD), 2591861531)
     v = [kb.add(t0, 123456789), kb.xor(t0, 362436069), kb.add(t1, 521288629), kb.xor(t1, 88675123),
@@ -120,16 +127,20 @@ def _generate_body(kb: KernelBuilder, spec: XorwowSpec) -> None:
     idx = kb.sub(kb.add(kb.shl(p, 12), kb.cvt(t, "u64")), offset)
     es = 8 if ftype == "f64" else 4
     end = "$L_xorwow_end"
-    with kb.loop(0, kb.cvt(chunk, "u32"), 1, type_="u32"):
-        kb.bra(end, kb.setp("ge", idx, n))
+    def step() -> Value:
         x = kb.xor(v[0], kb.shr(v[0], 2))
         for w in range(4):
             kb.assign(v[w], v[w + 1])
-        new4 = kb.xor(kb.xor(v[4], kb.shl(v[4], 4)), kb.xor(x, kb.shl(x, 1)))
-        kb.assign(v[4], new4)
+        kb.assign(v[4], kb.xor(kb.xor(v[4], kb.shl(v[4], 4)), kb.xor(x, kb.shl(x, 1))))
         kb.add(d, 362437, out=d)
-        word = kb.add(v[4], d)
-        if spec.dist == "raw32":
+        return kb.add(v[4], d)
+
+    with kb.loop(0, kb.cvt(chunk, "u32"), 1, type_="u32"):
+        kb.bra(end, kb.setp("ge", idx, n))
+        word = step()
+        if spec.dist == "uniform_f64_hq":
+            value = kb.fma(T.uniform_f64_hq(kb, word, step()), b, a)
+        elif spec.dist == "raw32":
             value = word
         elif spec.dist == "uniform_f32":
             value = kb.fma(T.uniform_f32(kb, word), b, a)
