@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 RNG = {"xorwow": 101, "mrg32k3a": 121, "mtgp32": 141, "mt19937": 142, "philox": 161,
@@ -48,6 +49,8 @@ def main() -> None:
 
     import cupy
     from cupy.cuda import curand
+
+    from oxicuda.rand.bench_cases import vendor_set_dimensions as set_dims
 
     try:
         import rand_reference as ref
@@ -125,33 +128,33 @@ def main() -> None:
         for dims in (1, 3, 8):
             for off in (0, 1, 5):
                 def gen_dims(h, p, n, dims=dims):
-                    curand.setQuasiRandomGeneratorDimensions(h, dims)
+                    set_dims(h, dims)
                     curand.generate(h, p, n)
                 call(g, None, 0, off, f"raw_dims{dims}", 1031 * dims, np.uint32, gen_dims)
 
                 def uni_dims(h, p, n, dims=dims):
-                    curand.setQuasiRandomGeneratorDimensions(h, dims)
+                    set_dims(h, dims)
                     curand.generateUniform(h, p, n)
                 call(g, None, 0, off, f"uniform_dims{dims}", 1031 * dims, np.float32, uni_dims)
 
                 def dbl_dims(h, p, n, dims=dims):
-                    curand.setQuasiRandomGeneratorDimensions(h, dims)
+                    set_dims(h, dims)
                     curand.generateUniformDouble(h, p, n)
                 call(g, None, 0, off, f"uniform_double_dims{dims}", 1031 * dims, np.float64, dbl_dims)
 
                 def nrm_dims(h, p, n, dims=dims):
-                    curand.setQuasiRandomGeneratorDimensions(h, dims)
+                    set_dims(h, dims)
                     curand.generateNormal(h, p, n, 0.0, 1.0)
                 call(g, None, 0, off, f"normal_dims{dims}", 1030 * dims, np.float32, nrm_dims)
     for g in ("sobol64", "scrambled_sobol64"):
         for dims in (1, 3):
             def ll_dims(h, p, n, dims=dims):
-                curand.setQuasiRandomGeneratorDimensions(h, dims)
+                set_dims(h, dims)
                 curand.generateLongLong(h, p, n)
             call(g, None, 0, 0, f"longlong_dims{dims}", 1031 * dims, np.uint64, ll_dims)
 
             def d64_dims(h, p, n, dims=dims):
-                curand.setQuasiRandomGeneratorDimensions(h, dims)
+                set_dims(h, dims)
                 curand.generateUniformDouble(h, p, n)
             call(g, None, 0, 0, f"uniform_double_dims{dims}", 1031 * dims, np.float64, d64_dims)
     statuses(cupy, curand)
@@ -163,6 +166,8 @@ def main() -> None:
 
 def statuses(cupy, curand) -> None:
     """cuRAND's answer to each bad input the issue lists (printed: status or 'accepted')."""
+    from oxicuda.rand.bench_cases import vendor_set_dimensions as set_dims
+
     buf = cupy.zeros(64, dtype=np.float64)
     p = buf.data.ptr
     cases = [
@@ -178,16 +183,16 @@ def statuses(cupy, curand) -> None:
         ("philox", "generatePoisson lambda=0", lambda g: curand.generatePoisson(g, p, 4, 0.0)),
         ("philox", "generatePoisson lambda=nan", lambda g: curand.generatePoisson(g, p, 4, float("nan"))),
         ("philox", "generateLongLong", lambda g: curand.generateLongLong(g, p, 4)),
-        ("philox", "setQuasiRandomGeneratorDimensions 3", lambda g: curand.setQuasiRandomGeneratorDimensions(g, 3)),
+        ("philox", "setQuasiRandomGeneratorDimensions 3", lambda g: set_dims(g, 3)),
         ("philox", "setGeneratorOrdering QUASI_DEFAULT", lambda g: curand.setGeneratorOrdering(g, 201)),
         ("philox", "setGeneratorOrdering 999", lambda g: curand.setGeneratorOrdering(g, 999)),
         ("xorwow", "generate at ptr+2", lambda g: curand.generate(g, p + 2, 4)),
         ("xorwow", "generateNormal n=7", lambda g: curand.generateNormal(g, p, 7, 0.0, 1.0)),
         ("sobol32", "setPseudoRandomGeneratorSeed", lambda g: curand.setPseudoRandomGeneratorSeed(g, 5)),
-        ("sobol32", "setQuasiRandomGeneratorDimensions 0", lambda g: curand.setQuasiRandomGeneratorDimensions(g, 0)),
+        ("sobol32", "setQuasiRandomGeneratorDimensions 0", lambda g: set_dims(g, 0)),
         ("sobol32", "setQuasiRandomGeneratorDimensions 20001",
-         lambda g: curand.setQuasiRandomGeneratorDimensions(g, 20001)),
-        ("sobol32", "generate n=7 with 3 dims", lambda g: (curand.setQuasiRandomGeneratorDimensions(g, 3),
+         lambda g: set_dims(g, 20001)),
+        ("sobol32", "generate n=7 with 3 dims", lambda g: (set_dims(g, 3),
                                                              curand.generate(g, p, 7))),
         ("sobol32", "generateLongLong", lambda g: curand.generateLongLong(g, p, 4)),
         ("sobol64", "generate (32-bit)", lambda g: curand.generate(g, p, 4)),
@@ -225,6 +230,8 @@ def report_hypotheses(ref, gen_name, ordering, seed, raw) -> None:
 
 def sobol_tables(cupy, curand, dims: int, path: str) -> None:
     """First points of every dimension and x[2^k] ^ x[2^k - 1] for each bit k."""
+    from oxicuda.rand.bench_cases import vendor_set_dimensions as set_dims
+
     out = {}
     for g, bits, dtype, fn in (("sobol32", 32, np.uint32, curand.generate),
                                ("scrambled_sobol32", 32, np.uint32, curand.generate),
@@ -233,7 +240,7 @@ def sobol_tables(cupy, curand, dims: int, path: str) -> None:
         def points(offset, count, g=g, dtype=dtype, fn=fn):
             gen = curand.createGenerator(RNG[g])
             try:
-                curand.setQuasiRandomGeneratorDimensions(gen, dims)
+                set_dims(gen, dims)
                 if offset:
                     curand.setGeneratorOffset(gen, offset)
                 buf = cupy.zeros(count * dims, dtype=dtype)
