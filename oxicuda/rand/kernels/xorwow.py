@@ -1,8 +1,9 @@
 """Kernel family ``rand_xorwow``: cuRAND's default generator (XORWOW) as its host API orders it.
 
-cuRAND documents the legacy/default XORWOW ordering: the result at offset n of the generator's
-output is word ``n div 4096`` of subsequence ``n mod 4096`` (``curand_init(seed, n mod 4096,
-0)``, subsequences 2^67 words apart). Two kernels per call:
+cuRAND's XORWOW host ordering (PSEUDO_DEFAULT, BEST and LEGACY alike; matched bit for bit on the
+H200, probe call 2): the result at offset n of the generator's output is word ``n div 4096`` of
+subsequence ``n mod 4096`` (``curand_init(seed, n mod 4096, 0)``, subsequences 2^67 words
+apart). PSEUDO_SEEDED and DYNAMIC differ and are not reproduced. Two kernels per call:
 
 - ``stage="init"``: thread ``(t, k)`` (t < 4096 the subsequence, k < K the chunk) builds
   cuRAND's seeded state, jumps it by ``t * 2^67`` and by its start position ``p0(t) + k L``
