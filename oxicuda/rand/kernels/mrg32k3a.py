@@ -66,13 +66,17 @@ class Mrg32k3aSpec(KernelSpec):
             raise ValueError("Mrg32k3aSpec: the init stage has no distribution (dist='raw32')")
 
 
-def _rem(kb: KernelBuilder, a: Value, m: int) -> Value:
-    """a mod m for a u64 a (init only: a division per call)."""
-    return kb.sub(a, kb.mul(kb.div(a, m, type_="u64"), m, type_="u64"))
+def _reduce(kb: KernelBuilder, p: Value, m: int) -> Value:
+    """p mod m for a u64 p < 2^64 without a division: fold with 2^32 = c (mod m), c = 2^32 - m,
+    until p < 2^32 + c, then one conditional subtraction (three folds suffice for both moduli)."""
+    c = (1 << 32) - m
+    for _ in range(3):
+        p = _fold(kb, p, c)
+    return kb.selp(kb.sub(p, m), p, kb.setp("ge", p, m, type_="u64"))
 
 
 def _mulmod(kb: KernelBuilder, a: Value, b: Value | int, m: int) -> Value:
-    return _rem(kb, kb.mul(a, b, mode="wide", type_="u32"), m)
+    return _reduce(kb, kb.mul(a, b, mode="wide", type_="u32"), m)
 
 
 def _matvec(kb: KernelBuilder, mat: Value, s: list[Value], m: int) -> list[Value]:
@@ -83,7 +87,7 @@ def _matvec(kb: KernelBuilder, mat: Value, s: list[Value], m: int) -> list[Value
         for j in range(3):
             term = _mulmod(kb, kb.ld("global", "u32", mat, offset=4 * (3 * i + j)), s[j], m)
             acc = term if acc is None else kb.add(acc, term)
-        out.append(kb.cvt(_rem(kb, acc, m), "u32"))
+        out.append(kb.cvt(_reduce(kb, acc, m), "u32"))
     return out
 
 
