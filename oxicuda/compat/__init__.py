@@ -2,7 +2,8 @@
 switch to oxicuda by changing their imports.
 
 - ``oxicuda.compat.cupy_cublas`` (also ``oxicuda.cuda.cublas``): like ``cupy.cuda.cublas``;
-- ``oxicuda.compat.skcuda_cublas`` (also ``oxicuda.skcuda.cublas``): like ``skcuda.cublas``.
+- ``oxicuda.compat.skcuda_cublas`` (also ``oxicuda.skcuda.cublas``): like ``skcuda.cublas``;
+- ``oxicuda.compat.curand`` (also ``oxicuda.cuda.curand``): like ``cupy.cuda.curand``.
 
 Submodules import on first access.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 
-_SUBMODULES = frozenset({"cupy_cublas", "skcuda_cublas", "cublas_common", "cublas_calls"})
+_SUBMODULES = frozenset({"cupy_cublas", "skcuda_cublas", "cublas_common", "cublas_calls", "curand"})
 
 
 def __getattr__(name: str):

@@ -1,13 +1,40 @@
-"""oxicuda.rand: the cuRAND counterpart. Not implemented yet: the package exists so the layout is
-stable, and every name looked up in it raises an AttributeError that says so."""
+"""oxicuda.rand: the cuRAND counterpart. Generators whose bits are cuRAND's for the same seed and
+offset, computed on the device by generated PTX: Philox4x32-10, XORWOW, MRG32k3a, Sobol32 and
+Sobol64 (dimensions 1..10); MTGP32, MT19937 and the scrambled Sobol generators raise
+NotImplementedError when created.
+
+- ``default_rng(seed=None, generator="philox")`` -> ``Generator`` (numpy's shape: random, uniform,
+  standard_normal, normal, lognormal, integers, poisson, bits);
+- ``oxicuda.cuda.curand``: the ``cupy.cuda.curand`` surface over the same generators;
+- ``oxicuda.rand.philox_ptx.philox4x32_10(kb, ctr, key)``: the rounds inline in any kernel.
+
+Names import on first access.
+"""
 
 from __future__ import annotations
 
+import importlib
+
+_EXPORTS = {
+    "default_rng": "api",
+    "Generator": "api",
+    "Engine": "generator",
+    "philox4x32_10": "philox_ptx",
+}
+#: modules that register kernel families (imported by the registry's load_all_families)
+KERNEL_MODULES = ("oxicuda.rand.kernels.philox", "oxicuda.rand.kernels.xorwow",
+                  "oxicuda.rand.kernels.mrg32k3a", "oxicuda.rand.kernels.sobol",
+                  "oxicuda.rand.kernels.poisson")
+
 
 def __getattr__(name: str):
-    if name.startswith("__"):
-        raise AttributeError(name)
-    raise AttributeError(
-        f"oxicuda.rand.{name}: the cuRAND counterpart (oxicuda.rand) is not implemented yet; "
-        "only oxicuda.blas and oxicuda.dnn have kernels today"
-    )
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'oxicuda.rand' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"oxicuda.rand.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(_EXPORTS)

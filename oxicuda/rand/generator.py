@@ -1,0 +1,141 @@
+"""The one stateful generator behind both call surfaces (the numpy-shaped ``Generator`` and the
+cuRAND-shaped ``oxicuda.cuda.curand``): type, seed, offset, ordering, stream, and ``fill``.
+
+``fill(dist, ptr, n, a, b)`` checks the pointer, takes the launch plan of the call's signature
+from ``plan.PLANS`` and runs it on the generator's stream (nothing is allocated per call), then
+advances the offset by n: the offset counts values of the generator's stream (Philox: values of
+the distribution, each taking its words from a fixed place in the block stream; XORWOW,
+MRG32k3a: words of the 4096-way interleaved stream; Sobol: points per dimension), and a second
+call continues where the first stopped, as cuRAND's host generators do (tests/test_rand_gpu.py
+checks it against cupy.cuda.curand).
+"""
+
+from __future__ import annotations
+
+from .kernels import mrg32k3a as M
+from .kernels import sobol as S
+from .kernels import xorwow as X
+from .kernels.philox import OUTPUT_TYPE, WORDS_PER_OUTPUT
+from .plan import (
+    PLANS,
+    PhiloxProblem,
+    PoissonProblem,
+    SobolProblem,
+    SubsequenceProblem,
+    philox_plan,
+    poisson_plan,
+    sobol_plan,
+    subsequence_plan,
+)
+
+#: generator types with device kernels today
+IMPLEMENTED = ("philox", "xorwow", "mrg32k3a", "sobol32", "sobol64")
+#: the distributions each generator's kernels make
+DISTRIBUTIONS = {"philox": frozenset(WORDS_PER_OUTPUT), "xorwow": frozenset(X.DISTS),
+                 "mrg32k3a": frozenset(M.DISTS), "sobol32": frozenset(S.DISTS[32]),
+                 "sobol64": frozenset(S.DISTS[64])}
+#: every cuRAND type name this package knows (the rest raise NotImplementedError when created)
+KNOWN = ("philox", "xorwow", "mrg32k3a", "mtgp32", "mt19937", "sobol32", "scrambled_sobol32",
+         "sobol64", "scrambled_sobol64")
+_ARCH: dict[int, str] = {}
+
+
+def _device():
+    from oxicuda.driver.context import current_device_ordinal
+    from oxicuda.driver.facts import device_facts
+    from oxicuda.ptx.target import device_arch
+
+    ordinal = current_device_ordinal()
+    arch = _ARCH.get(ordinal)
+    if arch is None:
+        arch = _ARCH[ordinal] = device_arch(ordinal)
+    return ordinal, arch, device_facts(ordinal)
+
+
+class Engine:
+    """A generator's state. ``seed`` (64 bits), ``offset`` (stream values already used),
+    ``ordering`` (cuRAND's constant), ``stream`` (None: the default stream)."""
+
+    __slots__ = ("destroyed", "dimensions", "offset", "ordering", "rng_type", "seed", "stream")
+
+    def __init__(self, rng_type: str = "philox", seed: int = 0, offset: int = 0,
+                 ordering: int = 101, stream: object = None) -> None:
+        if rng_type not in KNOWN:
+            raise ValueError(f"rand: generator {rng_type!r} is unknown; known: {KNOWN}")
+        if rng_type not in IMPLEMENTED:
+            raise NotImplementedError(
+                f"rand: the {rng_type!r} generator has no device kernels yet (issue 17); "
+                f"implemented: {IMPLEMENTED}")
+        self.rng_type = rng_type
+        self.seed = int(seed) & ((1 << 64) - 1)
+        self.offset = int(offset)
+        self.ordering = ordering
+        self.stream = stream
+        self.dimensions = 1
+        self.destroyed = False
+
+    def fill(self, dist: str, ptr: int, n: int, a: object = None, b: object = None,
+             stream: object = None) -> None:
+        """Write ``n`` values of ``dist`` to device address ``ptr`` (aligned to the element) and
+        advance the offset. The caller has checked ``n`` and the scalars."""
+        if n == 0:
+            return
+        esize = 8 if OUTPUT_TYPE[dist] in ("u64", "f64", "s64") else 4
+        if ptr % esize:
+            raise ValueError(f"rand: output pointer {ptr:#x} is not aligned to {esize} bytes "
+                             f"(the element size of {dist})")
+        if dist not in DISTRIBUTIONS[self.rng_type]:
+            raise NotImplementedError(f"rand: the {self.rng_type} generator has no {dist} kernel yet "
+                                      f"(issue 17); it makes {sorted(DISTRIBUTIONS[self.rng_type])}")
+        ordinal, arch, facts = _device()
+        word0 = self.offset
+        seed = self.seed
+        if self.rng_type in ("sobol32", "sobol64"):
+            from .sobol_tables import device_vectors
+
+            bits = 32 if self.rng_type == "sobol32" else 64
+            dims = self.dimensions
+            sproblem = SobolProblem(bits, dist, n // dims, dims, arch, ordinal)
+            plan = PLANS.get_or_build(sproblem, lambda: sobol_plan(sproblem, facts, device_vectors(ordinal, bits)))
+            plan.run((ptr,), (word0,) if a is None else (word0, a, b), self.stream if stream is None else stream)
+            self.offset = word0 + n // dims
+            return
+        if self.rng_type in ("xorwow", "mrg32k3a"):
+            if self.rng_type == "xorwow":
+                from .xorwow_tables import device_tables
+            else:
+                from .mrg32k3a_tables import device_tables
+
+            problem = SubsequenceProblem(self.rng_type, dist, n, arch, ordinal)
+            plan = PLANS.get_or_build(problem, lambda: subsequence_plan(problem, facts, device_tables(ordinal)))
+            scalars = (seed & 0xFFFFFFFF, seed >> 32, word0) if a is None else \
+                (seed & 0xFFFFFFFF, seed >> 32, word0, a, b)
+            plan.run((ptr,), scalars, self.stream if stream is None else stream)
+            self.offset = word0 + n
+            return
+        problem = PhiloxProblem(dist, n, word0 % 4 == 0, ptr % 16 == 0, arch, ordinal)
+        plan = PLANS.get_or_build(problem, lambda: philox_plan(problem, facts))
+        scalars = (word0, seed & 0xFFFFFFFF, seed >> 32) if a is None else \
+            (word0, seed & 0xFFFFFFFF, seed >> 32, a, b)
+        plan.run((ptr,), scalars, self.stream if stream is None else stream)
+        self.offset = word0 + n
+
+    def fill_poisson(self, ptr: int, n: int, lam: float, out_type: str = "u32", stream: object = None) -> None:
+        """Write ``n`` Poisson(lam) counts (u32 or s64) to ``ptr``; the offset advances by n.
+        Each output q = offset + i draws from its own Philox stream keyed by the seed (for every
+        pseudo generator type: see kernels/poisson.py)."""
+        if n == 0:
+            return
+        from .kernels.poisson import host_constants
+
+        esize = 4 if out_type == "u32" else 8
+        if ptr % esize:
+            raise ValueError(f"rand: output pointer {ptr:#x} is not aligned to {esize} bytes")
+        ordinal, arch, facts = _device()
+        method, consts = host_constants(lam)
+        problem = PoissonProblem(method, out_type, n, arch, ordinal)
+        plan = PLANS.get_or_build(problem, lambda: poisson_plan(problem, facts))
+        seed = self.seed
+        plan.run((ptr,), (self.offset, seed & 0xFFFFFFFF, seed >> 32, lam, *consts),
+                 self.stream if stream is None else stream)
+        self.offset += n

@@ -1,0 +1,1 @@
+"""The kernel families of oxicuda.rand (one module each: spec, generator, registry entry)."""
