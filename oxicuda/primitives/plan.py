@@ -150,3 +150,117 @@ def radix_plan(key_type: str, descending: bool, value_bytes: int, n: int, begin_
     steps, end = radix_steps(arch(), key_type, descending, value_bytes, n, begin_bit, end_bit,
                              P(0), P(1), P(2), P(3), 0)
     return LaunchPlan(f"radix sort {key_type} n={n}", steps, end)
+
+
+# -- reductions ---------------------------------------------------------------------------------
+#: PROVISIONAL (not measured): partial-reduction CTAs per SM of the first reduce stage
+REDUCE_CTAS_PER_SM = 4
+
+
+def reduce_plan(dtype: str, op: str, n: int) -> LaunchPlan:
+    """pointers (x, out): out is the value (sum/min/max) or the int64 index (argmin/argmax).
+    Two stages (CTA partials in the workspace, then one CTA over them), one when a single CTA
+    covers x."""
+    from .kernels.reduce import THREADS, ReduceSpec
+
+    a = arch()
+    arg = op.startswith("arg")
+    ctas = min(blocks(n, THREADS), REDUCE_CTAS_PER_SM * device_facts().sm_count)
+    first = ReduceSpec(arch=a, dtype=dtype, op=op)
+    vals = 0
+    idx = align(C.BYTES[dtype] * (ctas + 1))
+    end = align(idx + 8 * ctas)
+    final_val, final_idx = (W(vals), P(1)) if arg else (P(1), 0)
+    if ctas == 1:
+        step = KernelStep(first, 1, THREADS, bind(P(0), 0, final_val, final_idx, n))
+        return LaunchPlan(f"reduce {op} {dtype} n={n}", [step], end if arg else 0)
+    if arg:
+        final_val = W(vals + C.BYTES[dtype] * ctas)
+    second = ReduceSpec(arch=a, dtype=dtype, op=op, indexed=arg)
+    steps = [KernelStep(first, ctas, THREADS, bind(P(0), 0, W(vals), W(idx), n)),
+             KernelStep(second, 1, THREADS, bind(W(vals), W(idx), final_val, final_idx, ctas))]
+    return LaunchPlan(f"reduce {op} {dtype} n={n}", steps, end)
+
+
+def segreduce_step(arch_: str, dtype: str, op: str, offsets: str, segments: int, x: object,
+                   begin: object, end: object, y: object) -> KernelStep:
+    from .kernels.reduce import THREADS, SegReduceSpec
+
+    spec = SegReduceSpec(arch=arch_, dtype=dtype, op=op, offsets=offsets)
+    return KernelStep(spec, blocks(segments, THREADS // 32), THREADS, bind(x, begin, end, y, segments))
+
+
+def segreduce_plan(dtype: str, op: str, offsets: str, segments: int) -> LaunchPlan:
+    """pointers (x, begin, end, y)."""
+    return LaunchPlan(f"segmented reduce {op} {dtype}", [
+        segreduce_step(arch(), dtype, op, offsets, segments, P(0), P(1), P(2), P(3))])
+
+
+# -- selection, runs, histogram -----------------------------------------------------------------
+def flag_steps(arch_: str, dtype: str, pred: str, n: int, x: object, value: object,
+               ws: int) -> tuple[list[KernelStep], int, int]:
+    """Flags of ``x`` scanned inclusively in place at workspace ``ws``: (steps, s offset, end).
+    ``s[n-1]`` is the number selected."""
+    from .kernels.select import THREADS, FlagSpec
+
+    s = ws
+    scan, end = scan_steps(arch_, "uint32", "sum", False, n, W(s), W(s), align(s + 4 * n))
+    flag = KernelStep(FlagSpec(arch=arch_, dtype=dtype, pred=pred), blocks(n, THREADS), THREADS,
+                      bind(x, W(s), n, value))
+    return [flag, *scan], s, end
+
+
+def starts_offset(end: int) -> int:
+    """Where the run starts (n + 1 int32) live after a ``flag_steps`` workspace ending at ``end``."""
+    return end
+
+
+def count_plan(dtype: str, pred: str, n: int, value: object) -> tuple[LaunchPlan, int]:
+    """pointers (x,): the flags and their scan; returns (plan, offset of s in the workspace)."""
+    steps, s, end = flag_steps(arch(), dtype, pred, n, P(0), value, 0)
+    total = align(starts_offset(end) + 4 * (n + 1))
+    return LaunchPlan(f"flag {pred} {dtype} n={n}", steps, total), s
+
+
+def compact_plan(value_bytes: int, with_index: bool, n: int, s: int, workspace: int) -> LaunchPlan:
+    """pointers (x, out, idx): the scatter after ``count_plan`` (same workspace)."""
+    from .kernels.select import THREADS, CompactSpec
+
+    spec = CompactSpec(arch=arch(), value_bytes=value_bytes, with_index=with_index)
+    step = KernelStep(spec, blocks(n, THREADS), THREADS, bind(P(0), W(s), P(1), P(2) if with_index else 0, n))
+    return LaunchPlan(f"compact n={n}", [step], workspace)
+
+
+def runs_step(arch_: str, runs: int, n: int, starts: object, counts: object) -> KernelStep:
+    from .kernels.select import THREADS, RunsSpec
+
+    return KernelStep(RunsSpec(arch=arch_), blocks(runs, THREADS), THREADS, bind(starts, counts, runs, n))
+
+
+def histogram_plan(dtype: str, n: int, bins: int, lower: float, upper: float) -> LaunchPlan:
+    """pointers (x, hist)."""
+    import numpy as np
+
+    from .kernels.select import THREADS, HistogramSpec
+
+    a = arch()
+    scale = np.float64(bins) / (np.float64(upper) - np.float64(lower))
+    steps = [fill_step(a, P(1), bins)]
+    if n:
+        steps.append(KernelStep(HistogramSpec(arch=a, dtype=dtype), blocks(n, THREADS), THREADS,
+                                bind(P(0), n, P(1), bins, np.float64(lower), np.float64(upper), scale)))
+    return LaunchPlan(f"histogram {dtype} bins={bins}", steps)
+
+
+def gather_step(arch_: str, value_bytes: int, index: str, n: int, src: object, idx: object,
+                out: object) -> KernelStep:
+    from .kernels.select import THREADS, GatherSpec
+
+    return KernelStep(GatherSpec(arch=arch_, value_bytes=value_bytes, index=index),
+                      blocks(n, THREADS), THREADS, bind(src, idx, out, n))
+
+
+def iota_step(arch_: str, index: str, n: int, out: object) -> KernelStep:
+    from .kernels.select import THREADS, IotaSpec
+
+    return KernelStep(IotaSpec(arch=arch_, index=index), blocks(n, THREADS), THREADS, bind(out, n))
