@@ -100,7 +100,7 @@ def segmented_reduce(x: object, offsets: object, op: str = "sum", *, end_offsets
     ``x[offsets[s]:end_offsets[s]]``), empty segments giving the identity. ``offsets`` int32 or
     int64, not checked against x's length (as CUB; a bad offset reads out of bounds)."""
     check_choice(op, C.OPS, "segmented_reduce: op")
-    xa = vector(x, "segmented_reduce: x", C.REDUCE_DTYPES, stream)
+    xa = vector(x, "segmented_reduce: x", _value_dtypes(op), stream)
     oa = vector(offsets, "segmented_reduce: offsets", ("int32", "int64"), stream)
     if end_offsets is None:
         if oa.size < 1:
@@ -121,6 +121,11 @@ def segmented_reduce(x: object, offsets: object, op: str = "sum", *, end_offsets
         plan = PL.PLANS.get_or_build(key, lambda: PL.segreduce_plan(dt, op, ot, segments))
         plan.run((xa.ptr, begin, end, result.ptr), (), stream)
     return result
+
+
+def _value_dtypes(op: str) -> tuple[str, ...]:
+    """Value dtypes of the segmented reductions: complex ones for sums too."""
+    return (*C.REDUCE_DTYPES, "complex64", "complex128") if op == "sum" else C.REDUCE_DTYPES
 
 
 def radix_sort(keys: object, values: object = None, descending: bool = False, begin_bit: int = 0,
@@ -280,7 +285,7 @@ def reduce_by_key(keys: object, values: object, op: str = "sum", *,
     consecutive ``keys`` (CUB's ReduceByKey)."""
     check_choice(op, C.OPS, "reduce_by_key: op")
     ka = vector(keys, "reduce_by_key: keys", tuple(FLAG_DTYPES), stream)
-    va = vector(values, "reduce_by_key: values", C.REDUCE_DTYPES, stream)
+    va = vector(values, "reduce_by_key: values", _value_dtypes(op), stream)
     if ka.size != va.size:
         raise ValueError(f"reduce_by_key: keys has {ka.size} elements and values {va.size}; they must match")
     stream = stream_for(stream, ka)

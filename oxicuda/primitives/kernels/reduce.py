@@ -6,7 +6,8 @@ the partials (``indexed``: the second stage reads the partials' indices instead 
 argmin/argmax return the first position of the extreme; a NaN is the extreme (numpy's rule).
 
 Family ``prim_segreduce``: one warp per segment ``[begin[s], end[s])`` of ``x``; an empty
-segment gives the operator's identity.
+segment gives the operator's identity. Complex sums (the sparse library's duplicate sums and row
+sums) fold (re, im) pairs.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from . import common as C
 REDUCE_OPS = ("sum", "min", "max", "argmin", "argmax")
 OFFSET_TYPES = {"int32": "s32", "int64": "s64"}
 THREADS = 256
+#: complex dtypes the segmented sum takes (as (re, im) pairs of this real type)
+COMPLEX = {"complex64": "float32", "complex128": "float64"}
 NO_INDEX = 0xFFFFFFFF
 
 
@@ -51,7 +54,9 @@ class SegReduceSpec(KernelSpec):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.dtype not in C.REDUCE_DTYPES or self.op not in C.OPS or self.offsets not in OFFSET_TYPES:
+        complex_sum = self.dtype in COMPLEX and self.op == "sum"
+        if (self.dtype not in C.REDUCE_DTYPES and not complex_sum) or self.op not in C.OPS \
+                or self.offsets not in OFFSET_TYPES:
             raise ValueError(f"SegReduceSpec: dtype={self.dtype!r} op={self.op!r} offsets={self.offsets!r}")
 
 
@@ -136,10 +141,12 @@ def generate_segreduce(spec: SegReduceSpec) -> str:
     kb = KernelBuilder(spec.kernel_name(), arch=spec.arch, math=spec.math)
     T = spec.threads
     C.launch_bounds(kb, T)
-    t, size = C.PTX[spec.dtype], C.BYTES[spec.dtype]
+    parts = 2 if spec.dtype in COMPLEX else 1
+    real = COMPLEX.get(spec.dtype, spec.dtype)
+    t, size = C.PTX[real], C.BYTES[real] * parts
     ot = OFFSET_TYPES[spec.offsets]
     osize = 4 if ot == "s32" else 8
-    ident = C.identity(spec.op, spec.dtype)
+    ident = C.identity(spec.op, real)
     x, begin, end, y = (kb.param_ptr(k) for k in ("x", "begin", "end", "y"))
     segments = kb.param("segments", "u32")
     tid = kb.tid()
@@ -150,13 +157,15 @@ def generate_segreduce(spec: SegReduceSpec) -> str:
     hi = kb.ld("global", ot, kb.addr(end, seg, osize))
     if ot == "s32":
         lo, hi = kb.cvt(lo, "s64"), kb.cvt(hi, "s64")
-    acc = kb.mov(ident, t)
+    acc = [kb.mov(ident, t) for _ in range(parts)]
     i = kb.add(lo, kb.cvt(lane, "s64"))
     with kb.loop(i, hi, 32, type_="s64") as j:
-        kb.assign(acc, C.combine(kb, spec.op, acc, kb.ld("global", t, kb.addr(x, j, size))))
-    r = C.warp_reduce(kb, spec.op, acc)
+        v = kb.ld("global", t, kb.addr(x, j, size), vec=parts)
+        for a, e in zip(acc, v if parts == 2 else (v,)):
+            kb.assign(a, C.combine(kb, spec.op, a, e))
+    r = [C.warp_reduce(kb, spec.op, a) for a in acc]
     with kb.if_(kb.setp("eq", lane, 0)):
-        kb.st("global", kb.addr(y, seg, size), r)
+        kb.st("global", kb.addr(y, seg, size), r if parts == 2 else r[0])
     return kb.ptx()
 
 
@@ -171,7 +180,8 @@ def reduce_configurations(arch: str) -> list[ReduceSpec]:
 
 def segreduce_configurations(arch: str) -> list[SegReduceSpec]:
     return [SegReduceSpec(arch=arch, dtype=d, op=op, offsets=o)
-            for d in C.REDUCE_DTYPES for op in C.OPS for o in OFFSET_TYPES]
+            for d in C.REDUCE_DTYPES for op in C.OPS for o in OFFSET_TYPES] + [
+        SegReduceSpec(arch=arch, dtype=d, op="sum", offsets=o) for d in COMPLEX for o in OFFSET_TYPES]
 
 
 registry.register_family(ReduceSpec.family, ReduceSpec, generate_reduce, reduce_configurations)
