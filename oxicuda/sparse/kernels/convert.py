@@ -4,7 +4,7 @@ Family ``sparse_convert``, variants (params in each generator's docstring):
 
 - ``expand_rows``: CSR row pointers to one row index per non-zero (a warp per row);
 - ``coo_key``: ``key = major * n_minor + minor`` (u64), the sort key of COO -> CSR/CSC;
-- ``split_key``: the inverse, after the sort;
+- ``split_key``: the inverse, after the sort; ``split_pos``: dense positions to (row, col);
 - ``indptr``: row pointers from sorted row indices (thread i fills the pointers of the rows
   between its predecessor's row and its own);
 - ``row_lengths``: ``indptr[r + 1] - indptr[r]`` (the SpMV dispatch statistics);
@@ -28,7 +28,7 @@ from oxicuda.ptx.spec import KernelSpec
 from .numeric import DTYPES, Num
 
 THREADS = 256
-INDEX_VARIANTS = ("expand_rows", "coo_key", "split_key", "indptr", "row_lengths")
+INDEX_VARIANTS = ("expand_rows", "coo_key", "split_key", "split_pos", "indptr", "row_lengths")
 VALUE_VARIANTS = ("diagonal", "toarray", "nonzero_flag", "conj", "cast")
 
 
@@ -93,6 +93,18 @@ def _split_key(kb, spec):
     b = kb.sub(k, kb.mul(a, n_minor))
     kb.st("global", kb.addr(major, i, 4), kb.cvt(a, "u32"))
     kb.st("global", kb.addr(minor, i, 4), kb.cvt(b, "u32"))
+
+
+def _split_pos(kb, spec):
+    """(pos, major, minor, n, n_minor): row-major positions (u32) of a dense array to (row, col)."""
+    pos, major, minor = kb.param_ptr("pos"), kb.param_ptr("major"), kb.param_ptr("minor")
+    n, n_minor = kb.param("n", "u32"), kb.param("n_minor", "u32")
+    i = _gid(kb)
+    kb.ret(kb.setp("ge", i, n))
+    k = kb.ld("global", "u32", kb.addr(pos, i, 4))
+    a = kb.div(k, n_minor)
+    kb.st("global", kb.addr(major, i, 4), a)
+    kb.st("global", kb.addr(minor, i, 4), kb.sub(k, kb.mul(a, n_minor)))
 
 
 def _indptr(kb, spec):
