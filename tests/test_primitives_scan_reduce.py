@@ -3,6 +3,8 @@ references), at lengths around the tile boundaries, with NaN-poisoned outputs.""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -114,7 +116,7 @@ def test_segmented_reduce_with_empty_and_long_segments(rng, op, offsets):
     prim.segmented_reduce(x, off, op, out=out)
     ident = {"sum": 0.0, "min": np.inf, "max": -np.inf}[op]
     fn = {"sum": np.sum, "min": np.min, "max": np.max}[op]
-    want = [fn(x[a:b]) if b > a else ident for a, b in zip(off[:-1], off[1:])]
+    want = [fn(x[a:b]) if b > a else ident for a, b in itertools.pairwise(off)]
     np.testing.assert_allclose(out.get(), want, rtol=1e-12, atol=1e-12)
     begin, end = off[:-1], off[1:]
     np.testing.assert_allclose(prim.segmented_reduce(x, begin, op, end_offsets=end).get(), want,

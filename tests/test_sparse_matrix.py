@@ -104,7 +104,7 @@ def test_arithmetic_transpose_and_reductions(rng, dtype):
     ref_b = sp.coo_matrix((d2, (r2, c2)), shape=(m, n)).toarray()
     a = S.coo_matrix((d, (r, c)), shape=(m, n)).tocsr()
     b = S.coo_matrix((d2, (r2, c2)), shape=(m, n)).tocsr()
-    tol = dict(rtol=_tol(dtype) * 10, atol=_tol(dtype) * 10)
+    tol = {"rtol": _tol(dtype) * 10, "atol": _tol(dtype) * 10}
     np.testing.assert_allclose((a + b).toarray().get(), ref_a + ref_b, **tol)
     np.testing.assert_allclose((a - b).toarray().get(), ref_a - ref_b, **tol)
     np.testing.assert_allclose((a * 2.5).toarray().get(), 2.5 * ref_a, **tol)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 
 _LAZY = {name: "api" for name in (
-    "argmax", "argmin", "argsort", "exclusive_scan", "histogram_even", "inclusive_scan", "nonzero",
+    "argmax", "argmin", "argsort", "exclusive_scan", "gather", "histogram_even", "inclusive_scan", "nonzero",
     "radix_sort", "reduce", "reduce_by_key", "run_length_encode", "segmented_reduce",
     "select_flagged", "select_if")}
 

@@ -19,7 +19,7 @@ from .kernels import common as C
 from .kernels.radix import KEYS
 from .kernels.select import FLAG_DTYPES
 
-__all__ = ["argmax", "argmin", "argsort", "exclusive_scan", "histogram_even", "inclusive_scan",
+__all__ = ["argmax", "argmin", "argsort", "exclusive_scan", "gather", "histogram_even", "inclusive_scan",
            "nonzero", "radix_sort", "reduce", "reduce_by_key", "run_length_encode",
            "segmented_reduce", "select_flagged", "select_if"]
 
@@ -167,9 +167,10 @@ def radix_sort(keys: object, values: object = None, descending: bool = False, be
     return out_k if va is None else (out_k, out_v)
 
 
-def argsort(keys: object, descending: bool = False, *, stream: object = None) -> DeviceArray:
+def argsort(keys: object, descending: bool = False, begin_bit: int = 0, end_bit: int | None = None, *,
+            return_keys: bool = False, stream: object = None):
     """The stable sorting permutation of ``keys`` (int32 positions): a radix sort of the keys
-    carrying ``arange(n)``."""
+    carrying ``arange(n)``; ``return_keys=True`` returns ``(sorted_keys, permutation)``."""
     ka = vector(keys, "argsort: keys", tuple(KEYS), stream)
     stream = stream_for(stream, ka)
     n = ka.size
@@ -177,7 +178,27 @@ def argsort(keys: object, descending: bool = False, *, stream: object = None) ->
     if n:
         PL.PLANS.get_or_build((ordinal(), "iota", n), lambda: PL.LaunchPlan(
             "iota", [PL.iota_step(PL.arch(), "int32", n, PL.P(0))])).run((idx.ptr,), (), stream)
-    return radix_sort(ka, idx, descending, stream=stream)[1]
+    sk, perm = radix_sort(ka, idx, descending, begin_bit, end_bit, stream=stream)
+    return (sk, perm) if return_keys else perm
+
+
+def gather(src: object, index: object, *, stream: object = None) -> DeviceArray:
+    """``src[index]`` for a 1-D ``src`` of any 1..16-byte dtype and int32/int64 ``index``
+    (not bounds-checked, as a CUB gather)."""
+    sa = vector(src, "gather: src", (dtype_name(src.dtype),) if hasattr(src, "dtype") else (), stream)
+    ia = vector(index, "gather: index", ("int32", "int64"), stream)
+    if sa.itemsize not in (1, 2, 4, 8, 16):
+        raise TypeError(f"gather: src elements of {sa.itemsize} bytes; allowed 1, 2, 4, 8, 16")
+    stream = stream_for(stream, sa, ia)
+    out = empty(ia.shape, sa.dtype, stream=stream)
+    n = ia.size
+    if n:
+        it = dtype_name(ia.dtype)
+        key = (ordinal(), "gather", sa.itemsize, it, n)
+        PL.PLANS.get_or_build(key, lambda: PL.LaunchPlan("gather", [
+            PL.gather_step(PL.arch(), sa.itemsize, it, n, PL.P(0), PL.P(1), PL.P(2))])).run(
+            (sa.ptr, ia.ptr, out.ptr), (), stream)
+    return out
 
 
 # -- data-dependent sizes -----------------------------------------------------------------------

@@ -129,7 +129,7 @@ def _convert_case(kind: str):
         p = Prepared(ours=ours, check=check, tolerance=0.5, bytes=float(nnz * 12 * 2), problem=f"nnz={nnz}")
         v = _cupyx()
         if v is not None:
-            cp, cs = v
+            _cp, cs = v
             csrc = cs.coo_matrix(coo) if kind == "coo2csr" else cs.csr_matrix(ref)
             p.vendor = (lambda i: csrc.tocsr()) if kind == "coo2csr" else (lambda i: csrc.tocsc())
             p.vendor_name = "cuSPARSE (cupyx.scipy.sparse)"

@@ -68,7 +68,7 @@ def random(m: int, n: int, density: float = 0.01, format: str = "coo", dtype=np.
     if not 0 <= density <= 1:
         raise ValueError(f"random: density={density}; it must lie in [0, 1]")
     rng = random_state if isinstance(random_state, np.random.Generator) else np.random.default_rng(random_state)
-    k = int(round(density * m * n))
+    k = round(density * m * n)
     flat = rng.choice(m * n, size=k, replace=False) if k else np.zeros(0, np.int64)
     dt = matrix_dtype(dtype, "random")
     vals = rng.random(k).astype(dt)

@@ -145,9 +145,8 @@ def _diagonal(kb, spec):
     hi = kb.ld("global", "s32", kb.addr(indptr, i, 4), offset=4)
     acc = nm.zero()
     me = kb.bitcast(i, "s32")
-    with kb.loop(lo, hi, 1) as j:
-        with kb.if_(kb.setp("eq", kb.ld("global", "s32", kb.addr(indices, j, 4)), me)):
-            nm.assign(acc, nm.add(acc, nm.load(data, j)))
+    with kb.loop(lo, hi, 1) as j, kb.if_(kb.setp("eq", kb.ld("global", "s32", kb.addr(indices, j, 4)), me)):
+        nm.assign(acc, nm.add(acc, nm.load(data, j)))
     nm.store(d, i, acc)
 
 
