@@ -87,3 +87,13 @@ class Num:
         from oxicuda.primitives.kernels.common import shfl
 
         return tuple(shfl(self.kb, "idx", x, lane) for x in v)
+
+
+def divide(nm: Num, a, d):
+    """a / d (complex: a conj(d) / |d|^2)."""
+    kb = nm.kb
+    if nm.parts == 1:
+        return (kb.div(a[0], d[0]),)
+    den = kb.fma(d[0], d[0], kb.mul(d[1], d[1]))
+    num = nm.mul(a, nm.conj(d))
+    return kb.div(num[0], den), kb.div(num[1], den)

@@ -176,3 +176,37 @@ def gmres(A, b, x0=None, *, tol: float = 1e-5, restart: int | None = None, maxit
         r = b.copy()
         blas.axpy(-1.0, A.matvec(x), r)
     return x, (0 if float(blas.nrm2(r)) <= limit else maxiter)
+
+
+def spsolve_triangular(A, b, lower: bool = True, overwrite_A: bool = False, overwrite_b: bool = False,
+                       unit_diagonal: bool = False):
+    """Solve ``A x = b`` for a triangular sparse A (n x n; the other triangle is ignored) and a
+    vector or (n, k) array b of A's dtype. The level analysis runs on the device once per matrix
+    and triangle and is reused by later solves. Raises ValueError for a zero diagonal entry (non-
+    unit), shapes or dtypes that do not match, before anything is written."""
+    from ..matrix import csr_matrix
+    from ..sptrsv import solve
+
+    if not isinstance(A, spmatrix):
+        raise TypeError(f"spsolve_triangular: A is {type(A).__name__}; a sparse matrix is required")
+    m, n = A.shape
+    if m != n:
+        raise ValueError(f"spsolve_triangular: A has shape {A.shape}; it must be square")
+    csr = A if isinstance(A, csr_matrix) else A.tocsr()
+    if not csr.has_canonical_format:
+        csr = csr.copy()
+        csr.sum_duplicates()
+    ba = b if isinstance(b, DeviceArray) else asarray(np.asarray(b))
+    if ba.dtype != csr.dtype:
+        raise TypeError(f"spsolve_triangular: b has dtype {ba.dtype} and A {csr.dtype}; they must match")
+    if ba.shape[0] != n or ba.ndim not in (1, 2):
+        raise ValueError(f"spsolve_triangular: b has shape {ba.shape}; A needs ({n},) or ({n}, k)")
+    if ba.ndim == 1:
+        x = zeros((n,), csr.dtype)
+        solve(csr, ba if ba.is_c_contiguous else ba.copy(), x, bool(lower), bool(unit_diagonal), csr.stream)
+        return x
+    cols = ba.T.copy()
+    xt = zeros(cols.shape, csr.dtype)
+    for c in range(cols.shape[0]):
+        solve(csr, cols[c], xt[c], bool(lower), bool(unit_diagonal), csr.stream)
+    return xt.T.copy()
