@@ -22,13 +22,13 @@ def _args(p, s, ws):
     return s
 
 
-def run1(spec, grid: int, args: tuple, stream: object) -> None:
-    """Launch ``spec`` over ``grid`` CTAs of its 256 threads with ``args`` (plan cached per spec
-    and grid)."""
-    key = (device_facts().ordinal, spec, grid)
+def run1(spec, grid: int, args: tuple, stream: object, block: int = THREADS) -> None:
+    """Launch ``spec`` over ``grid`` CTAs of ``block`` threads with ``args`` (plan cached per spec
+    and geometry)."""
+    key = (device_facts().ordinal, spec, grid, block)
     plan = PLANS.get(key)
     if plan is None:
-        plan = PLANS.get_or_build(key, lambda: LaunchPlan(spec.family, [KernelStep(spec, grid, THREADS, _args)]))
+        plan = PLANS.get_or_build(key, lambda: LaunchPlan(spec.family, [KernelStep(spec, grid, block, _args)]))
     plan.run((), args, stream)
 
 

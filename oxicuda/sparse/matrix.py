@@ -355,7 +355,9 @@ class csr_matrix(_compressed):
 
     def _matmul(self, other):
         if isinstance(other, spmatrix):
-            raise NotImplementedError("sparse @ sparse (SpGEMM) is not implemented yet")
+            from .spgemm import spgemm
+
+            return spgemm(self, other.tocsr())
         if np.isscalar(other):
             return self * other
         x = other if isinstance(other, DeviceArray) else asarray(np.asarray(other), stream=self.stream)
