@@ -67,3 +67,38 @@ def test_cg_on_a_2d_poisson_matrix():
     x, info = L.cg(S.csr_matrix(ref), b, rtol=1e-10)
     assert info == 0
     np.testing.assert_allclose(ref @ x.get(), b, atol=1e-7)
+
+
+def test_spgemm_with_long_rows_uses_the_global_table_and_matches_cupyx():
+    rng = np.random.default_rng(4)
+    a = sp.random(2000, 2000, density=0.002, format="csr", random_state=5)
+    b = sp.random(2000, 3000, density=0.002, format="csr", random_state=6)
+    b = (b + sp.csr_matrix((np.ones(2500), (np.full(2500, 7), rng.permutation(3000)[:2500])), shape=(2000, 3000))).tocsr()
+    a = (a + sp.csr_matrix((np.ones(2000), (np.arange(2000), np.full(2000, 7))), shape=(2000, 2000))).tocsr()
+    c = S.csr_matrix(a) @ S.csr_matrix(b)  # every row of A hits row 7 of B: tables of 8192 slots, global
+    want = (a @ b).tocsr()
+    want.sum_duplicates()
+    want.sort_indices()
+    np.testing.assert_array_equal(c.indptr.get(), want.indptr)
+    np.testing.assert_array_equal(c.indices.get(), want.indices)
+    np.testing.assert_allclose(c.data.get(), want.data, rtol=1e-12)
+
+
+def test_spgemm_of_a_poisson_matrix_with_itself_and_sptrsv_of_its_lower_triangle():
+    from oxicuda.sparse import linalg as L
+    import scipy.sparse.linalg as spl
+
+    side = 256
+    t = sp.diags([-np.ones(side - 1), 4 * np.ones(side), -np.ones(side - 1)], [-1, 0, 1])
+    p = (sp.kron(sp.identity(side), t) + sp.kron(sp.diags([-np.ones(side - 1)] * 2, [-1, 1]),
+                                                  sp.identity(side))).tocsr()
+    a = S.csr_matrix(p)
+    c = a @ a
+    want = (p @ p).tocsr()
+    want.sort_indices()
+    np.testing.assert_array_equal(c.indices.get(), want.indices)
+    np.testing.assert_allclose(c.data.get(), want.data, rtol=1e-12)
+    low = sp.tril(p).tocsr()
+    b = np.random.default_rng(7).standard_normal(side * side)
+    x = L.spsolve_triangular(S.csr_matrix(low), b)
+    np.testing.assert_allclose(x.get(), spl.spsolve_triangular(low, b), rtol=1e-9, atol=1e-9)

@@ -229,6 +229,20 @@ class _compressed(spmatrix):
         self.shape = (int(shape[0]), int(shape[1]))
         self.has_canonical_format = bool(canonical)
         self._spmv_choice = None
+        self.__dict__.pop("_sptrsv", None)
+        self.__dict__.pop("_canonical", None)
+
+    def canonical(self):
+        """This matrix with sorted, merged indices: itself when it already is, else a canonical
+        copy made once and kept (the solvers' analyses are cached on it)."""
+        if self.has_canonical_format:
+            return self
+        c = self.__dict__.get("_canonical")
+        if c is None:
+            c = self.copy()
+            c.sum_duplicates()
+            self.__dict__["_canonical"] = c
+        return c
 
     @classmethod
     def _from_parts(cls, data, indices, indptr, shape, canonical=False, stream=None):

@@ -192,10 +192,10 @@ def spsolve_triangular(A, b, lower: bool = True, overwrite_A: bool = False, over
     m, n = A.shape
     if m != n:
         raise ValueError(f"spsolve_triangular: A has shape {A.shape}; it must be square")
-    csr = A if isinstance(A, csr_matrix) else A.tocsr()
-    if not csr.has_canonical_format:
-        csr = csr.copy()
-        csr.sum_duplicates()
+    if not isinstance(A, csr_matrix):
+        cache = A.__dict__.setdefault("_csr_for_solves", {})
+        A = cache.setdefault("csr", A.tocsr())
+    csr = A.canonical()
     ba = b if isinstance(b, DeviceArray) else asarray(np.asarray(b))
     if ba.dtype != csr.dtype:
         raise TypeError(f"spsolve_triangular: b has dtype {ba.dtype} and A {csr.dtype}; they must match")
