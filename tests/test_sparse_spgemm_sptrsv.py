@@ -92,3 +92,22 @@ def test_spsolve_triangular_with_several_right_hand_sides_and_errors(rng):
         L.spsolve_triangular(S.csr_matrix(np.ones((2, 3))), np.ones(2))
     with pytest.raises(TypeError, match="dtype"):
         L.spsolve_triangular(S.csr_matrix(ref), b[:, 0].astype(np.float32))
+
+
+@pytest.mark.parametrize("dtype,k,vec", [("float32", 8, 4), ("float32", 7, 1), ("float64", 6, 2),
+                                         ("complex64", 5, 1)])
+def test_spmm_tiles_dense_columns_with_vector_loads(rng, dtype, k, vec):
+    ref = _rand(rng, 40, 23, 0.2, dtype)
+    x = rng.standard_normal((23, k)).astype(dtype)
+    y0 = rng.standard_normal((40, k)).astype(dtype)
+    y = oxicuda.asarray(y0)
+    with oxicuda.trace() as t:
+        S.csr_matrix(ref).spmm(oxicuda.asarray(x), y, alpha=2.0, beta=-1.0)
+    assert [r.spec.vec for r in t.launches if r.spec.family == "sparse_spmm"] == [vec]
+    tol = 1e-5 if dtype in ("float32", "complex64") else 1e-12
+    np.testing.assert_allclose(y.get(), 2.0 * (ref @ x) - y0, rtol=tol, atol=tol)
+    poisoned = oxicuda.full((40, k), np.nan, dtype)
+    S.csr_matrix(ref).spmm(oxicuda.asarray(x), poisoned)
+    np.testing.assert_allclose(poisoned.get(), ref @ x, rtol=tol, atol=tol)
+    with pytest.raises(ValueError, match="must be"):
+        S.csr_matrix(ref) @ oxicuda.asarray(x[:5])

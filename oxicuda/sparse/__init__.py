@@ -16,7 +16,7 @@ _LAZY = {
     "linalg": None,
 }
 
-KERNEL_MODULES = tuple(f"{__name__}.kernels.{m}" for m in ("spmv", "convert", "sptrsv", "spgemm"))
+KERNEL_MODULES = tuple(f"{__name__}.kernels.{m}" for m in ("spmv", "spmm", "convert", "sptrsv", "spgemm"))
 
 __all__ = [*sorted(_LAZY), "KERNEL_MODULES"]
 

@@ -401,19 +401,11 @@ class csr_matrix(_compressed):
                    self.stream)
         return y
 
-    def spmm(self, x: DeviceArray) -> DeviceArray:
-        """A @ X for a dense (n, k) X: k SpMVs over X's columns (no dedicated SpMM kernel yet)."""
-        m, n = self.shape
-        if x.shape[0] != n:
-            raise ValueError(f"matmul: A has shape {self.shape} and X {x.shape}; X.shape[0] must be {n}")
-        if x.dtype != self.dtype:
-            raise TypeError(f"matmul: X has dtype {x.dtype} and A {self.dtype}; they must match")
-        k = x.shape[1]
-        xt = x.T.copy()
-        yt = empty((k, m), self.dtype, stream=self.stream)
-        for c in range(k):
-            self.spmv(xt[c], yt[c])
-        return yt.T.copy()
+    def spmm(self, x, y=None, alpha: complex = 1.0, beta: complex = 0.0) -> DeviceArray:
+        """``Y = alpha A X + beta Y`` for a dense (n, k) X (C-contiguous; Y (m, k) new unless given)."""
+        from .spmm import spmm
+
+        return spmm(self, x, y, alpha, beta)
 
 
 class csc_matrix(_compressed):
