@@ -178,3 +178,21 @@ def test_bad_input_raises_before_anything_is_written():
     with pytest.raises(TypeError, match="dtypes"):
         a + S.eye(3, format="csr", dtype=np.float32)
     S.csr_matrix((data, np.array([0, 5, 2]), np.array([0, 1, 2, 3])), shape=(3, 3), check=False)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "complex64"])
+def test_elementwise_multiply_with_sparse_and_dense(rng, dtype):
+    a_ref = sp.random(25, 18, 0.3, format="csr", random_state=int(rng.integers(1 << 30))).astype(dtype)
+    b_ref = sp.random(25, 18, 0.3, format="csr", random_state=int(rng.integers(1 << 30))).astype(dtype)
+    dense = _values(rng, dtype, 25 * 18).reshape(25, 18)
+    a = S.csr_matrix(a_ref)
+    with oxicuda.trace() as t:
+        c = a.multiply(S.csr_matrix(b_ref))
+    assert "mul_sparse" in [r.spec.variant for r in t.launches if r.spec.family == "sparse_convert"]
+    want = a_ref.multiply(b_ref).tocsr()
+    assert c.nnz == want.nnz
+    tol = dict(rtol=_tol(dtype), atol=_tol(dtype))
+    np.testing.assert_allclose(c.toarray().get(), want.toarray(), **tol)
+    np.testing.assert_allclose(a.multiply(dense).toarray().get(), a_ref.multiply(dense).toarray(), **tol)
+    with pytest.raises(ValueError, match="shape"):
+        a.multiply(dense[:5])

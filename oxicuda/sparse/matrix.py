@@ -91,11 +91,11 @@ class spmatrix:
         return self.__mul__(-1)
 
     def multiply(self, other):
-        """Element-wise product; a scalar only for now (sparse and dense operands raise)."""
+        """Element-wise product with a scalar, a dense (m, n) array or a sparse matrix of the same
+        shape and dtype: a CSR matrix (zeros of a sparse product dropped, as scipy does)."""
         if np.isscalar(other):
             return self.__mul__(other)
-        raise NotImplementedError("multiply: only a scalar operand is implemented; sparse .* sparse "
-                                  "and sparse .* dense are not yet")
+        return self.tocsr()._multiply(other)
 
     def __add__(self, other):
         return self._add(other, 1, "+")
@@ -359,6 +359,39 @@ class csr_matrix(_compressed):
         m, n = self.shape
         d, ind, ptr = D.compress(self.indices, self._rows(), self.data, n, m, False, self.stream)
         return csc_matrix._from_parts(d, ind, ptr, self.shape, self.has_canonical_format, self.stream)
+
+    def _multiply(self, other):
+        from .kernels.convert import ConvertSpec
+
+        if isinstance(other, spmatrix) or _is_scipy_sparse(other):
+            b = other if isinstance(other, spmatrix) else csr_matrix(other)
+            if b.shape != self.shape:
+                raise ValueError(f"multiply: shapes {self.shape} and {b.shape} differ; they must be equal")
+            if b.dtype != self.dtype:
+                raise TypeError(f"multiply: dtypes {self.dtype} and {b.dtype} differ; astype one first")
+            a, b = self.canonical(), b.tocsr().canonical()
+            out = empty((a.nnz,), self.dtype, stream=self.stream)
+            if a.nnz:
+                D.run1(ConvertSpec(arch=D.arch(), variant="mul_sparse", dtype=self.dtype.name, to=self.dtype.name),
+                       D.blocks(a.nnz), (a._rows().ptr, a.indices.ptr, a.data.ptr, b.indptr.ptr, b.indices.ptr,
+                                         b.data.ptr, out.ptr, a.nnz), self.stream)
+            c = csr_matrix._from_parts(out, a.indices, a.indptr, self.shape, True, self.stream)
+            c.eliminate_zeros()
+            return c
+        d = other if isinstance(other, DeviceArray) else asarray(np.asarray(other))
+        if tuple(d.shape) != self.shape:
+            raise ValueError(f"multiply: the dense operand has shape {d.shape}; it must be {self.shape}")
+        if d.dtype != self.dtype:
+            raise TypeError(f"multiply: the dense operand has dtype {d.dtype} and the matrix {self.dtype}; "
+                            "they must match")
+        d = d if d.is_c_contiguous else d.copy()
+        out = empty((self.nnz,), self.dtype, stream=self.stream)
+        if self.nnz:
+            D.run1(ConvertSpec(arch=D.arch(), variant="mul_dense", dtype=self.dtype.name, to=self.dtype.name),
+                   D.blocks(self.nnz), (self._rows().ptr, self.indices.ptr, self.data.ptr, d.ptr, out.ptr,
+                                        self.nnz, self.shape[1]), self.stream)
+        return csr_matrix._from_parts(out, self.indices, self.indptr, self.shape, self.has_canonical_format,
+                                      self.stream)
 
     def spmv_kernel(self) -> tuple[str, int]:
         """The SpMV kernel this matrix gets: ("vector", width) or ("merge", items); measured on

@@ -13,7 +13,10 @@ Family ``sparse_convert``, variants (params in each generator's docstring):
 - ``nonzero_flag``: ``s[i] = x[i] != 0`` (complex: either part) for dense -> CSR and
   eliminate_zeros;
 - ``cast``: element dtype conversion (complex -> real keeps the real part, as numpy);
-- ``conj``: complex conjugate.
+- ``conj``: complex conjugate;
+- ``mul_dense``: ``out[j] = a_j * D[row_j, col_j]`` (the element-wise product with a dense D);
+- ``mul_sparse``: ``out[j] = a_j * b(row_j, col_j)`` by a binary search of B's sorted row (0 where B
+  has no entry; the caller drops those zeros).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from .numeric import DTYPES, Num
 
 THREADS = 256
 INDEX_VARIANTS = ("expand_rows", "coo_key", "split_key", "split_pos", "indptr", "row_lengths")
-VALUE_VARIANTS = ("diagonal", "toarray", "nonzero_flag", "conj", "cast")
+VALUE_VARIANTS = ("diagonal", "toarray", "nonzero_flag", "conj", "cast", "mul_dense", "mul_sparse")
 
 
 @dataclass(frozen=True)
@@ -206,10 +209,51 @@ def _cast(kb, spec):
     b.store(dst, i, v[:b.parts])
 
 
+def _mul_dense(kb, spec):
+    """(rows, indices, data, dense, out, nnz, ncols)"""
+    nm = Num(kb, spec.dtype)
+    rows, indices, data, dense, out = (kb.param_ptr(k) for k in ("rows", "indices", "data", "dense", "out"))
+    nnz, ncols = kb.param("nnz", "u32"), kb.param("ncols", "u32")
+    j = _gid(kb)
+    kb.ret(kb.setp("ge", j, nnz))
+    r = kb.ld("global", "u32", kb.addr(rows, j, 4))
+    c = kb.cvt(kb.ld("global", "u32", kb.addr(indices, j, 4)), "u64")
+    at = kb.add(kb.mul(r, ncols, mode="wide"), c)
+    nm.store(out, j, nm.mul(nm.load(data, j), nm.load(dense, at)))
+
+
+def _mul_sparse(kb, spec):
+    """(rows, indices, data, b_indptr, b_indices, b_data, out, nnz)"""
+    nm = Num(kb, spec.dtype)
+    rows, indices, data = kb.param_ptr("rows"), kb.param_ptr("indices"), kb.param_ptr("data")
+    b_indptr, b_indices, b_data, out = (kb.param_ptr(k) for k in ("b_indptr", "b_indices", "b_data", "out"))
+    nnz = kb.param("nnz", "u32")
+    j = _gid(kb)
+    kb.ret(kb.setp("ge", j, nnz))
+    r = kb.ld("global", "u32", kb.addr(rows, j, 4))
+    c = kb.ld("global", "s32", kb.addr(indices, j, 4))
+    lo = kb.ld("global", "s32", kb.addr(b_indptr, r, 4))
+    hi = kb.ld("global", "s32", kb.addr(b_indptr, r, 4), offset=4)
+    top = kb.label("search")
+    with kb.if_(kb.setp("lt", lo, hi)):
+        mid = kb.shr(kb.add(lo, hi), 1)
+        right = kb.setp("lt", kb.ld("global", "s32", kb.addr(b_indices, mid, 4)), c)
+        kb.selp(kb.add(mid, 1), lo, right, out=lo)
+        kb.selp(hi, mid, right, out=hi)
+        kb.bra(top)
+    res = nm.zero()
+    end = kb.ld("global", "s32", kb.addr(b_indptr, r, 4), offset=4)
+    with kb.if_(kb.setp("lt", lo, end)):
+        with kb.if_(kb.setp("eq", kb.ld("global", "s32", kb.addr(b_indices, lo, 4)), c)):
+            nm.assign(res, nm.mul(nm.load(data, j), nm.load(b_data, lo)))
+    nm.store(out, j, res)
+
+
 def convert_configurations(arch: str) -> list[ConvertSpec]:
     out = [ConvertSpec(arch=arch, variant=v) for v in INDEX_VARIANTS]
     for d in DTYPES:
-        out += [ConvertSpec(arch=arch, variant=v, dtype=d, to=d) for v in ("diagonal", "toarray", "nonzero_flag")]
+        out += [ConvertSpec(arch=arch, variant=v, dtype=d, to=d)
+                for v in ("diagonal", "toarray", "nonzero_flag", "mul_dense", "mul_sparse")]
         if d.startswith("complex"):
             out.append(ConvertSpec(arch=arch, variant="conj", dtype=d, to=d))
         out += [ConvertSpec(arch=arch, variant="cast", dtype=d, to=t) for t in DTYPES if t != d]
