@@ -131,3 +131,14 @@ def test_sort_and_select_reject_bad_input_before_launching():
         with pytest.raises(ValueError, match="lower"):
             prim.histogram_even(np.zeros(4), 3, 1.0, 1.0)
     assert t.launches == []
+
+
+def test_radix_sort_carries_one_and_two_byte_values_through_argsort(rng):
+    k = rng.integers(0, 40, 2100).astype(np.int16)
+    v = rng.integers(0, 255, 2100).astype(np.uint8)
+    with oxicuda.trace() as t:
+        sk, sv = prim.radix_sort(k, v, descending=True)
+    assert "prim_gather" in [r.spec.family for r in t.launches]
+    order = np.lexsort((np.arange(k.size), -k.astype(np.int64)))
+    np.testing.assert_array_equal(sk.get(), k[order])
+    np.testing.assert_array_equal(sv.get(), v[order])

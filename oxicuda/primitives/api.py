@@ -156,6 +156,9 @@ def radix_sort(keys: object, values: object = None, descending: bool = False, be
                             f"bytes per element (sort an index with argsort and gather wider values)")
         va = va if va.is_c_contiguous else va.copy()
     stream = stream_for(stream, ka)
+    if va is not None and va.itemsize < 4:
+        sk, perm = argsort(ka, descending, begin_bit, end_bit, return_keys=True, stream=stream)
+        return sk, gather(va, perm, stream=stream)
     out_k = empty(ka.shape, ka.dtype, stream=stream)
     out_v = empty(va.shape, va.dtype, stream=stream) if va is not None else None
     n = ka.size
@@ -246,7 +249,7 @@ def select_if(x: object, pred: str = "nonzero", value: object = 0, *, stream: ob
     """The elements of 1-D ``x`` for which ``x <pred> value`` holds (``pred`` one of eq ne lt le gt
     ge, or ``nonzero``), in order (CUB's DeviceSelect::If)."""
     check_choice(pred, COMPARISONS, "select_if: pred")
-    xa = vector(x, "select_if: x", tuple(FLAG_DTYPES), stream)
+    xa = vector(x, "select_if: x", tuple(FLAG_DTYPES) if pred == "nonzero" else tuple(C.PTX), stream)
     stream = stream_for(stream, xa)
     if xa.size == 0:
         return empty((0,), xa.dtype, stream=stream)

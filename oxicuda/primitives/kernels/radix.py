@@ -35,7 +35,8 @@ DIGITS = 1 << RADIX_BITS
 KEYS = {"uint8": (8, "u"), "int8": (8, "s"), "uint16": (16, "u"), "int16": (16, "s"),
         "uint32": (32, "u"), "int32": (32, "s"), "float32": (32, "f"),
         "uint64": (64, "u"), "int64": (64, "s"), "float64": (64, "f")}
-VALUE_BYTES = (0, 1, 2, 4, 8)
+#: value sizes carried by the scatter itself (1- and 2-byte values go through argsort + gather)
+VALUE_BYTES = (0, 4, 8)
 STAGES = ("hist", "scatter")
 THREADS, ITEMS = 256, 8
 TILE = THREADS * ITEMS

@@ -43,8 +43,10 @@ class FlagSpec(KernelSpec):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.dtype not in FLAG_DTYPES or self.pred not in PREDS:
-            raise ValueError(f"FlagSpec: dtype={self.dtype!r} pred={self.pred!r}")
+        compares = self.pred not in ("nonzero", "head")
+        if self.dtype not in FLAG_DTYPES or self.pred not in PREDS or (compares and self.dtype not in C.PTX):
+            raise ValueError(f"FlagSpec: dtype={self.dtype!r} pred={self.pred!r}; comparisons take "
+                             f"{tuple(C.PTX)}, nonzero/head every one of {tuple(FLAG_DTYPES)}")
 
 
 @dataclass(frozen=True)
@@ -201,7 +203,8 @@ def generate_gather(spec: GatherSpec) -> str:
 
 
 registry.register_family(FlagSpec.family, FlagSpec, generate_flag,
-                         lambda arch: [FlagSpec(arch=arch, dtype=d, pred=p) for d in FLAG_DTYPES for p in PREDS])
+                         lambda arch: [FlagSpec(arch=arch, dtype=d, pred=p) for d in FLAG_DTYPES for p in PREDS
+                                       if p in ("nonzero", "head") or d in C.PTX])
 registry.register_family(CompactSpec.family, CompactSpec, generate_compact,
                          lambda arch: [CompactSpec(arch=arch, value_bytes=b, with_index=w)
                                        for b in (0, *ELEMENT_BYTES) for w in (False, True) if b or w])
