@@ -101,6 +101,7 @@ def test_spmv_edge_matrices(rng):
 
 def test_spmv_bad_operands_raise_before_launching():
     a = S.eye(4, format="csr")
+    b32 = S.eye(4, format="csc", dtype=np.float32)
     with oxicuda.trace() as t:
         with pytest.raises(ValueError, match="length 4"):
             a @ np.ones(3)
@@ -109,7 +110,7 @@ def test_spmv_bad_operands_raise_before_launching():
         with pytest.raises(ValueError, match="not contiguous"):
             a.spmv(np.ones(4), oxicuda.zeros((8,), np.float64)[::2], beta=1.0)
         with pytest.raises(TypeError, match="dtype"):
-            a @ S.eye(4, format="csr", dtype=np.float32)
+            a @ b32
     assert t.launches == []
 
 

@@ -402,8 +402,9 @@ class csr_matrix(_compressed):
 
     def _matmul(self, other):
         if isinstance(other, spmatrix):
-            from .spgemm import spgemm
+            from .spgemm import check_operands, spgemm
 
+            check_operands(self, other)
             return spgemm(self, other.tocsr())
         if np.isscalar(other):
             return self * other

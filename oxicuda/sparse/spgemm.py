@@ -12,16 +12,21 @@ from . import device_ops as D
 from .kernels.spgemm import THREADS, SpgemmSpec
 
 
+def check_operands(A, B) -> None:
+    """Shapes and dtypes of a sparse product, before any conversion or launch."""
+    if A.shape[1] != B.shape[0]:
+        raise ValueError(f"matmul: A has shape {A.shape} and B {B.shape}; A.shape[1] must equal B.shape[0]")
+    if A.dtype != B.dtype:
+        raise TypeError(f"matmul: A has dtype {A.dtype} and B {B.dtype}; they must match (astype one)")
+
+
 def spgemm(A, B):
     """The canonical CSR product of CSR matrices A (m x k) and B (k x n) of one dtype."""
     from .matrix import csr_matrix
 
-    m, k = A.shape
-    k2, n = B.shape
-    if k != k2:
-        raise ValueError(f"matmul: A has shape {A.shape} and B {B.shape}; A.shape[1] must equal B.shape[0]")
-    if A.dtype != B.dtype:
-        raise TypeError(f"matmul: A has dtype {A.dtype} and B {B.dtype}; they must match (astype one)")
+    check_operands(A, B)
+    m, _ = A.shape
+    n = B.shape[1]
     st = A.stream
     arch = D.arch()
     if m == 0 or A.nnz == 0 or B.nnz == 0:
