@@ -428,6 +428,9 @@ class csr_matrix(_compressed):
                 raise ValueError("spmv: beta != 0 needs y")
         else:
             y = vector_operand(y, yout, self.dtype, "spmv: y", writable=True)
+            if y.ptr < xa.ptr + xa.nbytes and xa.ptr < y.ptr + y.nbytes:
+                raise ValueError("spmv: y overlaps x; the product reads all of x while writing y, so they must "
+                                 "be separate arrays")
         if transpose:
             S.spmv_transposed(self.indptr, self.indices, self.data, self.shape, xa, y, alpha, beta, conj, self.stream)
         else:

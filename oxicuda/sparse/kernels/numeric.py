@@ -27,12 +27,14 @@ class Num:
             return (kb.param(name, self.real),)
         return kb.param(f"{name}_re", self.real), kb.param(f"{name}_im", self.real)
 
-    def load(self, base: Value, index: Value, space: str = "global") -> tuple[Value, ...]:
+    def load(self, base: Value, index: Value, space: str = "global", nc: bool = False) -> tuple[Value, ...]:
+        """One element; ``nc`` reads through the read-only (non-coherent) path: only for data no
+        thread of the launch writes."""
         kb = self.kb
         a = kb.addr(base, index, self.size)
         if self.parts == 1:
-            return (kb.ld(space, self.real, a),)
-        return tuple(kb.ld(space, self.real, a, vec=2))
+            return (kb.ld(space, self.real, a, nc=nc),)
+        return tuple(kb.ld(space, self.real, a, vec=2, nc=nc))
 
     def store(self, base: Value, index: Value, v: tuple[Value, ...], space: str = "global") -> None:
         kb = self.kb

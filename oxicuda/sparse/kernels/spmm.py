@@ -54,18 +54,18 @@ def generate_spmm(spec: SpmmSpec) -> str:
     k64 = kb.cvt(k, "u64")
     c64 = kb.cvt(c0, "u64")
 
-    def load_row(base, r64):
+    def load_row(base, r64, nc=False):
         addr = kb.addr(base, kb.add(kb.mul(r64, k64), c64), nm.size)
         if V == 1:
-            return [nm.load(addr, 0)]
-        vals = kb.ld("global", nm.real, addr, vec=V)
+            return [nm.load(addr, 0, nc=nc)]
+        vals = kb.ld("global", nm.real, addr, vec=V, nc=nc)
         return [(v,) for v in vals]
 
     acc = [nm.zero() for _ in range(V)]
     with kb.loop(lo, hi, 1) as j:
-        col = kb.cvt(kb.ld("global", "u32", kb.addr(indices, j, 4)), "u64")
-        a = nm.load(data, j)
-        for v, xv in zip(acc, load_row(x, col)):
+        col = kb.cvt(kb.ld("global", "u32", kb.addr(indices, j, 4), nc=True), "u64")
+        a = nm.load(data, j, nc=True)
+        for v, xv in zip(acc, load_row(x, col, nc=True)):
             nm.assign(v, nm.fma(a, xv, v))
     r64 = kb.cvt(row, "u64")
     out = [nm.mul(alpha, v) for v in acc]

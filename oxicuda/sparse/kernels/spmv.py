@@ -82,8 +82,8 @@ def _vector(kb: KernelBuilder, nm: Num, spec: SpmvSpec) -> None:
         kb.assign(hi, kb.ld("global", "s32", kb.addr(indptr, row, 4), offset=4))
     acc = nm.zero()
     with kb.loop(kb.add(lo, kb.bitcast(lane, "s32")), hi, W) as j:
-        col = kb.ld("global", "s32", kb.addr(indices, j, 4))
-        nm.assign(acc, nm.fma(nm.load(data, j), nm.load(x, col), acc))
+        col = kb.ld("global", "s32", kb.addr(indices, j, 4), nc=True)
+        nm.assign(acc, nm.fma(nm.load(data, j, nc=True), nm.load(x, col, nc=True), acc))
     step = W // 2
     while step:
         nm.assign(acc, nm.add(acc, nm.shfl_bfly(acc, step)))
@@ -120,10 +120,10 @@ def _merge(kb: KernelBuilder, nm: Num, spec: SpmvSpec) -> None:
     j = kb.sub(d, lo)
     acc = nm.zero()
     with kb.loop(d, dend, 1, type_="s32"):
-        rowend = kb.ld("global", "s32", kb.addr(indptr, row, 4), offset=4)
+        rowend = kb.ld("global", "s32", kb.addr(indptr, row, 4), offset=4, nc=True)
         with kb.if_(kb.setp("lt", j, rowend)):
-            col = kb.ld("global", "s32", kb.addr(indices, j, 4))
-            nm.assign(acc, nm.fma(nm.load(data, j), nm.load(x, col), acc))
+            col = kb.ld("global", "s32", kb.addr(indices, j, 4), nc=True)
+            nm.assign(acc, nm.fma(nm.load(data, j, nc=True), nm.load(x, col, nc=True), acc))
             kb.add(j, 1, out=j)
         with kb.else_():
             _axpby(nm, alpha, acc, beta, y, row, read_y)
