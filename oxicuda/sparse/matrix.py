@@ -183,9 +183,11 @@ class _compressed(spmatrix):
             if dtype is not None:
                 self._set(self.astype(dtype).data, self.indices, self.indptr, self.shape, self.has_canonical_format)
             return
+        canonical = False
         if _is_scipy_sparse(arg1):
             arg1 = arg1.tocsr() if self.format == "csr" else arg1.tocsc()
             shape = arg1.shape if shape is None else shape
+            canonical = bool(arg1.has_canonical_format)  # scipy's flag of the host object it was given
             arg1 = (arg1.data, arg1.indices, arg1.indptr)
         if isinstance(arg1, tuple) and len(arg1) == 2 and isinstance(arg1[1], tuple):
             coo = coo_matrix(arg1, shape=shape, dtype=dtype, check=check, stream=stream)
@@ -212,7 +214,7 @@ class _compressed(spmatrix):
             nmaj, nmin = (m, n) if self.format == "csr" else (n, m)
             check_compressed(d, ind, ptr, nmaj, nmin, self.format, check, stream)
             self._set(d.copy() if copy else d, ind.copy() if copy else ind, ptr.copy() if copy else ptr,
-                      (m, n), False)
+                      (m, n), canonical)
             return
         dense = arg1 if isinstance(arg1, DeviceArray) else np.asarray(arg1)
         if dense.ndim != 2:

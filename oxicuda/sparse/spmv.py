@@ -12,6 +12,7 @@ import numpy as np
 
 from oxicuda import primitives as prim
 from oxicuda.memory.array import DeviceArray, empty
+from oxicuda.memory.workspace import workspace
 
 from . import device_ops as D
 from .kernels.spmv import THREADS, SpmvSpec
@@ -68,8 +69,8 @@ def spmv(indptr: DeviceArray, indices: DeviceArray, data: DeviceArray, shape: tu
         return
     items = param
     threads = -(-(m + nnz) // items)
-    carry_row = empty((threads,), np.int32, stream=stream)
-    carry_val = empty((threads,), data.dtype, stream=stream)
+    carry_row = workspace((np.int32, threads), stream)
+    carry_val = workspace((data.dtype, threads), stream)
     D.run1(SpmvSpec(arch=arch, dtype=dt, variant="merge"), D.blocks(threads),
            (indptr.ptr, indices.ptr, data.ptr, x.ptr, y.ptr, m, nnz, *a, *b, read_y, items, threads,
             carry_row.ptr, carry_val.ptr), stream)

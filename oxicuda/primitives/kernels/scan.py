@@ -90,7 +90,7 @@ def generate_scan(spec: ScanSpec) -> str:
     counter, flags = kb.param_ptr("counter"), kb.param_ptr("flags")
     agg, pref = kb.param_ptr("agg"), kb.param_ptr("pref")
     warps = T // 32
-    sh = kb.shared("tile", t, T * I)
+    sh = kb.shared("tile", t, T * I + T * I // 32)
     misc = kb.shared("misc", t, warps + 2)
     ticket = kb.shared("ticket", "u32", 1)
     tid = kb.tid()
@@ -102,16 +102,23 @@ def generate_scan(spec: ScanSpec) -> str:
     tile_id = kb.ld("shared", "u32", ticket)
     base = kb.mul(tile_id, T * I)
     shb = kb.shared_addr(sh)
+
+    def slot(i):
+        """Shared address of tile element i, one pad element per 32 (the blocked reads of
+        ``items`` consecutive elements per thread would otherwise hit one bank ``items`` times)."""
+        return kb.addr(shb, kb.add(i, kb.shr(i, 5)), size)
+
+    striped = [slot(kb.add(tid, k * T)) for k in range(I)]
+    mine_at = [slot(kb.add(kb.mul(tid, I), k)) for k in range(I)]
     for k in range(I):
         idx = kb.add(base, k * T + 0)
         idx = kb.add(idx, tid)
         v = kb.mov(ident, t)
         with kb.if_(kb.setp("lt", idx, n)):
             kb.assign(v, kb.ld("global", t, kb.addr(x, idx, size)))
-        kb.st("shared", kb.addr(shb, tid, size), v, offset=k * T * size)
+        kb.st("shared", striped[k], v)
     kb.bar_sync(0)
-    mine = kb.addr(shb, kb.mul(tid, I), size)
-    vals = [kb.ld("shared", t, mine, offset=k * size) for k in range(I)]
+    vals = [kb.ld("shared", t, mine_at[k]) for k in range(I)]
     incl = [vals[0]]
     for k in range(1, I):
         incl.append(C.combine(kb, op, incl[-1], vals[k]))
@@ -150,12 +157,12 @@ def generate_scan(spec: ScanSpec) -> str:
             r = lead if k == 0 else C.combine(kb, op, lead, incl[k - 1])
         else:
             r = C.combine(kb, op, lead, incl[k])
-        kb.st("shared", mine, r, offset=k * size)
+        kb.st("shared", mine_at[k], r)
     kb.bar_sync(0)
     for k in range(I):
         idx = kb.add(kb.add(base, k * T), tid)
         with kb.if_(kb.setp("lt", idx, n)):
-            kb.st("global", kb.addr(y, idx, size), kb.ld("shared", t, kb.addr(shb, tid, size), offset=k * T * size))
+            kb.st("global", kb.addr(y, idx, size), kb.ld("shared", t, striped[k]))
     return kb.ptx()
 
 
