@@ -17,11 +17,12 @@ def test_scan_of_2_to_the_26_int32_matches_numpy():
     np.testing.assert_array_equal(got, np.cumsum(x, dtype=np.int64).astype(np.int32))
 
 
-def test_radix_sort_pairs_of_2_to_the_24_match_numpy_and_cupy():
+@pytest.mark.parametrize("algo", ["onesweep", "classic"])
+def test_radix_sort_pairs_of_2_to_the_24_match_numpy_and_cupy(algo):
     rng = np.random.default_rng(1)
     k = rng.integers(0, 1 << 20, 1 << 24).astype(np.uint32)
     v = np.arange(k.size, dtype=np.int32)
-    sk, sv = prim.radix_sort(oxicuda.asarray(k), oxicuda.asarray(v))
+    sk, sv = prim.radix_sort(oxicuda.asarray(k), oxicuda.asarray(v), algo=algo)
     order = np.argsort(k, kind="stable")
     np.testing.assert_array_equal(sv.get(), order)
     cupy = pytest.importorskip("cupy")

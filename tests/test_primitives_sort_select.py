@@ -31,27 +31,35 @@ def _order(k, descending):
     return np.argsort(k, kind="stable")
 
 
-@pytest.mark.parametrize("dtype", KEY_TYPES)
-def test_radix_sort_pairs_are_stable_for_every_key_width(rng, dtype):
+CLASSIC = ["uint8", "int32", "float32", "float64"]
+
+
+@pytest.mark.parametrize("algo,dtype", [("onesweep", d) for d in KEY_TYPES] + [("classic", d) for d in CLASSIC])
+def test_radix_sort_pairs_are_stable_for_every_key_width(rng, algo, dtype):
     n = TILE + 1 if np.dtype(dtype).itemsize < 8 else 777
     k = _keys(rng, dtype, n)
     v = np.arange(n, dtype=np.int32)
     for desc in (False, True):
         with oxicuda.trace() as t:
-            sk, sv = prim.radix_sort(k, v, descending=desc)
+            sk, sv = prim.radix_sort(k, v, descending=desc, algo=None if algo == "onesweep" else algo)
         order = _order(k, desc)
         np.testing.assert_array_equal(sv.get(), order)
         np.testing.assert_array_equal(sk.get(), k[order])
-        passes = np.dtype(dtype).itemsize * 2
         fams = [r.spec.family for r in t.launches]
-        assert fams.count("prim_radix") == 2 * passes and fams.count("prim_scan") == passes
+        if algo == "classic":
+            passes = np.dtype(dtype).itemsize * 2
+            assert fams.count("prim_radix") == 2 * passes and fams.count("prim_scan") == passes
+        else:
+            passes = np.dtype(dtype).itemsize
+            assert fams.count("prim_onesweep") == 1 + passes and "prim_scan" not in fams
 
 
-def test_radix_sort_lengths_around_the_tile_and_wide_values(rng):
+@pytest.mark.parametrize("algo", ["onesweep", "classic"])
+def test_radix_sort_lengths_around_the_tile_and_wide_values(rng, algo):
     for n in (0, 1, TILE - 1, TILE, 3 * TILE + 5):
         k = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
         v = rng.standard_normal(n)
-        sk, sv = prim.radix_sort(oxicuda.asarray(k), oxicuda.asarray(v))
+        sk, sv = prim.radix_sort(oxicuda.asarray(k), oxicuda.asarray(v), algo=algo)
         o = np.argsort(k, kind="stable")
         np.testing.assert_array_equal(sk.get(), k[o])
         np.testing.assert_array_equal(sv.get(), v[o])
@@ -61,8 +69,9 @@ def test_radix_sort_lengths_around_the_tile_and_wide_values(rng):
 def test_radix_sort_bit_range_and_float_specials(rng):
     k = rng.integers(0, 1 << 16, 3000).astype(np.uint32)
     v = np.arange(3000, dtype=np.int32)
-    _, sv = prim.radix_sort(k, v, begin_bit=4, end_bit=10)
-    np.testing.assert_array_equal(sv.get(), np.argsort((k >> 4) & 63, kind="stable"))
+    for algo in ("onesweep", "classic"):
+        _, sv = prim.radix_sort(k, v, begin_bit=4, end_bit=13, algo=algo)
+        np.testing.assert_array_equal(sv.get(), np.argsort((k >> 4) & 511, kind="stable"))
     f = np.array([3.0, np.inf, -np.inf, -1.0, 0.0, np.nan, -7.5, 2.0], np.float32)
     got = prim.radix_sort(f).get()
     np.testing.assert_array_equal(got[:-1], np.sort(f)[:-1])
@@ -124,6 +133,8 @@ def test_sort_and_select_reject_bad_input_before_launching():
             prim.radix_sort(np.zeros(4, np.uint32), np.zeros(4, np.complex128))
         with pytest.raises(TypeError, match="complex64"):
             prim.radix_sort(np.zeros(4, np.complex64))
+        with pytest.raises(ValueError, match="algo='fast'"):
+            prim.radix_sort(np.zeros(4, np.uint32), algo="fast")
         with pytest.raises(ValueError, match="must match"):
             prim.select_flagged(np.zeros(4), np.zeros(3, bool))
         with pytest.raises(ValueError, match="pred='bigger'"):

@@ -17,7 +17,7 @@ _LAZY = {name: "api" for name in (
     "radix_sort", "reduce", "reduce_by_key", "run_length_encode", "segmented_reduce",
     "select_flagged", "select_if")}
 
-KERNEL_MODULES = tuple(f"{__name__}.kernels.{m}" for m in ("scan", "reduce", "radix", "select"))
+KERNEL_MODULES = tuple(f"{__name__}.kernels.{m}" for m in ("scan", "reduce", "radix", "onesweep", "select"))
 
 __all__ = [*sorted(_LAZY), "KERNEL_MODULES"]
 

@@ -16,6 +16,7 @@ from oxicuda.memory.workspace import workspace_ptr
 from . import plan as PL
 from .arrays import check_choice, dtype_name, ordinal, output, read_u32, stream_for, vector
 from .kernels import common as C
+from .kernels.onesweep import MAX_KEYS as ONESWEEP_MAX
 from .kernels.radix import KEYS
 from .kernels.select import FLAG_DTYPES
 
@@ -128,13 +129,22 @@ def _value_dtypes(op: str) -> tuple[str, ...]:
     return (*C.REDUCE_DTYPES, "complex64", "complex128") if op == "sum" else C.REDUCE_DTYPES
 
 
+SORT_ALGOS = ("onesweep", "classic")
+
+
 def radix_sort(keys: object, values: object = None, descending: bool = False, begin_bit: int = 0,
-               end_bit: int | None = None, *, stream: object = None):
+               end_bit: int | None = None, *, algo: str | None = None, stream: object = None):
     """Stable LSD radix sort of a 1-D ``keys`` array (int8/16/32/64, uint8/16/32/64, float32,
     float64): returns the sorted keys, or ``(keys, values)`` with ``values`` (any dtype of 1, 2, 4
     or 8 bytes, same length) permuted alongside. Only bits ``[begin_bit, end_bit)`` of the keys'
     order-preserving image are compared (default: all). Floats: -0.0 before +0.0, NaNs last
-    (first when descending). Equal keys keep their input order in both directions."""
+    (first when descending). Equal keys keep their input order in both directions.
+
+    ``algo``: ``"onesweep"`` (8-bit digits: one histogram pass, then one ranking-scatter pass per
+    digit with decoupled look-back; up to 2^30 - 1 keys) or ``"classic"`` (4-bit digits: histogram,
+    scan and scatter per digit; any length); None takes onesweep where it applies."""
+    if algo is not None:
+        check_choice(algo, SORT_ALGOS, "radix_sort: algo")
     ka = vector(keys, "radix_sort: keys", tuple(KEYS), stream)
     kt = dtype_name(ka.dtype)
     bits = KEYS[kt][0]
@@ -156,22 +166,27 @@ def radix_sort(keys: object, values: object = None, descending: bool = False, be
                             f"bytes per element (sort an index with argsort and gather wider values)")
         va = va if va.is_c_contiguous else va.copy()
     stream = stream_for(stream, ka)
+    if algo == "onesweep" and ka.size > ONESWEEP_MAX:
+        raise ValueError(f"radix_sort: algo='onesweep' takes at most {ONESWEEP_MAX} keys; got {ka.size} "
+                         "(use algo='classic' or None)")
+    algo = algo or ("onesweep" if ka.size <= ONESWEEP_MAX else "classic")
     if va is not None and va.itemsize < 4:
-        sk, perm = argsort(ka, descending, begin_bit, end_bit, return_keys=True, stream=stream)
+        sk, perm = argsort(ka, descending, begin_bit, end_bit, return_keys=True, algo=algo, stream=stream)
         return sk, gather(va, perm, stream=stream)
     out_k = empty(ka.shape, ka.dtype, stream=stream)
     out_v = empty(va.shape, va.dtype, stream=stream) if va is not None else None
     n = ka.size
     if n:
         vb = va.itemsize if va is not None else 0
-        key = (ordinal(), "radix", kt, bool(descending), vb, n, begin_bit, end_bit)
-        plan = PL.PLANS.get_or_build(key, lambda: PL.radix_plan(kt, bool(descending), vb, n, begin_bit, end_bit))
+        key = (ordinal(), algo, kt, bool(descending), vb, n, begin_bit, end_bit)
+        build = PL.onesweep_plan if algo == "onesweep" else PL.radix_plan
+        plan = PL.PLANS.get_or_build(key, lambda: build(kt, bool(descending), vb, n, begin_bit, end_bit))
         plan.run((ka.ptr, out_k.ptr, va.ptr if vb else 0, out_v.ptr if vb else 0), (), stream)
     return out_k if va is None else (out_k, out_v)
 
 
 def argsort(keys: object, descending: bool = False, begin_bit: int = 0, end_bit: int | None = None, *,
-            return_keys: bool = False, stream: object = None):
+            return_keys: bool = False, algo: str | None = None, stream: object = None):
     """The stable sorting permutation of ``keys`` (int32 positions): a radix sort of the keys
     carrying ``arange(n)``; ``return_keys=True`` returns ``(sorted_keys, permutation)``."""
     ka = vector(keys, "argsort: keys", tuple(KEYS), stream)
@@ -181,7 +196,7 @@ def argsort(keys: object, descending: bool = False, begin_bit: int = 0, end_bit:
     if n:
         PL.PLANS.get_or_build((ordinal(), "iota", n), lambda: PL.LaunchPlan(
             "iota", [PL.iota_step(PL.arch(), "int32", n, PL.P(0))])).run((idx.ptr,), (), stream)
-    sk, perm = radix_sort(ka, idx, descending, begin_bit, end_bit, stream=stream)
+    sk, perm = radix_sort(ka, idx, descending, begin_bit, end_bit, algo=algo, stream=stream)
     return (sk, perm) if return_keys else perm
 
 

@@ -264,3 +264,47 @@ def iota_step(arch_: str, index: str, n: int, out: object) -> KernelStep:
     from .kernels.select import THREADS, IotaSpec
 
     return KernelStep(IotaSpec(arch=arch_, index=index), blocks(n, THREADS), THREADS, bind(out, n))
+
+
+def onesweep_steps(arch_: str, key_type: str, descending: bool, value_bytes: int, n: int,
+                   begin_bit: int, end_bit: int, keys_in: object, keys_out: object, vals_in: object,
+                   vals_out: object, ws: int) -> tuple[list[KernelStep], int]:
+    """The onesweep sort: the histograms of all passes, then one ranking-scatter launch per 8-bit
+    pass (its look-back state reset first). Returns (steps, end of the workspace used)."""
+    from .kernels.onesweep import DIGIT_BITS, DIGITS, THREADS, TILE, OnesweepSpec
+    from .kernels.radix import KEYS
+
+    ksz = KEYS[key_type][0] // 8
+    tiles = blocks(n, TILE)
+    shifts = list(range(begin_bit, end_bit, DIGIT_BITS))
+    hist = ws
+    counter = align(hist + 4 * DIGITS * len(shifts))
+    status = counter + 4
+    tmp_keys = align(status + 4 * DIGITS * tiles)
+    tmp_vals = align(tmp_keys + ksz * n)
+    end = align(tmp_vals + value_bytes * n)
+    hspec = OnesweepSpec(arch=arch_, key_type=key_type, descending=descending, stage="hist")
+    sspec = OnesweepSpec(arch=arch_, key_type=key_type, descending=descending, value_bytes=value_bytes)
+    steps = [fill_step(arch_, W(hist), DIGITS * len(shifts)),
+             KernelStep(hspec, tiles, THREADS, bind(keys_in, n, W(hist), begin_bit, end_bit, len(shifts)))]
+    src_k, src_v = keys_in, vals_in
+    for p, shift in enumerate(shifts):
+        mask = (1 << min(DIGIT_BITS, end_bit - shift)) - 1
+        last = (len(shifts) - 1 - p) % 2 == 0
+        dst_k = keys_out if last else W(tmp_keys)
+        dst_v = vals_out if last else W(tmp_vals)
+        if not value_bytes:
+            src_v = dst_v = 0
+        steps.append(fill_step(arch_, W(counter), 1 + DIGITS * tiles))
+        steps.append(KernelStep(sspec, tiles, THREADS, bind(src_k, dst_k, src_v, dst_v, n, W(hist + 4 * DIGITS * p),
+                                                            W(status), W(counter), shift, mask)))
+        src_k, src_v = dst_k, dst_v
+    return steps, end
+
+
+def onesweep_plan(key_type: str, descending: bool, value_bytes: int, n: int, begin_bit: int,
+                  end_bit: int) -> LaunchPlan:
+    """pointers (keys_in, keys_out, vals_in, vals_out)."""
+    steps, end = onesweep_steps(arch(), key_type, descending, value_bytes, n, begin_bit, end_bit,
+                                P(0), P(1), P(2), P(3), 0)
+    return LaunchPlan(f"onesweep sort {key_type} n={n}", steps, end)
