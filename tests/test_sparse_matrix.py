@@ -55,7 +55,7 @@ def test_coo_to_csr_and_csc_sum_duplicates_like_scipy(rng, dtype):
         with oxicuda.trace() as t:
             csr = a.tocsr()
         fams = {x.spec.family for x in t.launches}
-        assert {"prim_radix", "prim_segreduce", "sparse_convert"} <= fams
+        assert {"prim_onesweep", "prim_segreduce", "sparse_convert"} <= fams
         want = ref.tocsr()
         want.sum_duplicates()
         np.testing.assert_array_equal(csr.indptr.get(), want.indptr)
