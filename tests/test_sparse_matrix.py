@@ -196,3 +196,17 @@ def test_elementwise_multiply_with_sparse_and_dense(rng, dtype):
     np.testing.assert_allclose(a.multiply(dense).toarray().get(), a_ref.multiply(dense).toarray(), **tol)
     with pytest.raises(ValueError, match="shape"):
         a.multiply(dense[:5])
+
+
+def test_int64_index_arrays_are_narrowed_on_the_device_or_rejected():
+    data = np.array([1.0, 2.0, 3.0])
+    ind = np.array([0, 2, 1], np.int64)
+    ptr = np.array([0, 1, 3], np.int64)
+    with oxicuda.trace() as t:
+        a = S.csr_matrix((oxicuda.asarray(data), oxicuda.asarray(ind), oxicuda.asarray(ptr)), shape=(2, 3))
+    assert "narrow_index" in [r.spec.variant for r in t.launches if r.spec.family == "sparse_convert"]
+    np.testing.assert_array_equal(a.toarray().get(), [[1, 0, 0], [0, 3, 2]])
+    with pytest.raises(ValueError, match="int32"):
+        S.coo_matrix((data, (np.array([0, 1, 1 << 33]), np.array([0, 1, 2]))), shape=(2, 3))
+    with pytest.raises(TypeError, match="integers"):
+        S.csr_matrix((data, ind.astype(float), ptr), shape=(2, 3))

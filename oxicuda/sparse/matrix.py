@@ -26,10 +26,44 @@ def _is_scipy_sparse(obj: object) -> bool:
 
 
 def _dev(a: object, dtype: object, stream: object) -> DeviceArray:
+    """A value array on the device in ``dtype`` (float/complex conversions on the device; host
+    data of other kinds is converted as it is copied up)."""
     arr = asarray(a, dtype=dtype, stream=stream) if not isinstance(a, DeviceArray) else a
     if arr.dtype != np.dtype(dtype):
-        arr = D.cast(arr, np.dtype(dtype), stream) if arr.dtype.kind in "fc" else asarray(arr.get().astype(dtype))
+        if arr.dtype.kind not in "fc":
+            raise TypeError(f"sparse matrix data on the device has dtype {arr.dtype}; convert it to "
+                            f"{np.dtype(dtype)} first (float and complex data convert here)")
+        arr = D.cast(arr, np.dtype(dtype), stream)
     return arr if arr.is_c_contiguous else arr.copy()
+
+
+def _index(a: object, what: str, stream: object) -> DeviceArray:
+    """An index array as contiguous int32 on the device. int64 input (host or device) is checked
+    on the device against the int32 range, then narrowed by a kernel; smaller integer types widen
+    as they are copied up."""
+    if not isinstance(a, DeviceArray):
+        h = np.asarray(a)
+        if h.dtype.kind not in "iu":
+            raise TypeError(f"{what} has dtype {h.dtype}; index arrays must be integers")
+        a = asarray(h if h.dtype in (np.int32, np.int64) else h.astype(np.int64), stream=stream)
+    if a.dtype == np.int32:
+        return a if a.is_c_contiguous else a.copy()
+    if a.dtype != np.int64:
+        raise TypeError(f"{what} on the device has dtype {a.dtype}; int32 or int64 index arrays are accepted")
+    a = a if a.is_c_contiguous else a.copy()
+    if a.ndim != 1:
+        raise ValueError(f"{what} has shape {a.shape}; it must be 1-D")
+    out = empty(a.shape, np.int32, stream=stream)
+    if a.size:
+        lo = int(prim.reduce(a, "min", stream=stream).get())
+        hi = int(prim.reduce(a, "max", stream=stream).get())
+        if lo < -(1 << 31) or hi > D.MAX_INDEX:
+            raise ValueError(f"{what} holds {hi if hi > D.MAX_INDEX else lo}; the sparse kernels index with "
+                             f"int32 (at most {D.MAX_INDEX}); int64 matrices are not supported yet")
+        from .kernels.convert import ConvertSpec
+
+        D.run1(ConvertSpec(arch=D.arch(), variant="narrow_index"), D.blocks(a.size), (a.ptr, out.ptr, a.size), stream)
+    return out
 
 
 class spmatrix:
@@ -205,8 +239,8 @@ class _compressed(spmatrix):
             data, indices, indptr = arg1
             dt = matrix_dtype(dtype or getattr(data, "dtype", None) or np.asarray(data).dtype, self.format)
             d = _dev(data, dt, stream)
-            ind = _dev(indices, np.int32, stream)
-            ptr = _dev(indptr, np.int32, stream)
+            ind = _index(indices, f"{self.format}_matrix: indices", stream)
+            ptr = _index(indptr, f"{self.format}_matrix: indptr", stream)
             if shape is None:
                 raise ValueError(f"{self.format}_matrix((data, indices, indptr)): shape is required here "
                                  "(inferring it would read the indices back)")
@@ -477,11 +511,12 @@ class coo_matrix(spmatrix):
         elif _is_scipy_sparse(arg1):
             c = arg1.tocoo()
             dt = matrix_dtype(dtype or c.dtype, "coo")
-            self._set(_dev(c.data, dt, stream), _dev(c.row, np.int32, stream), _dev(c.col, np.int32, stream), c.shape)
+            self._set(_dev(c.data, dt, stream), _index(c.row, "coo_matrix: row", stream),
+                      _index(c.col, "coo_matrix: col", stream), c.shape)
         elif isinstance(arg1, tuple) and len(arg1) == 2 and isinstance(arg1[1], tuple):
             data, (row, col) = arg1
             dt = matrix_dtype(dtype or getattr(data, "dtype", None) or np.asarray(data).dtype, "coo")
-            d, r, c = _dev(data, dt, stream), _dev(row, np.int32, stream), _dev(col, np.int32, stream)
+            d, r, c = _dev(data, dt, stream), _index(row, "coo_matrix: row", stream), _index(col, "coo_matrix: col", stream)
             if shape is None:
                 raise ValueError("coo_matrix((data, (row, col))): shape is required here (inferring it "
                                  "would read the indices back)")

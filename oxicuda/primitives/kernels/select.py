@@ -207,7 +207,8 @@ registry.register_family(FlagSpec.family, FlagSpec, generate_flag,
                                        if p in ("nonzero", "head") or d in C.PTX])
 registry.register_family(CompactSpec.family, CompactSpec, generate_compact,
                          lambda arch: [CompactSpec(arch=arch, value_bytes=b, with_index=w)
-                                       for b in (0, *ELEMENT_BYTES) for w in (False, True) if b or w])
+                                       for b in (0, *ELEMENT_BYTES) for w in (False, True)
+                                       if (b or w) and not (w and b == 16)])
 registry.register_family(RunsSpec.family, RunsSpec, generate_runs, lambda arch: [RunsSpec(arch=arch)])
 registry.register_family(HistogramSpec.family, HistogramSpec, generate_histogram,
                          lambda arch: [HistogramSpec(arch=arch, dtype=d) for d in C.PTX])
@@ -237,5 +238,4 @@ def generate_iota(spec: IotaSpec) -> str:
     return kb.ptx()
 
 
-registry.register_family(IotaSpec.family, IotaSpec, generate_iota,
-                         lambda arch: [IotaSpec(arch=arch, index=i) for i in INDEX_TYPES])
+registry.register_family(IotaSpec.family, IotaSpec, generate_iota, lambda arch: [IotaSpec(arch=arch)])

@@ -8,6 +8,7 @@ Family ``sparse_convert``, variants (params in each generator's docstring):
 - ``indptr``: row pointers from sorted row indices (thread i fills the pointers of the rows
   between its predecessor's row and its own);
 - ``row_lengths``: ``indptr[r + 1] - indptr[r]`` (the SpMV dispatch statistics);
+- ``narrow_index``: int64 index arrays to the int32 the kernels read;
 - ``diagonal``: ``d[r] = sum of a_rr`` (duplicates summed), a thread per row;
 - ``toarray``: scatter-add of the entries into a zeroed dense row-major array (duplicates sum);
 - ``nonzero_flag``: ``s[i] = x[i] != 0`` (complex: either part) for dense -> CSR and
@@ -31,7 +32,7 @@ from oxicuda.ptx.spec import KernelSpec
 from .numeric import DTYPES, Num
 
 THREADS = 256
-INDEX_VARIANTS = ("expand_rows", "coo_key", "split_key", "split_pos", "indptr", "row_lengths")
+INDEX_VARIANTS = ("expand_rows", "coo_key", "split_key", "split_pos", "indptr", "row_lengths", "narrow_index")
 VALUE_VARIANTS = ("diagonal", "toarray", "nonzero_flag", "conj", "cast", "mul_dense", "mul_sparse")
 
 
@@ -125,6 +126,15 @@ def _indptr(kb, spec):
         kb.assign(cur, kb.ld("global", "s32", kb.addr(major, i, 4)))
     with kb.loop(kb.add(prev, 1), kb.add(cur, 1), 1) as r:
         kb.st("global", kb.addr(indptr, r, 4), i)
+
+
+def _narrow_index(kb, spec):
+    """(src s64, dst s32, n): int64 index arrays (range-checked by the caller) to int32."""
+    src, dst = kb.param_ptr("src"), kb.param_ptr("dst")
+    n = kb.param("n", "u32")
+    i = _gid(kb)
+    kb.ret(kb.setp("ge", i, n))
+    kb.st("global", kb.addr(dst, i, 4), kb.cvt(kb.ld("global", "s64", kb.addr(src, i, 8)), "s32"))
 
 
 def _row_lengths(kb, spec):
