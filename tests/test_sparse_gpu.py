@@ -85,8 +85,9 @@ def test_spgemm_with_long_rows_uses_the_global_table_and_matches_cupyx():
 
 
 def test_spgemm_of_a_poisson_matrix_with_itself_and_sptrsv_of_its_lower_triangle():
-    from oxicuda.sparse import linalg as L
     import scipy.sparse.linalg as spl
+
+    from oxicuda.sparse import linalg as L
 
     side = 256
     t = sp.diags([-np.ones(side - 1), 4 * np.ones(side), -np.ones(side - 1)], [-1, 0, 1])

@@ -191,7 +191,7 @@ def test_elementwise_multiply_with_sparse_and_dense(rng, dtype):
     assert "mul_sparse" in [r.spec.variant for r in t.launches if r.spec.family == "sparse_convert"]
     want = a_ref.multiply(b_ref).tocsr()
     assert c.nnz == want.nnz
-    tol = dict(rtol=_tol(dtype), atol=_tol(dtype))
+    tol = {"rtol": _tol(dtype), "atol": _tol(dtype)}
     np.testing.assert_allclose(c.toarray().get(), want.toarray(), **tol)
     np.testing.assert_allclose(a.multiply(dense).toarray().get(), a_ref.multiply(dense).toarray(), **tol)
     with pytest.raises(ValueError, match="shape"):

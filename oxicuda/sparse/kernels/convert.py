@@ -253,9 +253,9 @@ def _mul_sparse(kb, spec):
         kb.bra(top)
     res = nm.zero()
     end = kb.ld("global", "s32", kb.addr(b_indptr, r, 4), offset=4)
-    with kb.if_(kb.setp("lt", lo, end)):
-        with kb.if_(kb.setp("eq", kb.ld("global", "s32", kb.addr(b_indices, lo, 4)), c)):
-            nm.assign(res, nm.mul(nm.load(data, j), nm.load(b_data, lo)))
+    # the second condition's load is emitted inside the first block: never past B's row
+    with kb.if_(kb.setp("lt", lo, end)), kb.if_(kb.setp("eq", kb.ld("global", "s32", kb.addr(b_indices, lo, 4)), c)):
+        nm.assign(res, nm.mul(nm.load(data, j), nm.load(b_data, lo)))
     nm.store(out, j, res)
 
 
