@@ -27,14 +27,16 @@ class Num:
             return (kb.param(name, self.real),)
         return kb.param(f"{name}_re", self.real), kb.param(f"{name}_im", self.real)
 
-    def load(self, base: Value, index: Value, space: str = "global", nc: bool = False) -> tuple[Value, ...]:
+    def load(self, base: Value, index: Value, space: str = "global", nc: bool = False,
+             cache: str | None = None) -> tuple[Value, ...]:
         """One element; ``nc`` reads through the read-only (non-coherent) path: only for data no
-        thread of the launch writes."""
+        thread of the launch writes; ``cache="cg"`` reads at L2, past a possibly stale L1 line
+        (for data other CTAs of the same launch write)."""
         kb = self.kb
         a = kb.addr(base, index, self.size)
         if self.parts == 1:
-            return (kb.ld(space, self.real, a, nc=nc),)
-        return tuple(kb.ld(space, self.real, a, vec=2, nc=nc))
+            return (kb.ld(space, self.real, a, nc=nc, cache=cache),)
+        return tuple(kb.ld(space, self.real, a, vec=2, nc=nc, cache=cache))
 
     def store(self, base: Value, index: Value, v: tuple[Value, ...], space: str = "global") -> None:
         kb = self.kb

@@ -117,6 +117,8 @@ def _phase(kb: KernelBuilder, spec: SpgemmSpec, nm: Num | None) -> None:
     count = kb.mov(0, "u32")
 
     def body(space: str) -> None:
+        # the global table is filled by atomics (at L2): read it back at L2 too
+        gcache = "cg" if space == "global" else None
         if space == "shared":
             keys = kb.shared_addr(skeys)
             vals = kb.shared_addr(svals) if numeric else None
@@ -151,16 +153,16 @@ def _phase(kb: KernelBuilder, spec: SpgemmSpec, nm: Num | None) -> None:
         if numeric:
             base = kb.ld("global", "s32", kb.addr(c_indptr, i, 4))
             with kb.loop(lane, size, THREADS) as e:
-                key = kb.ld(space, "u32", kb.addr(keys, e, 4))
+                key = kb.ld(space, "u32", kb.addr(keys, e, 4), cache=gcache)
                 with kb.if_(kb.setp("ne", key, EMPTY)):
                     rank = kb.mov(0, "s32")
                     with kb.loop(0, size, 1, type_="u32") as f:
-                        other = kb.ld(space, "u32", kb.addr(keys, f, 4))
+                        other = kb.ld(space, "u32", kb.addr(keys, f, 4), cache=gcache)
                         smaller = kb.and_(kb.setp("ne", other, EMPTY), kb.setp("lt", other, key))
                         kb.add(rank, kb.selp(1, 0, smaller, type_="s32"), out=rank)
                     dst = kb.add(base, rank)
                     kb.st("global", kb.addr(c_indices, dst, 4), key)
-                    nm.store(c_data, dst, nm.load(vals, e, space=space))
+                    nm.store(c_data, dst, nm.load(vals, e, space=space, cache=gcache))
 
     with kb.if_(kb.setp("le", size, CAP)):
         body("shared")

@@ -98,7 +98,9 @@ def generate_sptrsv(spec: SptrsvSpec) -> str:
         c = kb.ld("global", "s32", kb.addr(indices, j, 4))
         with kb.if_(kb.setp("lt" if spec.lower else "gt", c, me)):
             _wait(kb, done, c, "wait")
-            nm.assign(acc, nm.fma(nm.load(data, j), nm.load(x, c), acc))
+            # x[c] was written by another CTA of this launch: read it at L2 (an L1 line of x
+            # loaded before the write would be stale; the H200 showed it)
+            nm.assign(acc, nm.fma(nm.load(data, j), nm.load(x, c, cache="cg"), acc))
         if not spec.unit:
             with kb.if_(kb.setp("eq", c, me)):
                 nm.assign(diag, nm.add(diag, nm.load(data, j)))
