@@ -1,0 +1,273 @@
+"""Format conversion and element kernels of oxicuda.sparse (int32 indices).
+
+Family ``sparse_convert``, variants (params in each generator's docstring):
+
+- ``expand_rows``: CSR row pointers to one row index per non-zero (a warp per row);
+- ``coo_key``: ``key = major * n_minor + minor`` (u64), the sort key of COO -> CSR/CSC;
+- ``split_key``: the inverse, after the sort; ``split_pos``: dense positions to (row, col);
+- ``indptr``: row pointers from sorted row indices (thread i fills the pointers of the rows
+  between its predecessor's row and its own);
+- ``row_lengths``: ``indptr[r + 1] - indptr[r]`` (the SpMV dispatch statistics);
+- ``narrow_index``: int64 index arrays to the int32 the kernels read;
+- ``diagonal``: ``d[r] = sum of a_rr`` (duplicates summed), a thread per row;
+- ``toarray``: scatter-add of the entries into a zeroed dense row-major array (duplicates sum);
+- ``nonzero_flag``: ``s[i] = x[i] != 0`` (complex: either part) for dense -> CSR and
+  eliminate_zeros;
+- ``cast``: element dtype conversion (complex -> real keeps the real part, as numpy);
+- ``conj``: complex conjugate;
+- ``mul_dense``: ``out[j] = a_j * D[row_j, col_j]`` (the element-wise product with a dense D);
+- ``mul_sparse``: ``out[j] = a_j * b(row_j, col_j)`` by a binary search of B's sorted row (0 where B
+  has no entry; the caller drops those zeros).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from oxicuda.ptx import registry
+from oxicuda.ptx.builder import KernelBuilder
+from oxicuda.ptx.spec import KernelSpec
+
+from .numeric import DTYPES, Num
+
+THREADS = 256
+INDEX_VARIANTS = ("expand_rows", "coo_key", "split_key", "split_pos", "indptr", "row_lengths", "narrow_index")
+VALUE_VARIANTS = ("diagonal", "toarray", "nonzero_flag", "conj", "cast", "mul_dense", "mul_sparse")
+
+
+@dataclass(frozen=True)
+class ConvertSpec(KernelSpec):
+    family: ClassVar[str] = "sparse_convert"
+    variant: str = "expand_rows"
+    dtype: str = "float32"
+    to: str = "float32"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.variant not in INDEX_VARIANTS + VALUE_VARIANTS or self.dtype not in DTYPES \
+                or self.to not in DTYPES:
+            raise ValueError(f"ConvertSpec: variant={self.variant!r} dtype={self.dtype!r} to={self.to!r}")
+
+
+def _gid(kb: KernelBuilder):
+    return kb.mad(kb.ctaid(), THREADS, kb.tid())
+
+
+def generate_convert(spec: ConvertSpec) -> str:
+    kb = KernelBuilder(spec.kernel_name(), arch=spec.arch, math=spec.math)
+    kb.maxntid(THREADS)
+    globals()[f"_{spec.variant}"](kb, spec)
+    return kb.ptx()
+
+
+def _expand_rows(kb, spec):
+    """(indptr, rows, nrows)"""
+    indptr, rows = kb.param_ptr("indptr"), kb.param_ptr("rows")
+    nrows = kb.param("nrows", "u32")
+    tid = kb.tid()
+    row = kb.mad(kb.ctaid(), THREADS // 32, kb.shr(tid, 5))
+    kb.ret(kb.setp("ge", row, nrows))
+    lane = kb.bitcast(kb.and_(tid, 31), "s32")
+    lo = kb.ld("global", "s32", kb.addr(indptr, row, 4))
+    hi = kb.ld("global", "s32", kb.addr(indptr, row, 4), offset=4)
+    with kb.loop(kb.add(lo, lane), hi, 32) as j:
+        kb.st("global", kb.addr(rows, j, 4), row)
+
+
+def _coo_key(kb, spec):
+    """(major, minor, key, n, n_minor)"""
+    major, minor, key = kb.param_ptr("major"), kb.param_ptr("minor"), kb.param_ptr("key")
+    n, n_minor = kb.param("n", "u32"), kb.param("n_minor", "u64")
+    i = _gid(kb)
+    kb.ret(kb.setp("ge", i, n))
+    a = kb.cvt(kb.ld("global", "u32", kb.addr(major, i, 4)), "u64")
+    b = kb.cvt(kb.ld("global", "u32", kb.addr(minor, i, 4)), "u64")
+    kb.st("global", kb.addr(key, i, 8), kb.mad(a, n_minor, b))
+
+
+def _split_key(kb, spec):
+    """(key, major, minor, n, n_minor)"""
+    key, major, minor = kb.param_ptr("key"), kb.param_ptr("major"), kb.param_ptr("minor")
+    n, n_minor = kb.param("n", "u32"), kb.param("n_minor", "u64")
+    i = _gid(kb)
+    kb.ret(kb.setp("ge", i, n))
+    k = kb.ld("global", "u64", kb.addr(key, i, 8))
+    a = kb.div(k, n_minor)
+    b = kb.sub(k, kb.mul(a, n_minor))
+    kb.st("global", kb.addr(major, i, 4), kb.cvt(a, "u32"))
+    kb.st("global", kb.addr(minor, i, 4), kb.cvt(b, "u32"))
+
+
+def _split_pos(kb, spec):
+    """(pos, major, minor, n, n_minor): row-major positions (u32) of a dense array to (row, col)."""
+    pos, major, minor = kb.param_ptr("pos"), kb.param_ptr("major"), kb.param_ptr("minor")
+    n, n_minor = kb.param("n", "u32"), kb.param("n_minor", "u32")
+    i = _gid(kb)
+    kb.ret(kb.setp("ge", i, n))
+    k = kb.ld("global", "u32", kb.addr(pos, i, 4))
+    a = kb.div(k, n_minor)
+    kb.st("global", kb.addr(major, i, 4), a)
+    kb.st("global", kb.addr(minor, i, 4), kb.sub(k, kb.mul(a, n_minor)))
+
+
+def _indptr(kb, spec):
+    """(major, indptr, n, n_major): thread i in 0..n (inclusive) writes indptr[r] = i for the rows
+    r in (major[i-1], major[i]] (major[-1] = -1, major[n] = n_major)."""
+    major, indptr = kb.param_ptr("major"), kb.param_ptr("indptr")
+    n, n_major = kb.param("n", "s32"), kb.param("n_major", "s32")
+    i = kb.bitcast(_gid(kb), "s32")
+    kb.ret(kb.setp("gt", i, n))
+    prev = kb.mov(-1, "s32")
+    with kb.if_(kb.setp("gt", i, 0)):
+        kb.assign(prev, kb.ld("global", "s32", kb.addr(major, kb.sub(i, 1), 4)))
+    cur = kb.mov(n_major)
+    with kb.if_(kb.setp("lt", i, n)):
+        kb.assign(cur, kb.ld("global", "s32", kb.addr(major, i, 4)))
+    with kb.loop(kb.add(prev, 1), kb.add(cur, 1), 1) as r:
+        kb.st("global", kb.addr(indptr, r, 4), i)
+
+
+def _narrow_index(kb, spec):
+    """(src s64, dst s32, n): int64 index arrays (range-checked by the caller) to int32."""
+    src, dst = kb.param_ptr("src"), kb.param_ptr("dst")
+    n = kb.param("n", "u32")
+    i = _gid(kb)
+    kb.ret(kb.setp("ge", i, n))
+    kb.st("global", kb.addr(dst, i, 4), kb.cvt(kb.ld("global", "s64", kb.addr(src, i, 8)), "s32"))
+
+
+def _row_lengths(kb, spec):
+    """(indptr, lengths, nrows)"""
+    indptr, lengths = kb.param_ptr("indptr"), kb.param_ptr("lengths")
+    nrows = kb.param("nrows", "u32")
+    i = _gid(kb)
+    kb.ret(kb.setp("ge", i, nrows))
+    a = kb.addr(indptr, i, 4)
+    kb.st("global", kb.addr(lengths, i, 4), kb.sub(kb.ld("global", "s32", a, offset=4), kb.ld("global", "s32", a)))
+
+
+def _diagonal(kb, spec):
+    """(indptr, indices, data, d, count)"""
+    nm = Num(kb, spec.dtype)
+    indptr, indices, data, d = (kb.param_ptr(k) for k in ("indptr", "indices", "data", "d"))
+    count = kb.param("count", "u32")
+    i = _gid(kb)
+    kb.ret(kb.setp("ge", i, count))
+    lo = kb.ld("global", "s32", kb.addr(indptr, i, 4))
+    hi = kb.ld("global", "s32", kb.addr(indptr, i, 4), offset=4)
+    acc = nm.zero()
+    me = kb.bitcast(i, "s32")
+    with kb.loop(lo, hi, 1) as j, kb.if_(kb.setp("eq", kb.ld("global", "s32", kb.addr(indices, j, 4)), me)):
+        nm.assign(acc, nm.add(acc, nm.load(data, j)))
+    nm.store(d, i, acc)
+
+
+def _toarray(kb, spec):
+    """(indptr, indices, data, dense, nrows, ncols): dense zeroed by the caller."""
+    nm = Num(kb, spec.dtype)
+    indptr, indices, data, dense = (kb.param_ptr(k) for k in ("indptr", "indices", "data", "dense"))
+    nrows, ncols = kb.param("nrows", "u32"), kb.param("ncols", "u32")
+    tid = kb.tid()
+    row = kb.mad(kb.ctaid(), THREADS // 32, kb.shr(tid, 5))
+    kb.ret(kb.setp("ge", row, nrows))
+    lane = kb.bitcast(kb.and_(tid, 31), "s32")
+    lo = kb.ld("global", "s32", kb.addr(indptr, row, 4))
+    hi = kb.ld("global", "s32", kb.addr(indptr, row, 4), offset=4)
+    base = kb.mul(row, ncols, mode="wide")
+    with kb.loop(kb.add(lo, lane), hi, 32) as j:
+        col = kb.cvt(kb.ld("global", "u32", kb.addr(indices, j, 4)), "u64")
+        nm.red_add(dense, kb.add(base, col), nm.load(data, j))
+
+
+def _nonzero_flag(kb, spec):
+    """(x, s, n)"""
+    nm = Num(kb, spec.dtype)
+    x, s = kb.param_ptr("x"), kb.param_ptr("s")
+    n = kb.param("n", "u32")
+    i = _gid(kb)
+    kb.ret(kb.setp("ge", i, n))
+    v = nm.load(x, i)
+    p = kb.setp("ne", v[0], 0.0)
+    if len(v) == 2:
+        p = kb.or_(p, kb.setp("ne", v[1], 0.0))
+    kb.st("global", kb.addr(s, i, 4), kb.selp(1, 0, p, type_="u32"))
+
+
+def _conj(kb, spec):
+    """(src, dst, n)"""
+    nm = Num(kb, spec.dtype)
+    src, dst = kb.param_ptr("src"), kb.param_ptr("dst")
+    n = kb.param("n", "u32")
+    i = _gid(kb)
+    kb.ret(kb.setp("ge", i, n))
+    nm.store(dst, i, nm.conj(nm.load(src, i)))
+
+
+def _cast(kb, spec):
+    """(src, dst, n)"""
+    a, b = Num(kb, spec.dtype), Num(kb, spec.to)
+    src, dst = kb.param_ptr("src"), kb.param_ptr("dst")
+    n = kb.param("n", "u32")
+    i = _gid(kb)
+    kb.ret(kb.setp("ge", i, n))
+    v = a.load(src, i)
+    if a.real != b.real:
+        v = tuple(kb.cvt(p, b.real) for p in v)
+    if b.parts == 2 and len(v) == 1:
+        v = (v[0], kb.mov(0.0, b.real))
+    b.store(dst, i, v[:b.parts])
+
+
+def _mul_dense(kb, spec):
+    """(rows, indices, data, dense, out, nnz, ncols)"""
+    nm = Num(kb, spec.dtype)
+    rows, indices, data, dense, out = (kb.param_ptr(k) for k in ("rows", "indices", "data", "dense", "out"))
+    nnz, ncols = kb.param("nnz", "u32"), kb.param("ncols", "u32")
+    j = _gid(kb)
+    kb.ret(kb.setp("ge", j, nnz))
+    r = kb.ld("global", "u32", kb.addr(rows, j, 4))
+    c = kb.cvt(kb.ld("global", "u32", kb.addr(indices, j, 4)), "u64")
+    at = kb.add(kb.mul(r, ncols, mode="wide"), c)
+    nm.store(out, j, nm.mul(nm.load(data, j), nm.load(dense, at)))
+
+
+def _mul_sparse(kb, spec):
+    """(rows, indices, data, b_indptr, b_indices, b_data, out, nnz)"""
+    nm = Num(kb, spec.dtype)
+    rows, indices, data = kb.param_ptr("rows"), kb.param_ptr("indices"), kb.param_ptr("data")
+    b_indptr, b_indices, b_data, out = (kb.param_ptr(k) for k in ("b_indptr", "b_indices", "b_data", "out"))
+    nnz = kb.param("nnz", "u32")
+    j = _gid(kb)
+    kb.ret(kb.setp("ge", j, nnz))
+    r = kb.ld("global", "u32", kb.addr(rows, j, 4))
+    c = kb.ld("global", "s32", kb.addr(indices, j, 4))
+    lo = kb.ld("global", "s32", kb.addr(b_indptr, r, 4))
+    hi = kb.ld("global", "s32", kb.addr(b_indptr, r, 4), offset=4)
+    top = kb.label("search")
+    with kb.if_(kb.setp("lt", lo, hi)):
+        mid = kb.shr(kb.add(lo, hi), 1)
+        right = kb.setp("lt", kb.ld("global", "s32", kb.addr(b_indices, mid, 4)), c)
+        kb.selp(kb.add(mid, 1), lo, right, out=lo)
+        kb.selp(hi, mid, right, out=hi)
+        kb.bra(top)
+    res = nm.zero()
+    end = kb.ld("global", "s32", kb.addr(b_indptr, r, 4), offset=4)
+    # the second condition's load is emitted inside the first block: never past B's row
+    with kb.if_(kb.setp("lt", lo, end)), kb.if_(kb.setp("eq", kb.ld("global", "s32", kb.addr(b_indices, lo, 4)), c)):
+        nm.assign(res, nm.mul(nm.load(data, j), nm.load(b_data, lo)))
+    nm.store(out, j, res)
+
+
+def convert_configurations(arch: str) -> list[ConvertSpec]:
+    out = [ConvertSpec(arch=arch, variant=v) for v in INDEX_VARIANTS]
+    for d in DTYPES:
+        out += [ConvertSpec(arch=arch, variant=v, dtype=d, to=d)
+                for v in ("diagonal", "toarray", "nonzero_flag", "mul_dense", "mul_sparse")]
+        if d.startswith("complex"):
+            out.append(ConvertSpec(arch=arch, variant="conj", dtype=d, to=d))
+        out += [ConvertSpec(arch=arch, variant="cast", dtype=d, to=t) for t in DTYPES if t != d]
+    return out
+
+
+registry.register_family(ConvertSpec.family, ConvertSpec, generate_convert, convert_configurations)

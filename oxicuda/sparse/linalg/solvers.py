@@ -1,0 +1,212 @@
+"""cg, gmres, norm and LinearOperator.
+
+The vectors stay on the device; every matrix-vector product is the sparse SpMV (or the
+operator's matvec) and every dot product, norm and update is oxicuda.blas level 1. What comes
+back to the host per iteration is what scipy's loops branch on: a few scalars (dot products,
+norms) and, for GMRES, the small Hessenberg least-squares problem of each restart.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from oxicuda import blas
+from oxicuda.memory.array import DeviceArray, asarray, zeros
+
+from ..matrix import spmatrix
+
+
+class LinearOperator:
+    """``LinearOperator(shape, matvec, dtype=None)``: an m x n operator given by ``matvec(x)``
+    (a device vector in, a device vector out)."""
+
+    def __init__(self, shape, matvec, rmatvec=None, dtype=None) -> None:
+        self.shape = (int(shape[0]), int(shape[1]))
+        self._matvec = matvec
+        self._rmatvec = rmatvec
+        self.dtype = np.dtype(dtype) if dtype is not None else np.dtype(np.float64)
+
+    def matvec(self, x: DeviceArray) -> DeviceArray:
+        return self._matvec(x)
+
+    def rmatvec(self, x: DeviceArray) -> DeviceArray:
+        if self._rmatvec is None:
+            raise NotImplementedError("rmatvec was not given to this LinearOperator")
+        return self._rmatvec(x)
+
+    def __matmul__(self, x):
+        return self.matvec(x)
+
+    dot = __matmul__
+
+
+def aslinearoperator(a) -> LinearOperator:
+    """A sparse matrix (or an operator) as a LinearOperator."""
+    if isinstance(a, LinearOperator):
+        return a
+    if isinstance(a, spmatrix):
+        csr = a.tocsr()
+        return LinearOperator(a.shape, csr.spmv, lambda x: csr.spmv(x, transpose=True, conj=True), a.dtype)
+    raise TypeError(f"aslinearoperator: {type(a).__name__} is not a sparse matrix or LinearOperator")
+
+
+def norm(x, ord=None):
+    """The Frobenius norm of a sparse matrix (``ord`` None or 'fro'), on the device."""
+    if ord not in (None, "fro"):
+        raise NotImplementedError(f"norm: ord={ord!r}; only the Frobenius norm is implemented")
+    if not isinstance(x, spmatrix):
+        raise TypeError(f"norm: {type(x).__name__} is not a sparse matrix")
+    data = x.tocsr().data
+    return float(blas.nrm2(data)) if data.size else 0.0
+
+
+def _rhs(A: LinearOperator, b, what: str) -> DeviceArray:
+    n = A.shape[0]
+    if A.shape[0] != A.shape[1]:
+        raise ValueError(f"{what}: A has shape {A.shape}; a square operator is required")
+    ba = b if isinstance(b, DeviceArray) else asarray(np.asarray(b, dtype=A.dtype))
+    if ba.ndim != 1 or ba.size != n:
+        raise ValueError(f"{what}: b has shape {ba.shape}; A needs a vector of length {n}")
+    if ba.dtype != A.dtype:
+        raise TypeError(f"{what}: b has dtype {ba.dtype} and A {A.dtype}; they must match")
+    nb = float(blas.nrm2(ba))
+    if not np.isfinite(nb):
+        raise ValueError(f"{what}: b holds NaN or inf (its norm is {nb}); the solve would be meaningless")
+    return ba
+
+
+def _start(A, b, x0):
+    x = zeros(b.shape, b.dtype) if x0 is None else (x0.copy() if isinstance(x0, DeviceArray)
+                                                   else asarray(np.asarray(x0, dtype=b.dtype)))
+    r = b.copy()
+    if x0 is not None:
+        blas.axpy(-1.0, A.matvec(x), r)
+    return x, r
+
+
+def cg(A, b, x0=None, *, tol: float = 1e-5, maxiter: int | None = None, M=None, callback=None,
+       atol: float | None = None, rtol: float | None = None):
+    """Conjugate gradients for a Hermitian positive definite A: ``(x, info)`` with info 0 on
+    convergence (||r|| <= max(rtol * ||b||, atol)) and the iteration count otherwise."""
+    A = aslinearoperator(A)
+    b = _rhs(A, b, "cg")
+    rtol = tol if rtol is None else rtol
+    M = aslinearoperator(M) if M is not None else None
+    n = b.size
+    maxiter = 10 * n if maxiter is None else maxiter
+    bnorm = float(blas.nrm2(b))
+    limit = max(rtol * bnorm, 0.0 if atol is None else atol)
+    x, r = _start(A, b, x0)
+    if bnorm == 0:
+        return zeros(b.shape, b.dtype), 0
+    z = M.matvec(r) if M else r
+    p = z.copy()
+    rz = complex(blas.dotc(r, z))
+    for it in range(1, maxiter + 1):
+        q = A.matvec(p)
+        alpha = rz / complex(blas.dotc(p, q))
+        blas.axpy(_cast(alpha, b.dtype), p, x)
+        blas.axpy(_cast(-alpha, b.dtype), q, r)
+        if callback is not None:
+            callback(x)
+        if float(blas.nrm2(r)) <= limit:
+            return x, 0
+        z = M.matvec(r) if M else r
+        rz_new = complex(blas.dotc(r, z))
+        beta = rz_new / rz
+        rz = rz_new
+        blas.scal(_cast(beta, b.dtype), p)
+        blas.axpy(1.0, z, p)
+    return x, maxiter
+
+
+def _cast(v: complex, dtype: np.dtype):
+    return v if np.dtype(dtype).kind == "c" else float(np.real(v))
+
+
+def gmres(A, b, x0=None, *, tol: float = 1e-5, restart: int | None = None, maxiter: int | None = None,
+          M=None, callback=None, atol: float | None = None, rtol: float | None = None):
+    """Restarted GMRES: ``(x, info)``. Arnoldi vectors on the device (modified Gram-Schmidt with
+    blas dot/axpy); the (restart+1) x restart Hessenberg least-squares problem on the host."""
+    if M is not None:
+        raise NotImplementedError("gmres: a preconditioner M is not implemented yet")
+    A = aslinearoperator(A)
+    b = _rhs(A, b, "gmres")
+    rtol = tol if rtol is None else rtol
+    n = b.size
+    restart = min(20 if restart is None else restart, n)
+    maxiter = n if maxiter is None else maxiter
+    bnorm = float(blas.nrm2(b))
+    if bnorm == 0:
+        return zeros(b.shape, b.dtype), 0
+    limit = max(rtol * bnorm, 0.0 if atol is None else atol)
+    x, r = _start(A, b, x0)
+    total = 0
+    cplx = b.dtype.kind == "c"
+    while total < maxiter:
+        beta = float(blas.nrm2(r))
+        if beta <= limit:
+            return x, 0
+        V = [r.copy()]
+        blas.scal(_cast(1.0 / beta, b.dtype), V[0])
+        H = np.zeros((restart + 1, restart), np.complex128 if cplx else np.float64)
+        k_used = 0
+        for k in range(restart):
+            w = A.matvec(V[k])
+            for i in range(k + 1):
+                h = complex(blas.dotc(V[i], w))
+                H[i, k] = h if cplx else h.real
+                blas.axpy(_cast(-h, b.dtype), V[i], w)
+            hn = float(blas.nrm2(w))
+            H[k + 1, k] = hn
+            k_used = k + 1
+            total += 1
+            e1 = np.zeros(k_used + 1, H.dtype)
+            e1[0] = beta
+            y, *_ = np.linalg.lstsq(H[:k_used + 1, :k_used], e1, rcond=None)
+            resid = np.linalg.norm(H[:k_used + 1, :k_used] @ y - e1)
+            if hn == 0 or resid <= limit or total >= maxiter:
+                break
+            blas.scal(_cast(1.0 / hn, b.dtype), w)
+            V.append(w)
+        for i in range(k_used):
+            blas.axpy(_cast(y[i], b.dtype), V[i], x)
+        if callback is not None:
+            callback(x)
+        r = b.copy()
+        blas.axpy(-1.0, A.matvec(x), r)
+    return x, (0 if float(blas.nrm2(r)) <= limit else maxiter)
+
+
+def spsolve_triangular(A, b, lower: bool = True, overwrite_A: bool = False, overwrite_b: bool = False,
+                       unit_diagonal: bool = False):
+    """Solve ``A x = b`` for a triangular sparse A (n x n; the other triangle is ignored) and a
+    vector or (n, k) array b of A's dtype. The level analysis runs on the device once per matrix
+    and triangle and is reused by later solves. Raises ValueError for a zero diagonal entry (non-
+    unit), shapes or dtypes that do not match, before anything is written."""
+    from ..matrix import csr_matrix
+    from ..sptrsv import solve
+
+    if not isinstance(A, spmatrix):
+        raise TypeError(f"spsolve_triangular: A is {type(A).__name__}; a sparse matrix is required")
+    m, n = A.shape
+    if m != n:
+        raise ValueError(f"spsolve_triangular: A has shape {A.shape}; it must be square")
+    if not isinstance(A, csr_matrix):
+        cache = A.__dict__.setdefault("_csr_for_solves", {})
+        A = cache.setdefault("csr", A.tocsr())
+    csr = A.canonical()
+    ba = b if isinstance(b, DeviceArray) else asarray(np.asarray(b))
+    if ba.dtype != csr.dtype:
+        raise TypeError(f"spsolve_triangular: b has dtype {ba.dtype} and A {csr.dtype}; they must match")
+    if ba.shape[0] != n or ba.ndim not in (1, 2):
+        raise ValueError(f"spsolve_triangular: b has shape {ba.shape}; A needs ({n},) or ({n}, k)")
+    if ba.ndim == 1:
+        x = zeros((n,), csr.dtype)
+        solve(csr, ba if ba.is_c_contiguous else ba.copy(), x, bool(lower), bool(unit_diagonal), csr.stream)
+        return x
+    cols = ba.T.copy()
+    xt = zeros(cols.shape, csr.dtype)
+    for c in range(cols.shape[0]):
+        solve(csr, cols[c], xt[c], bool(lower), bool(unit_diagonal), csr.stream)
+    return xt.T.copy()
