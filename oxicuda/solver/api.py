@@ -1,0 +1,271 @@
+"""numpy.linalg- and scipy.linalg-shaped functions over the device factorizations.
+
+Every function: argument checks (checks.py, before any launch), the caller's matrices copied into
+column-major workspaces by a kernel, the factorization and solves on the device (lu.py,
+cholesky.py), the results copied out by a kernel into new arrays of the caller's shapes. Stacks
+of matrices (leading dimensions) run as one batch. Inputs are DeviceArrays (host arrays are
+copied to the device first); results are DeviceArrays. The only host synchronization is reading
+``info`` where numpy raises LinAlgError (solve, inv, cholesky); det, slogdet and lu_factor do not
+synchronize.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..memory.array import DeviceArray
+from . import layout, lu
+from .checks import operand, rhs, same_dtype, square, trans_code
+from .errors import LinAlgError
+
+__all__ = ["det", "inv", "lu_factor", "lu_solve", "slogdet", "solve", "solve_triangular"]
+
+_STREAM = 0
+_REAL = {"float32": "float32", "float64": "float64", "complex64": "float32", "complex128": "float64"}
+
+
+def _name(a: DeviceArray) -> str:
+    return a.dtype.name
+
+
+class _Factor:
+    """getrf of a stack (..., n, n): the column-major factor F (batch, n, n), 1-based pivots and
+    info on the device."""
+
+    def __init__(self, a: DeviceArray, who: str) -> None:
+        self.n = n = square(a, who)
+        self.dtype = dt = _name(a)
+        self.bshape = a.shape[:-2]
+        a, src = layout.strided(a)
+        self.batch = src.batch
+        self.f, self.fs = layout.colmajor(self.batch, n, n, dt)
+        self.ipiv = DeviceArray((self.batch, n), np.int32)
+        self.info = DeviceArray((self.batch,), np.int32)
+        layout.copy(dt, src, self.fs, _STREAM)
+        lu.getrf_ptr(n, n, self.f.ptr, n, self.ipiv.ptr, self.info.ptr, dtype=dt, batch=self.batch,
+                     stride_a=n * n, stride_ipiv=n, stream=_STREAM)
+
+    def raise_if_singular(self, who: str) -> None:
+        raise_for_info(self.info, self.bshape, who, "Singular matrix", "U[{i},{i}] is exactly zero")
+
+    def solve_into(self, b: DeviceArray, trans: str, who: str) -> DeviceArray:
+        """X with op(A) X = b for b of numpy's solve shapes (b checked against A here)."""
+        same_dtype(self.f, b, who)
+        return _solve_with(self.f.ptr, self.ipiv.ptr, self.n, self.batch, self.bshape, b, trans, who, self.dtype)
+
+
+def raise_for_info(info: DeviceArray, bshape: tuple[int, ...], who: str, headline: str, detail: str) -> None:
+    """Read ``info`` (one int32 per matrix; this synchronizes) and raise LinAlgError for the first
+    matrix whose info is positive."""
+    if info.size == 0:
+        return
+    values = info.get()
+    bad = np.flatnonzero(values)
+    if bad.size == 0:
+        return
+    z = int(bad[0])
+    code = int(values[z])
+    index = tuple(int(v) for v in np.unravel_index(z, bshape)) if bshape else ()
+    where = f" (matrix {index})" if bshape else ""
+    raise LinAlgError(f"{headline}: {who}: {detail.format(i=code - 1)}{where}; info={code}", index=index,
+                      info=code)
+
+
+def _solve_with(f: int, ipiv: int, n: int, batch: int, bshape: tuple[int, ...], b: DeviceArray, trans: str,
+                who: str, dt: str) -> DeviceArray:
+    vector, bbatch, k = rhs(_Shape(bshape, n), b, n, who)
+    out = DeviceArray(b.shape, dt)
+    if b.size == 0:
+        return out
+    b2 = b.reshape(n, 1) if vector else b
+    b2, src = layout.strided(b2)
+    o2, dst = layout.strided(out.reshape(n, 1) if vector else out)
+    if batch == 1 and src.batch > 1:
+        # one matrix for every system of b: all right-hand sides side by side, n x (batch_b * k)
+        x, _ = layout.colmajor(1, n, src.batch * k, dt)
+        xs = layout.Strided(x.ptr, n, k, src.batch, 1, n, n * k)
+        nrhs, xbatch = src.batch * k, 1
+    else:
+        x, xs = layout.colmajor(src.batch, n, k, dt)
+        nrhs, xbatch = k, src.batch
+    layout.copy(dt, src, xs, _STREAM)
+    lu.getrs_ptr(trans, n, nrhs, f, n, ipiv, x.ptr, n, dtype=dt, batch=xbatch, stride_a=n * n, stride_ipiv=n,
+                 stride_b=n * nrhs, stream=_STREAM)
+    layout.copy(dt, xs, dst, _STREAM)
+    return out
+
+
+class _Shape:
+    """Just enough of an array for checks.rhs (the factor's logical shape)."""
+
+    def __init__(self, bshape: tuple[int, ...], n: int) -> None:
+        self.shape = (*bshape, n, n)
+
+
+def solve(a: object, b: object) -> DeviceArray:
+    """x with a @ x = b (numpy.linalg.solve): a (..., n, n); b (n,) or (..., n, k) (numpy 2's rule:
+    a 1-D b is one vector, anything else a stack of n x k matrices). LU with partial pivoting on
+    the device (getrf, getrs). Raises LinAlgError for a singular a (U(i, i) exactly zero; the
+    error's ``index`` names the matrix), TypeError for integer dtypes or mixed dtypes, ValueError
+    for mismatched shapes."""
+    a, b = operand(a, "solve"), operand(b, "solve", "b")
+    n = square(a, "solve")
+    same_dtype(a, b, "solve")
+    rhs(a, b, n, "solve")
+    if a.size == 0:
+        return DeviceArray(b.shape, a.dtype)
+    fac = _Factor(a, "solve")
+    fac.raise_if_singular("solve")
+    return fac.solve_into(b, "N", "solve")
+
+
+def inv(a: object) -> DeviceArray:
+    """The inverse of each matrix of a (..., n, n) (numpy.linalg.inv): getrf, then getrs against
+    the identity, on the device. Raises LinAlgError for a singular matrix."""
+    a = operand(a, "inv")
+    n = square(a, "inv")
+    dt = _name(a)
+    out = DeviceArray(a.shape, dt)
+    if a.size == 0:
+        return out
+    fac = _Factor(a, "inv")
+    fac.raise_if_singular("inv")
+    x, xs = layout.colmajor(fac.batch, n, n, dt)
+    layout.eye(dt, xs, _STREAM)
+    lu.getrs_ptr("N", n, n, fac.f.ptr, n, fac.ipiv.ptr, x.ptr, n, dtype=dt, batch=fac.batch, stride_a=n * n,
+                 stride_ipiv=n, stride_b=n * n, stream=_STREAM)
+    _, dst = layout.strided(out)
+    layout.copy(dt, xs, dst, _STREAM)
+    return out
+
+
+def _ones(arr: DeviceArray, dt: str) -> None:
+    if arr.size:
+        layout.eye(dt, layout.Strided(arr.ptr, 1, 1, arr.size, 1, 1, 1), _STREAM)
+
+
+def det(a: object) -> DeviceArray:
+    """The determinant of each matrix of a (..., n, n) (numpy.linalg.det), shape a.shape[:-2]:
+    the product of U's diagonal and the pivots' sign after getrf, on the device. A singular
+    matrix gives 0 (no error, as numpy)."""
+    a = operand(a, "det")
+    n = square(a, "det")
+    dt = _name(a)
+    out = DeviceArray(a.shape[:-2], dt)
+    if n == 0:
+        _ones(out, dt)
+        return out
+    if out.size == 0:
+        return out
+    fac = _Factor(a, "det")
+    layout.diag(dt, "det", n, fac.batch, fac.f.ptr, n, n * n, fac.ipiv.ptr, n, out.ptr, 0, _STREAM)
+    return out
+
+
+def slogdet(a: object) -> tuple[DeviceArray, DeviceArray]:
+    """(sign, logabsdet) of each matrix of a (..., n, n) (numpy.linalg.slogdet): sign is 0, +-1
+    (or a complex phase of modulus 1), logabsdet the real log|det| (-inf for a singular matrix)."""
+    a = operand(a, "slogdet")
+    n = square(a, "slogdet")
+    dt = _name(a)
+    sign = DeviceArray(a.shape[:-2], dt)
+    logabs = DeviceArray(a.shape[:-2], _REAL[dt])
+    if n == 0:
+        _ones(sign, dt)
+        if logabs.size:
+            logabs.fill(0.0)
+        return sign, logabs
+    if sign.size == 0:
+        return sign, logabs
+    fac = _Factor(a, "slogdet")
+    layout.diag(dt, "slogdet", n, fac.batch, fac.f.ptr, n, n * n, fac.ipiv.ptr, n, sign.ptr, logabs.ptr, _STREAM)
+    return sign, logabs
+
+
+def lu_factor(a: object, overwrite_a: bool = False, check_finite: bool = True) -> tuple[DeviceArray, DeviceArray]:
+    """(lu, piv) as scipy.linalg.lu_factor: lu (..., n, n) holds U and the unit-lower L's
+    multipliers, piv (..., n) int32 the 0-based row interchanges (row i swapped with piv[i]).
+    A singular matrix factors without error (its U has a zero on the diagonal), as scipy warns
+    only. ``overwrite_a`` is accepted and ignored (a new array is returned); ``check_finite`` is
+    accepted, the device does not check (non-finite input gives non-finite factors)."""
+    a = operand(a, "lu_factor")
+    n = square(a, "lu_factor")
+    fac = _Factor(a, "lu_factor")
+    piv = DeviceArray((*fac.bshape, n), np.int32)
+    layout.shift_pivots(fac.batch * n, fac.ipiv.ptr, piv.ptr, -1, _STREAM)
+    # the column-major factor seen with (row, column) axes: a view, no copy
+    lu_view = fac.f.transpose(0, 2, 1).reshape(*fac.bshape, n, n)
+    return lu_view, piv
+
+
+def lu_solve(lu_and_piv: tuple[object, object], b: object, trans: int | str = 0, overwrite_b: bool = False,
+             check_finite: bool = True) -> DeviceArray:
+    """x with op(A) x = b from lu_factor's (lu, piv) (scipy.linalg.lu_solve); trans 0 (A), 1 (A^T),
+    2 (A^H); b (n,) or (..., n, k)."""
+    try:
+        lu_arr, piv = lu_and_piv
+    except (TypeError, ValueError):
+        raise TypeError("lu_solve: lu_and_piv must be the (lu, piv) pair lu_factor returned") from None
+    t = trans_code(trans, "lu_solve")
+    lu_arr, b = operand(lu_arr, "lu_solve", "lu"), operand(b, "lu_solve", "b")
+    piv = _pivots(piv, lu_arr)
+    n = square(lu_arr, "lu_solve", "lu")
+    same_dtype(lu_arr, b, "lu_solve")
+    rhs(lu_arr, b, n, "lu_solve")
+    dt = _name(lu_arr)
+    if lu_arr.size == 0 or b.size == 0:
+        return DeviceArray(b.shape, dt)
+    lu_arr, src = layout.strided(lu_arr)
+    f, fs = layout.colmajor(src.batch, n, n, dt)
+    layout.copy(dt, src, fs, _STREAM)
+    ipiv = DeviceArray((src.batch, n), np.int32)
+    layout.shift_pivots(src.batch * n, piv.ptr, ipiv.ptr, 1, _STREAM)
+    return _solve_with(f.ptr, ipiv.ptr, n, src.batch, lu_arr.shape[:-2], b, t, "lu_solve", dt)
+
+
+def _pivots(piv: object, lu_arr: DeviceArray) -> DeviceArray:
+    from ..memory.array import asarray
+
+    p = piv if isinstance(piv, DeviceArray) else asarray(np.asarray(piv))
+    if p.dtype != np.int32:
+        raise TypeError(f"lu_solve: piv has dtype {p.dtype}; lu_factor's int32 pivots are required")
+    want = (*lu_arr.shape[:-2], lu_arr.shape[-1])
+    if p.shape != want:
+        raise ValueError(f"lu_solve: piv has shape {p.shape}; for lu of shape {lu_arr.shape} it must be {want}")
+    if not p.is_c_contiguous:
+        p = p.copy()
+    return p
+
+
+def solve_triangular(a: object, b: object, trans: int | str = 0, lower: bool = False,
+                     unit_diagonal: bool = False, overwrite_b: bool = False, check_finite: bool = True) -> DeviceArray:
+    """x with op(a) x = b for triangular a (scipy.linalg.solve_triangular): only the ``lower`` (or
+    upper) triangle of a is read, ``unit_diagonal`` takes its diagonal as ones; trans 0/1/2 (N,
+    T, C); a (..., n, n), b (n,) or (..., n, k). oxicuda.blas trsm on the device, per matrix. A
+    zero on the diagonal gives non-finite results (no host check)."""
+    from ..blas import level3
+
+    a, b = operand(a, "solve_triangular"), operand(b, "solve_triangular", "b")
+    t = trans_code(trans, "solve_triangular")
+    n = square(a, "solve_triangular")
+    same_dtype(a, b, "solve_triangular")
+    vector, bbatch, k = rhs(a, b, n, "solve_triangular")
+    dt = _name(a)
+    out = DeviceArray(b.shape, dt)
+    if b.size == 0:
+        return out
+    a, asrc = layout.strided(a)
+    f, fs = layout.colmajor(asrc.batch, n, n, dt)
+    layout.copy(dt, asrc, fs, _STREAM)
+    b2, src = layout.strided(b.reshape(n, 1) if vector else b)
+    _, dst = layout.strided(out.reshape(n, 1) if vector else out)
+    x, xs = layout.colmajor(src.batch, n, k, dt)
+    layout.copy(dt, src, xs, _STREAM)
+    es = np.dtype(dt).itemsize
+    for z in range(src.batch):
+        az = f.ptr + (z if asrc.batch > 1 else 0) * n * n * es
+        level3.trsm_ptr("L", "L" if lower else "U", t, "U" if unit_diagonal else "N", n, k, 1.0, az, n,
+                        x.ptr + z * n * k * es, n, dtype=dt, stream=_STREAM)
+    layout.copy(dt, xs, dst, _STREAM)
+    return out
+
