@@ -15,15 +15,19 @@ import importlib
 import importlib.util
 
 _LAZY = {
-    **{name: "api" for name in ("solve", "inv", "det", "slogdet", "lu_factor", "lu_solve", "solve_triangular")},
+    **{name: "api" for name in ("solve", "inv", "det", "slogdet", "lu_factor", "lu_solve", "solve_triangular",
+                                          "cholesky", "cho_factor", "cho_solve")},
     "LinAlgError": "errors",
     "getrf_ptr": "lu",
     "getrs_ptr": "lu",
+    "potrf_ptr": "cholesky",
+    "potrs_ptr": "cholesky",
     "DISPATCH": "dispatch",
 }
 
-_GENERATORS = ("kernels.lu_kernels", "kernels.layout_kernels")
-KERNEL_MODULES = tuple(m for m in _GENERATORS if importlib.util.find_spec(f"{__name__}.{m}") is not None)
+_GENERATORS = ("kernels.lu_kernels", "kernels.layout_kernels", "kernels.chol_kernels")
+#: full module names (the registry imports a dotted name as it is)
+KERNEL_MODULES = tuple(f"{__name__}.{m}" for m in _GENERATORS if importlib.util.find_spec(f"{__name__}.{m}") is not None)
 
 __all__ = [*sorted(_LAZY), "KERNEL_MODULES"]
 

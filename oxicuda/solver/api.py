@@ -14,11 +14,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..memory.array import DeviceArray
+from . import cholesky as chol
 from . import layout, lu
 from .checks import operand, rhs, same_dtype, square, trans_code
 from .errors import LinAlgError
 
-__all__ = ["det", "inv", "lu_factor", "lu_solve", "slogdet", "solve", "solve_triangular"]
+__all__ = ["cho_factor", "cho_solve", "cholesky", "det", "inv", "lu_factor", "lu_solve", "slogdet", "solve",
+           "solve_triangular"]
 
 _STREAM = 0
 _REAL = {"float32": "float32", "float64": "float64", "complex64": "float32", "complex128": "float64"}
@@ -67,7 +69,7 @@ def raise_for_info(info: DeviceArray, bshape: tuple[int, ...], who: str, headlin
     code = int(values[z])
     index = tuple(int(v) for v in np.unravel_index(z, bshape)) if bshape else ()
     where = f" (matrix {index})" if bshape else ""
-    raise LinAlgError(f"{headline}: {who}: {detail.format(i=code - 1)}{where}; info={code}", index=index,
+    raise LinAlgError(f"{headline}: {who}: {detail.format(i=code - 1, info=code)}{where}; info={code}", index=index,
                       info=code)
 
 
@@ -269,3 +271,92 @@ def solve_triangular(a: object, b: object, trans: int | str = 0, lower: bool = F
     layout.copy(dt, xs, dst, _STREAM)
     return out
 
+
+
+class _Cholesky:
+    """potrf of a stack (..., n, n) on one triangle: the column-major copy F (batch, n, n) holds
+    the factor in that triangle and a's other triangle unchanged."""
+
+    def __init__(self, a: DeviceArray, uplo: str, who: str) -> None:
+        self.n = n = square(a, who)
+        self.dtype = dt = _name(a)
+        self.bshape = a.shape[:-2]
+        self.uplo = uplo
+        a, src = layout.strided(a)
+        self.batch = src.batch
+        self.f, self.fs = layout.colmajor(self.batch, n, n, dt)
+        self.info = DeviceArray((self.batch,), np.int32)
+        layout.copy(dt, src, self.fs, _STREAM)
+        chol.potrf_ptr(uplo, n, self.f.ptr, n, self.info.ptr, dtype=dt, batch=self.batch, stride_a=n * n,
+                       stream=_STREAM)
+        raise_for_info(self.info, self.bshape, who, "Matrix is not positive definite",
+                       "the leading minor of order {info} is not positive definite")
+
+    def view(self) -> DeviceArray:
+        return self.f.transpose(0, 2, 1).reshape(*self.bshape, self.n, self.n)
+
+
+def cholesky(a: object, upper: bool = False) -> DeviceArray:
+    """The Cholesky factor of each Hermitian positive-definite matrix of a (..., n, n)
+    (numpy.linalg.cholesky): L with a = L L^H (``upper``: U with a = U^H U), zeros in the other
+    triangle. Only the lower (``upper``: upper) triangle of a is read. Raises LinAlgError for a
+    matrix that is not positive definite (its ``index`` names the matrix, ``info`` the order of
+    the failing minor)."""
+    a = operand(a, "cholesky")
+    square(a, "cholesky")
+    dt = _name(a)
+    out = DeviceArray(a.shape, dt)
+    if a.size == 0:
+        return out
+    fac = _Cholesky(a, "U" if upper else "L", "cholesky")
+    _, dst = layout.strided(out)
+    layout.copy(dt, fac.fs, dst, _STREAM, fill="upper" if upper else "lower")
+    return out
+
+
+def cho_factor(a: object, lower: bool = False, overwrite_a: bool = False,
+               check_finite: bool = True) -> tuple[DeviceArray, bool]:
+    """(c, lower) as scipy.linalg.cho_factor: c (..., n, n) holds the factor in its lower (or
+    upper) triangle and a's entries in the other. Raises LinAlgError if a matrix is not positive
+    definite. ``overwrite_a``/``check_finite`` are accepted and ignored (a new array; the device
+    does not check finiteness)."""
+    a = operand(a, "cho_factor")
+    square(a, "cho_factor")
+    if a.size == 0:
+        return DeviceArray(a.shape, a.dtype), bool(lower)
+    fac = _Cholesky(a, "L" if lower else "U", "cho_factor")
+    return fac.view(), bool(lower)
+
+
+def cho_solve(c_and_lower: tuple[object, bool], b: object, overwrite_b: bool = False,
+              check_finite: bool = True) -> DeviceArray:
+    """x with A x = b from cho_factor's (c, lower) (scipy.linalg.cho_solve); b (n,) or (..., n, k)."""
+    try:
+        c, lower = c_and_lower
+    except (TypeError, ValueError):
+        raise TypeError("cho_solve: c_and_lower must be the (c, lower) pair cho_factor returned") from None
+    c, b = operand(c, "cho_solve", "c"), operand(b, "cho_solve", "b")
+    n = square(c, "cho_solve", "c")
+    same_dtype(c, b, "cho_solve")
+    vector, bbatch, k = rhs(c, b, n, "cho_solve")
+    dt = _name(c)
+    out = DeviceArray(b.shape, dt)
+    if c.size == 0 or b.size == 0:
+        return out
+    c, csrc = layout.strided(c)
+    f, fs = layout.colmajor(csrc.batch, n, n, dt)
+    layout.copy(dt, csrc, fs, _STREAM)
+    b2, src = layout.strided(b.reshape(n, 1) if vector else b)
+    _, dst = layout.strided(out.reshape(n, 1) if vector else out)
+    if csrc.batch == 1 and src.batch > 1:
+        x, _ = layout.colmajor(1, n, src.batch * k, dt)
+        xs = layout.Strided(x.ptr, n, k, src.batch, 1, n, n * k)
+        nrhs, xbatch = src.batch * k, 1
+    else:
+        x, xs = layout.colmajor(src.batch, n, k, dt)
+        nrhs, xbatch = k, src.batch
+    layout.copy(dt, src, xs, _STREAM)
+    chol.potrs_ptr("L" if lower else "U", n, nrhs, f.ptr, n, x.ptr, n, dtype=dt, batch=xbatch, stride_a=n * n,
+                   stride_b=n * nrhs, stream=_STREAM)
+    layout.copy(dt, xs, dst, _STREAM)
+    return out
