@@ -57,17 +57,7 @@ def poisoned(monkeypatch):
 
     for mod in (api, layout):
         monkeypatch.setattr(mod, "DeviceArray", PoisonedArray)
-    for name in ("cholesky_api",):
-        mod = __import__(f"oxicuda.solver.{name}", fromlist=["x"]) if _exists(name) else None
-        if mod is not None and hasattr(mod, "DeviceArray"):
-            monkeypatch.setattr(mod, "DeviceArray", PoisonedArray)
     return PoisonedArray
-
-
-def _exists(name: str) -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec(f"oxicuda.solver.{name}") is not None
 
 
 @pytest.fixture

@@ -20,8 +20,8 @@ _LAZY = {
     "LinAlgError": "errors",
     "getrf_ptr": "lu",
     "getrs_ptr": "lu",
-    "potrf_ptr": "cholesky",
-    "potrs_ptr": "cholesky",
+    "potrf_ptr": "potrf",
+    "potrs_ptr": "potrf",
     "DISPATCH": "dispatch",
 }
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..memory.array import DeviceArray
-from . import cholesky as chol
+from . import potrf as chol
 from . import layout, lu
 from .checks import operand, rhs, same_dtype, square, trans_code
 from .errors import LinAlgError
