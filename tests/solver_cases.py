@@ -52,8 +52,7 @@ class PoisonedArray(DeviceArray):
 @pytest.fixture
 def poisoned(monkeypatch):
     """Every array the solver allocates (workspaces and results) starts poisoned."""
-    import oxicuda.solver.api as api
-    import oxicuda.solver.layout as layout
+    from oxicuda.solver import api, layout
 
     for mod in (api, layout):
         monkeypatch.setattr(mod, "DeviceArray", PoisonedArray)

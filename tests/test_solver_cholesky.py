@@ -1,14 +1,11 @@
 """oxicuda.solver Cholesky family (potrf/potrs, cholesky, cho_factor, cho_solve) on the live
 backend against float64 numpy/scipy, with poisoned outputs and the unused triangle poisoned."""
 
+# ruff: noqa: F811 - the shared fixtures are imported by name
 from __future__ import annotations
 
 import numpy as np
 import pytest
-
-import oxicuda
-import oxicuda.solver as S
-from oxicuda.solver import potrf as C
 from solver_cases import (  # noqa: F401 - fixtures
     DTYPES,
     EPS,
@@ -22,6 +19,10 @@ from solver_cases import (  # noqa: F401 - fixtures
     rel,
     solve_residual,
 )
+
+import oxicuda
+import oxicuda.solver as S
+from oxicuda.solver import potrf as C
 
 
 def spd(rng, shape, dt):
@@ -177,7 +178,6 @@ def test_no_host_lapack_on_the_cholesky_path(rng, no_host_lapack):
     (lambda: S.cho_solve(np.eye(3), np.ones(3)), TypeError, "pair"),
 ])
 def test_bad_input_raises_before_any_launch(call, exc, words):
-    with oxicuda.trace() as t:
-        with pytest.raises(exc, match=words):
-            call()
+    with oxicuda.trace() as t, pytest.raises(exc, match=words):
+        call()
     assert [r for r in t.launches if "solver" in r.kernel] == []

@@ -1,14 +1,12 @@
 """oxicuda.solver LU family (getrf/getrs, solve, inv, det, slogdet, lu_factor/lu_solve,
 solve_triangular) on the live backend against float64 numpy/scipy, with poisoned outputs."""
 
+# ruff: noqa: F811 - the shared fixtures are imported by name
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import scipy.linalg
-
-import oxicuda
-import oxicuda.solver as S
 from solver_cases import (  # noqa: F401 - fixtures
     DTYPES,
     THRESH,
@@ -23,6 +21,9 @@ from solver_cases import (  # noqa: F401 - fixtures
     rel,
     solve_residual,
 )
+
+import oxicuda
+import oxicuda.solver as S
 
 TOL = {"float32": 2e-4, "float64": 1e-11, "complex64": 2e-4, "complex128": 1e-11}
 
@@ -196,7 +197,7 @@ def test_singular_input_raises_numpy_linalgerror_with_index(rng):
     assert d[1] == 0.0 and d[0] != 0.0
     sign, logabs = S.slogdet(da)
     assert sign.get()[1] == 0.0 and logabs.get()[1] == -np.inf
-    lu, piv = S.lu_factor(da)  # scipy only warns: a factor with a zero pivot
+    lu, _ = S.lu_factor(da)  # scipy only warns: a factor with a zero pivot
     assert lu.get()[1, 2, 2] == 0.0
 
 
@@ -242,7 +243,6 @@ def test_device_path_only_no_host_lapack(rng, no_host_lapack):
     (lambda: S.det(np.ones((2, 2), np.float16)), TypeError, "float16"),
 ])
 def test_bad_input_raises_before_any_launch(call, exc, words):
-    with oxicuda.trace() as t:
-        with pytest.raises(exc, match=words):
-            call()
+    with oxicuda.trace() as t, pytest.raises(exc, match=words):
+        call()
     assert [r for r in t.launches if "solver" in r.kernel or "gemm" in r.kernel] == []

@@ -23,13 +23,15 @@ _LAZY = {
     "potrf_ptr": "potrf",
     "potrs_ptr": "potrf",
     "DISPATCH": "dispatch",
+    **{name: "batched" for name in ("getrf_batched_ptr", "getrs_batched_ptr", "getri_batched_ptr",
+                                    "potrf_batched_ptr", "potrs_batched_ptr")},
 }
 
 _GENERATORS = ("kernels.lu_kernels", "kernels.layout_kernels", "kernels.chol_kernels")
 #: full module names (the registry imports a dotted name as it is)
 KERNEL_MODULES = tuple(f"{__name__}.{m}" for m in _GENERATORS if importlib.util.find_spec(f"{__name__}.{m}") is not None)
 
-__all__ = [*sorted(_LAZY), "KERNEL_MODULES"]
+__all__ = [*sorted(_LAZY), "KERNEL_MODULES"]  # noqa: PLE0604
 
 
 def __getattr__(name: str):

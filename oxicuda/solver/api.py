@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..memory.array import DeviceArray
-from . import potrf as chol
 from . import layout, lu
+from . import potrf as chol
 from .checks import operand, rhs, same_dtype, square, trans_code
 from .errors import LinAlgError
 
@@ -75,13 +75,13 @@ def raise_for_info(info: DeviceArray, bshape: tuple[int, ...], who: str, headlin
 
 def _solve_with(f: int, ipiv: int, n: int, batch: int, bshape: tuple[int, ...], b: DeviceArray, trans: str,
                 who: str, dt: str) -> DeviceArray:
-    vector, bbatch, k = rhs(_Shape(bshape, n), b, n, who)
+    vector, _, k = rhs(_Shape(bshape, n), b, n, who)
     out = DeviceArray(b.shape, dt)
     if b.size == 0:
         return out
     b2 = b.reshape(n, 1) if vector else b
-    b2, src = layout.strided(b2)
-    o2, dst = layout.strided(out.reshape(n, 1) if vector else out)
+    _, src = layout.strided(b2)
+    _, dst = layout.strided(out.reshape(n, 1) if vector else out)
     if batch == 1 and src.batch > 1:
         # one matrix for every system of b: all right-hand sides side by side, n x (batch_b * k)
         x, _ = layout.colmajor(1, n, src.batch * k, dt)
@@ -251,7 +251,7 @@ def solve_triangular(a: object, b: object, trans: int | str = 0, lower: bool = F
     t = trans_code(trans, "solve_triangular")
     n = square(a, "solve_triangular")
     same_dtype(a, b, "solve_triangular")
-    vector, bbatch, k = rhs(a, b, n, "solve_triangular")
+    vector, _, k = rhs(a, b, n, "solve_triangular")
     dt = _name(a)
     out = DeviceArray(b.shape, dt)
     if b.size == 0:
@@ -259,7 +259,7 @@ def solve_triangular(a: object, b: object, trans: int | str = 0, lower: bool = F
     a, asrc = layout.strided(a)
     f, fs = layout.colmajor(asrc.batch, n, n, dt)
     layout.copy(dt, asrc, fs, _STREAM)
-    b2, src = layout.strided(b.reshape(n, 1) if vector else b)
+    _, src = layout.strided(b.reshape(n, 1) if vector else b)
     _, dst = layout.strided(out.reshape(n, 1) if vector else out)
     x, xs = layout.colmajor(src.batch, n, k, dt)
     layout.copy(dt, src, xs, _STREAM)
@@ -338,7 +338,7 @@ def cho_solve(c_and_lower: tuple[object, bool], b: object, overwrite_b: bool = F
     c, b = operand(c, "cho_solve", "c"), operand(b, "cho_solve", "b")
     n = square(c, "cho_solve", "c")
     same_dtype(c, b, "cho_solve")
-    vector, bbatch, k = rhs(c, b, n, "cho_solve")
+    vector, _, k = rhs(c, b, n, "cho_solve")
     dt = _name(c)
     out = DeviceArray(b.shape, dt)
     if c.size == 0 or b.size == 0:
@@ -346,7 +346,7 @@ def cho_solve(c_and_lower: tuple[object, bool], b: object, overwrite_b: bool = F
     c, csrc = layout.strided(c)
     f, fs = layout.colmajor(csrc.batch, n, n, dt)
     layout.copy(dt, csrc, fs, _STREAM)
-    b2, src = layout.strided(b.reshape(n, 1) if vector else b)
+    _, src = layout.strided(b.reshape(n, 1) if vector else b)
     _, dst = layout.strided(out.reshape(n, 1) if vector else out)
     if csrc.batch == 1 and src.batch > 1:
         x, _ = layout.colmajor(1, n, src.batch * k, dt)

@@ -18,18 +18,18 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..blas import level3
+from ..blas import operands as op
 from ..blas.gemm_core import gemm_colmajor
 from ..driver.backend import api
 from ..driver.facts import device_facts
 from ..ptx.launch_plan import KernelStep, PlanCache
-from ..blas import operands as op
 from . import dispatch
 from .kernels.common import esize
 from .kernels.lu_kernels import (
     GETRS_THREADS,
     LASWP_THREADS,
-    GetrsSmallSpec,
     Getf2Spec,
+    GetrsSmallSpec,
     LaswpSpec,
 )
 
@@ -156,7 +156,7 @@ class GetrsPlan:
             stride_b: int, stream: int) -> None:
         p = self.p
         if p.small:
-            self.solve.launch((p.n, p.nrhs, a, lda, stride_a, ipiv, stride_ipiv, b, ldb, stride_b), stream)
+            self.solve.launch((p.n, p.nrhs, a, lda, stride_a, ipiv, stride_ipiv, b, ldb, stride_b, 0), stream)
             return
         es = esize(p.dtype)
         swap_args = (p.nrhs, b, ldb, stride_b, ipiv, stride_ipiv, 0, p.n, 0, 0)

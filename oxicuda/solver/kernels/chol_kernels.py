@@ -22,7 +22,17 @@ from typing import ClassVar
 from ...ptx import registry
 from ...ptx.builder import KernelBuilder, Value
 from ...ptx.spec import KernelSpec
-from .common import DTYPES, Matrix, batch_base, cdiv, cfms, check_dtype, conj, esize, real_type
+from .common import (
+    DTYPES,
+    Matrix,
+    cdiv,
+    cfms,
+    check_dtype,
+    conj,
+    esize,
+    matrix_base,
+    real_type,
+)
 from .lu_kernels import GETF2_THREADS, GETRS_THREADS, SMALL_MAX, SPACES, _copy_panel
 
 UPLOS = ("L", "U")
@@ -35,6 +45,7 @@ class Potf2Spec(KernelSpec):
     dtype: str = "float32"
     uplo: str = "L"
     space: str = "global"
+    array: bool = False  # matrices from a device array of pointers (potrfBatched)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -73,7 +84,7 @@ def generate_potf2(spec: Potf2Spec) -> str:
     a, lda, stride_a = kb.param_ptr("a"), kb.param("lda", "u32"), kb.param("stride_a", "u64")
     info, offset = kb.param_ptr("info"), kb.param("offset", "u32")
     tid, bat = kb.tid(), kb.ctaid()
-    a = batch_base(kb, a, bat, stride_a, es)
+    a = matrix_base(kb, a, bat, stride_a, es, spec.array)
     info = kb.addr(info, bat, 4)
     g = Matrix(kb, "global", a, lda, spec.dtype)
     if spec.space == "shared":
@@ -154,6 +165,7 @@ class PotrsSmallSpec(KernelSpec):
     family: ClassVar[str] = "solver_potrs_small"
     dtype: str = "float32"
     uplo: str = "L"
+    array: bool = False  # A and B from device arrays of pointers (potrsBatched)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -172,9 +184,9 @@ def generate_potrs_small(spec: PotrsSmallSpec) -> str:
     a, lda, stride_a = kb.param_ptr("a"), kb.param("lda", "u32"), kb.param("stride_a", "u64")
     b, ldb, stride_b = kb.param_ptr("b"), kb.param("ldb", "u32"), kb.param("stride_b", "u64")
     tid, bat = kb.tid(), kb.ctaid("y")
-    a = batch_base(kb, a, bat, stride_a, es)
+    a = matrix_base(kb, a, bat, stride_a, es, spec.array)
     c0 = kb.mul(kb.ctaid(), T)
-    b = kb.addr(batch_base(kb, b, bat, stride_b, es), kb.mul(c0, ldb, mode="wide"), es)
+    b = kb.addr(matrix_base(kb, b, bat, stride_b, es, spec.array), kb.mul(c0, ldb, mode="wide"), es)
     cols = kb.min(kb.sub(nrhs, c0), T)
     L = _Lower(kb, Matrix(kb, "global", a, lda, spec.dtype), spec.uplo)
     B = Matrix(kb, "global", b, ldb, spec.dtype)
@@ -205,10 +217,11 @@ def generate_potrs_small(spec: PotrsSmallSpec) -> str:
 
 
 registry.register_family("solver_potf2", Potf2Spec, generate_potf2,
-                         lambda arch: [Potf2Spec(arch=arch, dtype=d, uplo=u, space=s) for d in DTYPES for u in UPLOS
-                                       for s in SPACES])
+                         lambda arch: [Potf2Spec(arch=arch, dtype=d, uplo=u, space=s, array=ar) for d in DTYPES
+                                       for u in UPLOS for s in SPACES for ar in (False, True)])
 registry.register_family("solver_herk_tri", HerkTriSpec, generate_herk_tri,
                          lambda arch: [HerkTriSpec(arch=arch, dtype=d, uplo=u) for d in ("complex64", "complex128")
                                        for u in UPLOS])
 registry.register_family("solver_potrs_small", PotrsSmallSpec, generate_potrs_small,
-                         lambda arch: [PotrsSmallSpec(arch=arch, dtype=d, uplo=u) for d in DTYPES for u in UPLOS])
+                         lambda arch: [PotrsSmallSpec(arch=arch, dtype=d, uplo=u, array=ar) for d in DTYPES
+                                       for u in UPLOS for ar in (False, True)])

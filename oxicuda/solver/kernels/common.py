@@ -71,6 +71,14 @@ def batch_base(kb: KernelBuilder, ptr: Value, index: Value, stride: Value, es: i
     return kb.addr(ptr, kb.mul(kb.cvt(index, "u64"), stride), es)
 
 
+def matrix_base(kb: KernelBuilder, ptr: Value, index: Value, stride: Value, es: int, array: bool) -> Value:
+    """The base of matrix ``index`` of a batch: ``ptr + index * stride * es`` (strided), or the
+    ``index``-th u64 of the device pointer array at ``ptr`` (cuBLAS's *Batched forms)."""
+    if array:
+        return kb.ld("global", "u64", kb.addr(ptr, index, 8))
+    return batch_base(kb, ptr, index, stride, es)
+
+
 def cmul(kb: KernelBuilder, a: list[Value], b: list[Value]) -> list[Value]:
     if len(a) == 1:
         return [kb.mul(a[0], b[0])]

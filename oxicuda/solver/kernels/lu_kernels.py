@@ -25,7 +25,20 @@ from typing import ClassVar
 from ...ptx import registry
 from ...ptx.builder import KernelBuilder, Value
 from ...ptx.spec import KernelSpec
-from .common import DTYPES, Matrix, batch_base, cabs1, cdiv, cfms, check_dtype, conj, esize, real_type
+from .common import (
+    DTYPES,
+    Matrix,
+    batch_base,
+    cabs1,
+    cdiv,
+    cfms,
+    check_dtype,
+    components,
+    conj,
+    esize,
+    matrix_base,
+    real_type,
+)
 
 SPACES = ("global", "shared")
 #: threads of one getf2 CTA per space (the shared-memory path serves matrices of order <= 64)
@@ -41,6 +54,8 @@ class Getf2Spec(KernelSpec):
     family: ClassVar[str] = "solver_getf2"
     dtype: str = "float32"
     space: str = "global"
+    array: bool = False  # matrices from a device array of pointers (getrfBatched)
+    pivot: bool = True   # False: no row interchanges (getrfBatched with a NULL pivot array)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -54,7 +69,8 @@ class Getf2Spec(KernelSpec):
 
 
 def generate_getf2(spec: Getf2Spec) -> str:
-    """Params: m, w, a, lda, stride_a, ipiv, stride_ipiv, info, offset. Grid x: the batch."""
+    """Params: m, w, a, lda, stride_a, ipiv, stride_ipiv, info, offset. Grid x: the batch. With
+    ``array``, ``a`` is a device array of matrix pointers (stride_a unused)."""
     rt, es, T = real_type(spec.dtype), esize(spec.dtype), spec.threads
     kb = KernelBuilder(spec.kernel_name(), arch=spec.arch, math=spec.math)
     kb.maxntid(T)
@@ -65,7 +81,7 @@ def generate_getf2(spec: Getf2Spec) -> str:
     red_v = kb.shared("red_v", rt, T)
     red_i = kb.shared("red_i", "u32", T)
     tid, bat = kb.tid(), kb.ctaid()
-    a = batch_base(kb, a, bat, stride_a, es)
+    a = matrix_base(kb, a, bat, stride_a, es, spec.array)
     ipiv = batch_base(kb, ipiv, bat, stride_ipiv, 4)
     info = kb.addr(info, bat, 4)
     g = Matrix(kb, "global", a, lda, spec.dtype)
@@ -81,39 +97,26 @@ def generate_getf2(spec: Getf2Spec) -> str:
     vaddr = kb.mad(tid, 4 if rt == "f32" else 8, kb.shared_addr(red_v))
     iaddr = kb.mad(tid, 4, kb.shared_addr(red_i))
     with kb.loop(0, kmax, 1, type_="u32") as j:
-        best, bi = kb.mov(-1.0, rt), kb.mov(j, "u32")
-        with kb.loop(kb.add(j, tid), m, T) as i:
-            v = cabs1(kb, A.load(i, j))
-            better = kb.setp("gt", v, best)
-            kb.selp(v, best, better, out=best)
-            kb.selp(i, bi, better, out=bi)
-        kb.st("shared", vaddr, best)
-        kb.st("shared", iaddr, bi)
-        kb.bar_sync()
-        half = T // 2
-        while half >= 1:
-            with kb.if_(kb.setp("lt", tid, half)):
-                ov = kb.ld("shared", rt, vaddr, offset=half * (4 if rt == "f32" else 8))
-                oi = kb.ld("shared", "u32", iaddr, offset=half * 4)
-                mv, mi = kb.ld("shared", rt, vaddr), kb.ld("shared", "u32", iaddr)
-                take = kb.or_(kb.setp("gt", ov, mv), kb.and_(kb.setp("eq", ov, mv), kb.setp("lt", oi, mi)))
-                with kb.if_(take):
-                    kb.st("shared", vaddr, ov)
-                    kb.st("shared", iaddr, oi)
+        if spec.pivot:
+            _pivot_search(kb, A, j, m, tid, T, rt, vaddr, iaddr)
+        else:
+            with kb.if_(kb.setp("eq", tid, 0)):
+                kb.st("shared", kb.shared_addr(red_v), cabs1(kb, A.load(j, j)))
+                kb.st("shared", kb.shared_addr(red_i), j)
             kb.bar_sync()
-            half //= 2
         p = kb.ld("shared", "u32", kb.shared_addr(red_i))
         pv = kb.ld("shared", rt, kb.shared_addr(red_v))
         with kb.if_(kb.setp("eq", tid, 0)):
-            kb.st("global", kb.addr(ipiv, j, 4), kb.add(kb.add(p, offset), 1))
-            with kb.if_(kb.setp("eq", pv, 0.0)):
-                with kb.if_(kb.setp("eq", kb.ld("global", "s32", info), 0)):
-                    kb.st("global", info, kb.cvt(kb.add(kb.add(j, offset), 1), "s32"))
-        with kb.if_(kb.setp("ne", p, j)), kb.loop(tid, w, T) as c:
-            x, y = A.load(j, c), A.load(p, c)
-            A.store(j, c, y)
-            A.store(p, c, x)
-        kb.bar_sync()
+            if spec.pivot:
+                kb.st("global", kb.addr(ipiv, j, 4), kb.add(kb.add(p, offset), 1))
+            with kb.if_(kb.setp("eq", pv, 0.0)), kb.if_(kb.setp("eq", kb.ld("global", "s32", info), 0)):
+                kb.st("global", info, kb.cvt(kb.add(kb.add(j, offset), 1), "s32"))
+        if spec.pivot:
+            with kb.if_(kb.setp("ne", p, j)), kb.loop(tid, w, T) as c:
+                x, y = A.load(j, c), A.load(p, c)
+                A.store(j, c, y)
+                A.store(p, c, x)
+            kb.bar_sync()
         piv = A.load(j, j)
         nonzero = kb.setp("ne", pv, 0.0)
         with kb.if_(nonzero), kb.loop(kb.add(kb.add(j, 1), tid), m, T) as i:
@@ -129,6 +132,31 @@ def generate_getf2(spec: Getf2Spec) -> str:
     if spec.space == "shared":
         _copy_panel(kb, A, g, m, w, tid, T)
     return kb.ptx()
+
+
+def _pivot_search(kb, A, j, m, tid, T, rt, vaddr, iaddr) -> None:
+    """The row of the largest |re| + |im| at or below j in column j, reduced into red_v[0]/red_i[0]."""
+    best, bi = kb.mov(-1.0, rt), kb.mov(j, "u32")
+    with kb.loop(kb.add(j, tid), m, T) as i:
+        v = cabs1(kb, A.load(i, j))
+        better = kb.setp("gt", v, best)
+        kb.selp(v, best, better, out=best)
+        kb.selp(i, bi, better, out=bi)
+    kb.st("shared", vaddr, best)
+    kb.st("shared", iaddr, bi)
+    kb.bar_sync()
+    half = T // 2
+    while half >= 1:
+        with kb.if_(kb.setp("lt", tid, half)):
+            ov = kb.ld("shared", rt, vaddr, offset=half * (4 if rt == "f32" else 8))
+            oi = kb.ld("shared", "u32", iaddr, offset=half * 4)
+            mv, mi = kb.ld("shared", rt, vaddr), kb.ld("shared", "u32", iaddr)
+            take = kb.or_(kb.setp("gt", ov, mv), kb.and_(kb.setp("eq", ov, mv), kb.setp("lt", oi, mi)))
+            with kb.if_(take):
+                kb.st("shared", vaddr, ov)
+                kb.st("shared", iaddr, oi)
+        kb.bar_sync()
+        half //= 2
 
 
 def _copy_panel(kb: KernelBuilder, src: Matrix, dst: Matrix, m: Value, w: Value, tid: Value, T: int) -> None:
@@ -184,6 +212,8 @@ class GetrsSmallSpec(KernelSpec):
     family: ClassVar[str] = "solver_getrs_small"
     dtype: str = "float32"
     trans: str = "N"
+    array: bool = False  # A and B from device arrays of pointers (getrsBatched/getriBatched)
+    eye: bool = False    # B is set to the identity first (getriBatched: B receives the inverse)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -194,9 +224,11 @@ class GetrsSmallSpec(KernelSpec):
 
 
 def generate_getrs_small(spec: GetrsSmallSpec) -> str:
-    """Params: n, nrhs, a, lda, stride_a, ipiv, stride_ipiv, b, ldb, stride_b. Grid x over blocks
+    """Params: n, nrhs, a, lda, stride_a, ipiv, stride_ipiv, b, ldb, stride_b, info. Grid x over blocks
     of GETRS_THREADS right-hand sides (each CTA owns its columns), grid y = batch. Solves
-    op(A) X = B in place of B with A = P L U as getf2 left it."""
+    op(A) X = B in place of B with A = P L U as getf2 left it. ``array``: a and b are device
+    arrays of matrix pointers; ipiv 0 (NULL) means no interchanges. ``eye`` (getriBatched):
+    B starts as the identity, and ``info[z]`` gets the first i + 1 with U(i, i) == 0 (else 0)."""
     es, T = esize(spec.dtype), GETRS_THREADS
     kb = KernelBuilder(spec.kernel_name(), arch=spec.arch, math=spec.math)
     kb.maxntid(T)
@@ -204,14 +236,32 @@ def generate_getrs_small(spec: GetrsSmallSpec) -> str:
     a, lda, stride_a = kb.param_ptr("a"), kb.param("lda", "u32"), kb.param("stride_a", "u64")
     ipiv, stride_ipiv = kb.param_ptr("ipiv"), kb.param("stride_ipiv", "u64")
     b, ldb, stride_b = kb.param_ptr("b"), kb.param("ldb", "u32"), kb.param("stride_b", "u64")
+    info = kb.param_ptr("info")
     tid, bat = kb.tid(), kb.ctaid("y")
-    a = batch_base(kb, a, bat, stride_a, es)
+    has_piv = kb.setp("ne", ipiv, 0)
+    a = matrix_base(kb, a, bat, stride_a, es, spec.array)
     ipiv = batch_base(kb, ipiv, bat, stride_ipiv, 4)
     c0 = kb.mul(kb.ctaid(), T)
-    b = kb.addr(batch_base(kb, b, bat, stride_b, es), kb.mul(c0, ldb, mode="wide"), es)
+    b = kb.addr(matrix_base(kb, b, bat, stride_b, es, spec.array), kb.mul(c0, ldb, mode="wide"), es)
     cols = kb.min(kb.sub(nrhs, c0), T)
     A = Matrix(kb, "global", a, lda, spec.dtype)
     B = Matrix(kb, "global", b, ldb, spec.dtype)
+    if spec.eye:
+        rt = real_type(spec.dtype)
+        with kb.loop(tid, cols, T) as c, kb.loop(0, n, 1, type_="u32") as i:
+            one = kb.selp(1.0, 0.0, kb.setp("eq", i, kb.add(c0, c)), type_=rt)
+            B.store(i, c, [one] + [kb.mov(0.0, rt) for _ in range(components(spec.dtype) - 1)])
+        with kb.if_(kb.and_(kb.setp("eq", tid, 0), kb.setp("eq", kb.ctaid(), 0))):
+            code = kb.mov(0, "s32")
+            with kb.loop(0, n, 1, type_="u32") as t:
+                k = kb.sub(kb.sub(n, 1), t)
+                d = A.load(k, k)
+                zero = kb.setp("eq", d[0], 0.0)
+                if len(d) == 2:
+                    zero = kb.and_(zero, kb.setp("eq", d[1], 0.0))
+                kb.selp(kb.cvt(kb.add(k, 1), "s32"), code, zero, out=code)
+            kb.st("global", kb.addr(info, bat, 4), code)
+        kb.bar_sync()
     trans, cj = spec.trans != "N", spec.trans == "C"
 
     def op(i: Value, k: Value) -> list[Value]:
@@ -220,7 +270,7 @@ def generate_getrs_small(spec: GetrsSmallSpec) -> str:
         return conj(kb, v) if cj else v
 
     def swaps(reverse: bool) -> None:
-        with kb.loop(tid, cols, T) as c, kb.loop(0, n, 1, type_="u32") as t:
+        with kb.if_(has_piv), kb.loop(tid, cols, T) as c, kb.loop(0, n, 1, type_="u32") as t:
             k = kb.sub(kb.sub(n, 1), t) if reverse else t
             p = kb.sub(kb.ld("global", "u32", kb.addr(ipiv, k, 4)), 1)
             with kb.if_(kb.setp("ne", p, k)):
@@ -263,9 +313,13 @@ def _ops(d: str) -> tuple[str, ...]:
 
 
 registry.register_family("solver_getf2", Getf2Spec, generate_getf2,
-                         lambda arch: [Getf2Spec(arch=arch, dtype=d, space=s) for d in DTYPES for s in SPACES])
+                         lambda arch: [Getf2Spec(arch=arch, dtype=d, space=s, array=ar, pivot=pv) for d in DTYPES
+                                       for s in SPACES for ar in (False, True) for pv in (True, False)
+                                       if ar or pv])
 registry.register_family("solver_laswp", LaswpSpec, generate_laswp,
                          lambda arch: [LaswpSpec(arch=arch, dtype=d, reverse=r) for d in DTYPES
                                        for r in (False, True)])
 registry.register_family("solver_getrs_small", GetrsSmallSpec, generate_getrs_small,
-                         lambda arch: [GetrsSmallSpec(arch=arch, dtype=d, trans=t) for d in DTYPES for t in _ops(d)])
+                         lambda arch: [GetrsSmallSpec(arch=arch, dtype=d, trans=t, array=ar, eye=e) for d in DTYPES
+                                       for t in _ops(d) for ar in (False, True) for e in (False, True)
+                                       if not e or (ar and t == "N")])
