@@ -20,7 +20,6 @@ from ..blas import operands as op
 from ..blas.gemm_core import gemm_colmajor
 from ..driver.backend import api
 from ..driver.facts import device_facts
-from ..memory.workspace import workspace_ptr
 from ..ptx.launch_plan import KernelStep, PlanCache
 from . import dispatch
 from .kernels.chol_kernels import HERK_THREADS, HerkTriSpec, Potf2Spec, PotrsSmallSpec
@@ -64,7 +63,7 @@ class PotrfPlan:
             self.panel.launch((p.n, a, lda, stride_a, info, 0), stream)
             return
         es, lower = esize(p.dtype), p.uplo == "L"
-        ws = workspace_ptr((p.dtype, (p.n - p.nb) ** 2), stream) if self.complex and p.n > p.nb else 0
+        ws = dispatch.scratch("potrf_herk", (p.n - p.nb) ** 2 * es, stream) if self.complex and p.n > p.nb else 0
         for j0 in range(0, p.n, p.nb):
             w = min(p.nb, p.n - j0)
             ajj = a + (j0 + j0 * lda) * es

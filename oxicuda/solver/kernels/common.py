@@ -166,3 +166,19 @@ def log_f64(kb: KernelBuilder, x: Value) -> Value:
     res = kb.fma(ef, _LN2_HI, kb.fma(ef, _LN2_LO, logm))
     res = kb.selp(float("-inf"), res, kb.setp("eq", x, 0.0))
     return kb.selp(res, x, kb.setp("lt", x, float("inf")))
+
+
+def warp_sum(kb: KernelBuilder, v: Value) -> Value:
+    """The sum of ``v`` over the 32 lanes of the warp, in every lane (butterfly shuffles; f64
+    values move as two 32-bit halves). The whole warp must reach it."""
+    acc = v
+    for delta in (16, 8, 4, 2, 1):
+        if acc.type == "f32":
+            other = kb.shfl_sync("bfly", acc, delta)
+        else:
+            bits = kb.bitcast(acc, "u64")
+            lo = kb.shfl_sync("bfly", kb.cvt(bits, "u32"), delta)
+            hi = kb.shfl_sync("bfly", kb.cvt(kb.shr(bits, 32), "u32"), delta)
+            other = kb.bitcast(kb.or_(kb.shl(kb.cvt(hi, "u64"), 32), kb.cvt(lo, "u64")), "f64")
+        acc = kb.add(acc, other)
+    return acc

@@ -5,7 +5,9 @@ and reduce a factor's diagonal:
   element strides of (row, column, batch) (signed 64-bit: C order, Fortran order, views); the
   solver's column-major workspaces are one such layout. Grid x over rows, y strides columns,
   z strides the batch. ``fill="eye"`` ignores src and writes the identity; ``"lower"``/``"upper"``
-  copy one triangle and write zeros elsewhere (the factor a numpy-shaped call returns).
+  copy one triangle and write zeros elsewhere (the factor a numpy-shaped call returns);
+  ``"unit_lower"`` writes the Householder vectors of a QR panel explicitly (below the diagonal
+  as stored, ones on it, zeros above).
 - ``solver_diag``: one thread per matrix of a batch over an LU (or Cholesky) factor's diagonal:
   ``det`` (product times the pivots' sign), ``slogdet`` (sign or phase, and sum of log|d|), or
   ``logdet_chol`` (2 * sum of log d for Cholesky).
@@ -22,7 +24,7 @@ from ...ptx.spec import KernelSpec
 from .common import DTYPES, cabs, check_dtype, cmul, components, esize, log_f64, real_type
 
 COPY_THREADS = 128
-FILLS = ("copy", "eye", "lower", "upper")
+FILLS = ("copy", "eye", "lower", "upper", "unit_lower")
 DIAG_MODES = ("det", "slogdet")
 DIAG_THREADS = 64
 
@@ -64,6 +66,12 @@ def generate_copy(spec: CopySpec) -> str:
             vals = [kb.mov(0.0, rt) for _ in range(nc)]
             if spec.fill == "eye":
                 kb.assign(vals[0], kb.selp(1.0, 0.0, kb.setp("eq", i, j), type_=rt))
+            elif spec.fill == "unit_lower":
+                soff = kb.mad(z64, s_bat, kb.mad(j64, s_col, kb.mul(i64, s_row)))
+                with kb.if_(kb.setp("gt", i, j)):
+                    for c in range(nc):
+                        kb.assign(vals[c], kb.ld("global", rt, kb.addr(src, soff, es), offset=c * size))
+                kb.assign(vals[0], kb.selp(1.0, vals[0], kb.setp("eq", i, j), type_=rt))
             else:
                 keep = {"lower": kb.setp("ge", i, j), "upper": kb.setp("le", i, j)}.get(spec.fill)
                 soff = kb.mad(z64, s_bat, kb.mad(j64, s_col, kb.mul(i64, s_row)))
