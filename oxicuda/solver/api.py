@@ -14,13 +14,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..memory.array import DeviceArray
+from . import geqrf as qrm
 from . import layout, lu
 from . import potrf as chol
 from .checks import operand, rhs, same_dtype, square, trans_code
 from .errors import LinAlgError
 
-__all__ = ["cho_factor", "cho_solve", "cholesky", "det", "inv", "lu_factor", "lu_solve", "slogdet", "solve",
-           "solve_triangular"]
+__all__ = ["QRResult", "cho_factor", "cho_solve", "cholesky", "det", "inv", "lu_factor", "lu_solve", "qr",
+           "slogdet", "solve", "solve_triangular"]
 
 _STREAM = 0
 _REAL = {"float32": "float32", "float64": "float64", "complex64": "float32", "complex128": "float64"}
@@ -360,3 +361,58 @@ def cho_solve(c_and_lower: tuple[object, bool], b: object, overwrite_b: bool = F
                    stride_b=n * nrhs, stream=_STREAM)
     layout.copy(dt, xs, dst, _STREAM)
     return out
+
+
+def qr(a: object, mode: str = "reduced"):
+    """QR of each matrix of a (..., m, n) (numpy.linalg.qr), Householder on the device (geqrf,
+    then orgqr for Q). ``mode``: "reduced" (Q (..., m, k), R (..., k, n), k = min(m, n)),
+    "complete" (Q (..., m, m), R (..., m, n)), "r" (R only, (..., k, n)), "raw" ((h, tau): h
+    (..., n, m) the reflectors and R as LAPACK leaves them, transposed like numpy's, tau
+    (..., k)). Returns a QRResult-like tuple (Q, R) for reduced/complete."""
+    modes = ("reduced", "complete", "r", "raw")
+    if mode not in modes:
+        raise ValueError(f"qr: mode={mode!r}; allowed {modes}")
+    a = operand(a, "qr")
+    if a.ndim < 2:
+        raise LinAlgError(f"qr: a is {a.ndim}-dimensional (shape {a.shape}); it must be at least two-dimensional")
+    *bshape, m, n = a.shape
+    bshape = tuple(bshape)
+    k = min(m, n)
+    dt = _name(a)
+    a, src = layout.strided(a)
+    batch = src.batch
+    f, fs = layout.colmajor(batch, m, n, dt)
+    tau = DeviceArray((*bshape, k), dt)
+    if a.size:
+        layout.copy(dt, src, fs, _STREAM)
+        qrm.geqrf_ptr(m, n, f.ptr, m, tau.ptr, dtype=dt, batch=batch, stride_a=m * n, stride_tau=k, stream=_STREAM)
+    if mode == "raw":
+        return f.reshape(*bshape, n, m), tau
+    rrows = m if mode == "complete" else k
+    r = DeviceArray((*bshape, rrows, n), dt)
+    if r.size:
+        _, rdst = layout.strided(r)
+        layout.copy(dt, layout.Strided(f.ptr, rrows, n, batch, 1, m, m * n), rdst, _STREAM, fill="upper")
+    if mode == "r":
+        return r
+    qcols = m if mode == "complete" else k
+    q = DeviceArray((*bshape, m, qcols), dt)
+    if q.size:
+        qbuf, qs = layout.colmajor(batch, m, qcols, dt)
+        es = np.dtype(dt).itemsize
+        for z in range(batch):
+            qrm.orgqr_ptr(m, qcols, k, f.ptr + z * m * n * es, m, tau.ptr + z * k * es, qbuf.ptr + z * m * qcols * es,
+                          m, dtype=dt, stream=_STREAM)
+        _, qdst = layout.strided(q)
+        layout.copy(dt, qs, qdst, _STREAM)
+    return QRResult(q, r)
+
+
+class QRResult(tuple):
+    """(Q, R) with ``.Q`` and ``.R`` (numpy's QRResult)."""
+
+    def __new__(cls, q: DeviceArray, r: DeviceArray):
+        return super().__new__(cls, (q, r))
+
+    Q = property(lambda self: self[0])
+    R = property(lambda self: self[1])
