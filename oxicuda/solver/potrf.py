@@ -5,9 +5,11 @@ i > 0 when the leading minor of order i is not positive definite).
 - ``potrf_ptr``: small matrices factor in one CTA each in shared memory (``solver_potf2`` space
   "shared", one launch per batch); larger ones run the blocked right-looking algorithm: per
   block of ``POTRF_NB`` columns ``solver_potf2`` on the diagonal block, oxicuda.blas
-  ``trsm_ptr`` for the panel below (or right of) it, then the trailing update A22 -= L21 L21^H:
-  oxicuda.blas ``syrk_ptr`` for real dtypes; for complex ones (blas has no herk) one
-  ``gemm_colmajor`` into a workspace and ``solver_herk_tri`` on the stored triangle.
+  ``trsm_ptr`` for the panel below (or right of) it, then the trailing update A22 -= L21 L21^H
+  as one oxicuda.blas ``gemm_colmajor`` into the solver's scratch and ``solver_herk_tri`` on the
+  stored triangle. (blas ``syrk_ptr`` does the same, but asks the workspace cache for a new
+  rest x rest block at every step: at n = 8192 that cycles the 1 GiB cache, whose evictions
+  synchronize; and blas has no herk for complex dtypes.)
 - ``potrs_ptr``: A X = B with the factor: ``solver_potrs_small`` for small n, else two trsm.
 """
 
@@ -47,9 +49,8 @@ class PotrfPlan:
         spec = Potf2Spec(arch=facts.arch, dtype=p.dtype, uplo=p.uplo, space=space)
         self.panel = KernelStep(spec, (p.batch,), (spec.threads,), bind=None,
                                 shared_mem=p.n * p.n * esize(p.dtype) if p.small else 0)
-        self.complex = p.dtype.startswith("complex")
         self.herk = {}
-        if not p.small and self.complex:
+        if not p.small:
             for w in range(p.nb, p.n, p.nb):  # trailing orders n - j0 - nb, one step per size
                 rest = p.n - w
                 self.herk[rest] = KernelStep(HerkTriSpec(arch=facts.arch, dtype=p.dtype, uplo=p.uplo),
@@ -63,7 +64,7 @@ class PotrfPlan:
             self.panel.launch((p.n, a, lda, stride_a, info, 0), stream)
             return
         es, lower = esize(p.dtype), p.uplo == "L"
-        ws = dispatch.scratch("potrf_herk", (p.n - p.nb) ** 2 * es, stream) if self.complex and p.n > p.nb else 0
+        ws = dispatch.scratch("potrf_herk", (p.n - p.nb) ** 2 * es, stream) if p.n > p.nb else 0
         for j0 in range(0, p.n, p.nb):
             w = min(p.nb, p.n - j0)
             ajj = a + (j0 + j0 * lda) * es
@@ -82,10 +83,6 @@ class PotrfPlan:
                 else:
                     level3.trsm_ptr("L", "U", "C", "N", w, rest, 1.0, ajj + off, lda, panel + off, lda,
                                     dtype=p.dtype, stream=stream)
-                if not self.complex:
-                    level3.syrk_ptr(p.uplo, "N" if lower else "T", rest, w, -1.0, panel + off, lda, 1.0,
-                                    a22 + off, lda, dtype=p.dtype, stream=stream)
-                    continue
                 ta, tb = ("N", "C") if lower else ("C", "N")
                 gemm_colmajor(ta, tb, rest, rest, w, 1.0, panel + off, lda, panel + off, lda, 0.0, ws, rest,
                               dtype=p.dtype, stream=stream, _owned=True)

@@ -7,9 +7,8 @@
   stored triangle of the trailing block. ``space="shared"`` loads the block into shared memory
   (the batched small path: the block is the whole matrix). Only the ``uplo`` triangle is read
   or written.
-- ``solver_herk_tri``: D -= W on one triangle of D (the blocked potrf's diagonal-block update for
-  complex dtypes, W = L21 L21^H from a GEMM: oxicuda.blas has syrk but no herk), the diagonal's
-  imaginary part set to 0.
+- ``solver_herk_tri``: D -= W on one triangle of D (the blocked potrf's trailing update, W =
+  L21 L21^H from one GEMM), for complex dtypes the diagonal's imaginary part set to 0 (herk).
 - ``solver_potrs_small``: op(A) X = B with the factor, one CTA per matrix (grid y = batch):
   forward then backward substitution with L and L^H (or U^H and U), threads owning rows.
 """
@@ -128,7 +127,7 @@ def generate_potf2(spec: Potf2Spec) -> str:
 @dataclass(frozen=True)
 class HerkTriSpec(KernelSpec):
     family: ClassVar[str] = "solver_herk_tri"
-    dtype: str = "complex64"
+    dtype: str = "float32"
     uplo: str = "L"
 
     def __post_init__(self) -> None:
@@ -220,8 +219,7 @@ registry.register_family("solver_potf2", Potf2Spec, generate_potf2,
                          lambda arch: [Potf2Spec(arch=arch, dtype=d, uplo=u, space=s, array=ar) for d in DTYPES
                                        for u in UPLOS for s in SPACES for ar in (False, True)])
 registry.register_family("solver_herk_tri", HerkTriSpec, generate_herk_tri,
-                         lambda arch: [HerkTriSpec(arch=arch, dtype=d, uplo=u) for d in ("complex64", "complex128")
-                                       for u in UPLOS])
+                         lambda arch: [HerkTriSpec(arch=arch, dtype=d, uplo=u) for d in DTYPES for u in UPLOS])
 registry.register_family("solver_potrs_small", PotrsSmallSpec, generate_potrs_small,
                          lambda arch: [PotrsSmallSpec(arch=arch, dtype=d, uplo=u, array=ar) for d in DTYPES
                                        for u in UPLOS for ar in (False, True)])
