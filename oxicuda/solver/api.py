@@ -15,12 +15,12 @@ import numpy as np
 
 from ..memory.array import DeviceArray
 from . import geqrf as qrm
-from . import layout, lu
+from . import eigen, layout, lu
 from . import potrf as chol
 from .checks import operand, rhs, same_dtype, square, trans_code
 from .errors import LinAlgError
 
-__all__ = ["QRResult", "cho_factor", "cho_solve", "cholesky", "det", "inv", "lu_factor", "lu_solve", "qr",
+__all__ = ["EighResult", "QRResult", "eigh", "eigvalsh", "cho_factor", "cho_solve", "cholesky", "det", "inv", "lu_factor", "lu_solve", "qr",
            "slogdet", "solve", "solve_triangular"]
 
 _STREAM = 0
@@ -416,3 +416,55 @@ class QRResult(tuple):
 
     Q = property(lambda self: self[0])
     R = property(lambda self: self[1])
+
+
+class EighResult(tuple):
+    """(eigenvalues, eigenvectors) with numpy's field names."""
+
+    def __new__(cls, w: DeviceArray, v: DeviceArray):
+        return super().__new__(cls, (w, v))
+
+    eigenvalues = property(lambda self: self[0])
+    eigenvectors = property(lambda self: self[1])
+
+
+def _eig(a: object, uplo: str, vectors: bool, who: str):
+    a = operand(a, who)
+    n = square(a, who)
+    u = uplo.upper() if isinstance(uplo, str) else uplo
+    if u not in ("L", "U"):
+        raise ValueError(f"{who}: UPLO={uplo!r}; allowed 'L' or 'U'")
+    dt = _name(a)
+    bshape = a.shape[:-2]
+    w = DeviceArray((*bshape, n), _REAL[dt])
+    v = DeviceArray(a.shape, dt) if vectors else None
+    if a.size == 0:
+        return w, v
+    a, src = layout.strided(a)
+    f, fs = layout.colmajor(src.batch, n, n, dt)
+    layout.copy(dt, src, fs, _STREAM)
+    info = DeviceArray((src.batch,), np.int32)
+    vb = None
+    if vectors:
+        vb, vs = layout.colmajor(src.batch, n, n, dt)
+    eigen.syevj_ptr(u, n, f.ptr, n, w.ptr, vb.ptr if vectors else 0, n, info.ptr, dtype=dt, batch=src.batch,
+                    stride_a=n * n, stride_w=n, stride_v=n * n, vectors=vectors, stream=_STREAM)
+    raise_for_info(info, bshape, who, "Eigenvalues did not converge",
+                   "the Jacobi sweeps ran out ({info} - 1 sweeps)")
+    if vectors:
+        _, dst = layout.strided(v)
+        layout.copy(dt, vs, dst, _STREAM)
+    return w, v
+
+
+def eigh(a: object, UPLO: str = "L") -> EighResult:
+    """Eigenvalues (ascending, real) and orthonormal eigenvectors (columns) of each Hermitian
+    matrix of a (..., n, n) (numpy.linalg.eigh); only the ``UPLO`` triangle is read. Jacobi
+    (syevj) on the device, one CTA per matrix. Raises LinAlgError if the sweeps do not converge."""
+    w, v = _eig(a, UPLO, True, "eigh")
+    return EighResult(w, v)
+
+
+def eigvalsh(a: object, UPLO: str = "L") -> DeviceArray:
+    """The eigenvalues (ascending, real) of each Hermitian matrix of a (numpy.linalg.eigvalsh)."""
+    return _eig(a, UPLO, False, "eigvalsh")[0]
