@@ -24,7 +24,7 @@ def pointer_batch(mats):
     return devs, oxicuda.asarray(np.array([d.ptr for d in devs], np.uint64))
 
 
-@pytest.mark.parametrize("dt, n", [(d, n) for d in DTYPES for n in (1, 7)] + [("float32", 33)])
+@pytest.mark.parametrize("dt, n", [(d, n) for d in DTYPES for n in (1, 7)] + [("float32", 16)])
 def test_getrf_getrs_getri_batched(rng, dt, n):
     batch = 3
     a = rand(rng, (batch, n, n), dt)
@@ -85,8 +85,11 @@ def test_potrf_potrs_batched(rng, dt, uplo):
                                    atol=TOL[dt] * 20)
 
 
-def test_large_order_runs_in_global_memory(rng):
-    n, batch = 66, 2
+def test_orders_past_the_small_limit_run_in_global_memory(rng, monkeypatch):
+    from oxicuda.solver import dispatch
+
+    monkeypatch.setitem(dispatch.DISPATCH, "SMALL_MAX", 8)  # n = 12 then takes the global path
+    n, batch = 12, 2
     a = rand(rng, (batch, n, n), "float64")
     devs, arr = pointer_batch(list(a))
     ipiv = oxicuda.zeros((batch, n), np.int32)
