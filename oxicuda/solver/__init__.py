@@ -16,13 +16,14 @@ import importlib.util
 
 _LAZY = {
     **{name: "api" for name in ("solve", "inv", "det", "slogdet", "lu_factor", "lu_solve", "solve_triangular",
-                                          "cholesky", "cho_factor", "cho_solve", "qr", "QRResult", "eigh", "eigvalsh", "EighResult")},
+                                          "cholesky", "cho_factor", "cho_solve", "qr", "QRResult", "eigh", "eigvalsh", "EighResult", "svd", "SVDResult", "norm")},
     "LinAlgError": "errors",
     "getrf_ptr": "lu",
     "getrs_ptr": "lu",
     "potrf_ptr": "potrf",
     "potrs_ptr": "potrf",
     "syevj_ptr": "eigen",
+    "gesvdj_ptr": "svd",
     **{name: "geqrf" for name in ("geqrf_ptr", "orgqr_ptr", "ormqr_ptr")},
     "DISPATCH": "dispatch",
     **{name: "batched" for name in ("getrf_batched_ptr", "getrs_batched_ptr", "getri_batched_ptr",
@@ -30,7 +31,7 @@ _LAZY = {
 }
 
 _GENERATORS = ("kernels.lu_kernels", "kernels.layout_kernels", "kernels.chol_kernels", "kernels.qr_kernels",
-               "kernels.jacobi_kernels")
+               "kernels.jacobi_kernels", "kernels.svd_kernels")
 #: full module names (the registry imports a dotted name as it is)
 KERNEL_MODULES = tuple(f"{__name__}.{m}" for m in _GENERATORS if importlib.util.find_spec(f"{__name__}.{m}") is not None)
 

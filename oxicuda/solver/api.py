@@ -14,14 +14,33 @@ from __future__ import annotations
 import numpy as np
 
 from ..memory.array import DeviceArray
-from . import geqrf as qrm
 from . import eigen, layout, lu
+from . import geqrf as qrm
 from . import potrf as chol
+from . import svd as svdm
 from .checks import operand, rhs, same_dtype, square, trans_code
 from .errors import LinAlgError
 
-__all__ = ["EighResult", "QRResult", "eigh", "eigvalsh", "cho_factor", "cho_solve", "cholesky", "det", "inv", "lu_factor", "lu_solve", "qr",
-           "slogdet", "solve", "solve_triangular"]
+__all__ = [
+    "EighResult",
+    "QRResult",
+    "SVDResult",
+    "cho_factor",
+    "cho_solve",
+    "cholesky",
+    "det",
+    "eigh",
+    "eigvalsh",
+    "inv",
+    "lu_factor",
+    "lu_solve",
+    "norm",
+    "qr",
+    "slogdet",
+    "solve",
+    "solve_triangular",
+    "svd",
+]
 
 _STREAM = 0
 _REAL = {"float32": "float32", "float64": "float64", "complex64": "float32", "complex128": "float64"}
@@ -468,3 +487,106 @@ def eigh(a: object, UPLO: str = "L") -> EighResult:
 def eigvalsh(a: object, UPLO: str = "L") -> DeviceArray:
     """The eigenvalues (ascending, real) of each Hermitian matrix of a (numpy.linalg.eigvalsh)."""
     return _eig(a, UPLO, False, "eigvalsh")[0]
+
+
+class SVDResult(tuple):
+    """(U, S, Vh) with numpy's field names."""
+
+    def __new__(cls, u: DeviceArray, s: DeviceArray, vh: DeviceArray):
+        return super().__new__(cls, (u, s, vh))
+
+    U = property(lambda self: self[0])
+    S = property(lambda self: self[1])
+    Vh = property(lambda self: self[2])
+
+
+def _complete(dt: str, q0: DeviceArray, rows: int, cols: int, batch: int) -> DeviceArray:
+    """A full rows x rows unitary per matrix whose first ``cols`` columns are q0's orthonormal
+    columns (column-major (batch, cols, rows)): QR of q0, Q formed complete, q0 copied in front."""
+    es = np.dtype(dt).itemsize
+    work, ws = layout.colmajor(batch, rows, cols, dt)
+    layout.copy(dt, layout.Strided(q0.ptr, rows, cols, batch, 1, rows, rows * cols), ws, _STREAM)
+    tau = DeviceArray((batch, cols), dt)
+    qrm.geqrf_ptr(rows, cols, work.ptr, rows, tau.ptr, dtype=dt, batch=batch, stride_a=rows * cols,
+                  stride_tau=cols, stream=_STREAM)
+    full, fs = layout.colmajor(batch, rows, rows, dt)
+    for z in range(batch):
+        qrm.orgqr_ptr(rows, rows, cols, work.ptr + z * rows * cols * es, rows, tau.ptr + z * cols * es,
+                      full.ptr + z * rows * rows * es, rows, dtype=dt, stream=_STREAM)
+    layout.copy(dt, layout.Strided(q0.ptr, rows, cols, batch, 1, rows, rows * cols),
+                layout.Strided(full.ptr, rows, cols, batch, 1, rows, rows * rows), _STREAM)
+    return full
+
+
+def svd(a: object, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
+    """Singular value decomposition of each matrix of a (..., m, n) (numpy.linalg.svd): one-sided
+    Jacobi (gesvdj) on the device, one CTA per matrix (a wide matrix through its conjugate
+    transpose). Returns SVDResult(U, S, Vh) (U (..., m, m or k), S (..., k) real descending,
+    Vh (..., n or k, n)), or S alone with ``compute_uv=False``. ``full_matrices`` completes the
+    thin factor with the Q of its QR (geqrf, orgqr). ``hermitian`` is accepted and ignored.
+    Raises LinAlgError if the sweeps do not converge."""
+    a = operand(a, "svd")
+    if a.ndim < 2:
+        raise LinAlgError(f"svd: a is {a.ndim}-dimensional (shape {a.shape}); it must be at least two-dimensional")
+    *bshape, m, n = a.shape
+    bshape = tuple(bshape)
+    k = min(m, n)
+    dt = _name(a)
+    cx = dt.startswith("complex")
+    wide = m < n
+    M, N = (n, m) if wide else (m, n)
+    s = DeviceArray((*bshape, k), _REAL[dt])
+    ucols, vrows = (m, n) if full_matrices else (k, k)
+    u = DeviceArray((*bshape, m, ucols), dt) if compute_uv else None
+    vh = DeviceArray((*bshape, vrows, n), dt) if compute_uv else None
+    if a.size == 0:
+        if compute_uv and full_matrices:
+            for arr, order in ((u, m), (vh, n)):
+                if arr.size:
+                    _, d = layout.strided(arr)
+                    layout.eye(dt, d, _STREAM)
+        return SVDResult(u, s, vh) if compute_uv else s
+    a, src = layout.strided(a)
+    batch = src.batch
+    f, fs = layout.colmajor(batch, M, N, dt)
+    if wide:  # the conjugate transpose: element (i, j) = conj(a[j, i])
+        src = layout.Strided(src.ptr, M, N, batch, src.s_col, src.s_row, src.s_batch)
+    layout.copy(dt, src, fs, _STREAM, fill="conj" if wide and cx else "copy")
+    info = DeviceArray((batch,), np.int32)
+    if compute_uv:
+        ub, _ = layout.colmajor(batch, M, N, dt)
+        vtb, _ = layout.colmajor(batch, N, N, dt)
+    svdm.gesvdj_ptr(M, N, f.ptr, M, s.ptr, ub.ptr if compute_uv else 0, M, vtb.ptr if compute_uv else 0, N,
+                    info.ptr, dtype=dt, batch=batch, stride_a=M * N, stride_s=N, stride_u=M * N, stride_vt=N * N,
+                    vectors=compute_uv, stream=_STREAM)
+    raise_for_info(info, bshape, "svd", "SVD did not converge", "the Jacobi sweeps ran out ({info} - 1 sweeps)")
+    if not compute_uv:
+        return s
+    thin_cols = N
+    if full_matrices and M > N:
+        ub = _complete(dt, ub, M, N, batch)
+        thin_cols = M
+    _, udst = layout.strided(u)
+    _, vdst = layout.strided(vh)
+    fill = "conj" if cx else "copy"
+    if not wide:
+        layout.copy(dt, layout.Strided(ub.ptr, m, ucols, batch, 1, M, M * thin_cols), udst, _STREAM)
+        layout.copy(dt, layout.Strided(vtb.ptr, vrows, n, batch, 1, N, N * N), vdst, _STREAM)
+    else:  # a = (V')^H^H ...: U = (V'^H)^H, Vh = U'^H
+        layout.copy(dt, layout.Strided(vtb.ptr, m, ucols, batch, N, 1, N * N), udst, _STREAM, fill=fill)
+        layout.copy(dt, layout.Strided(ub.ptr, vrows, n, batch, M, 1, M * thin_cols), vdst, _STREAM, fill=fill)
+    return SVDResult(u, s, vh)
+
+
+def norm(x: object, ord: object = None, axis: object = None, keepdims: bool = False) -> DeviceArray:
+    """The matrix 2-norm (ord=2: the largest singular value) or ord=-2 (the smallest) of each
+    matrix of x (..., m, n), from the device SVD (numpy.linalg.norm for those ords). Other ords,
+    vector norms and ``axis``/``keepdims`` are not implemented yet (NotImplementedError)."""
+    if ord not in (2, -2) or axis not in (None, (-2, -1)) or keepdims:
+        raise NotImplementedError(f"norm: ord={ord!r}, axis={axis!r}, keepdims={keepdims!r}; oxicuda.solver "
+                                  "implements the matrix 2-norm (ord=2) and ord=-2 over the last two axes only")
+    a = operand(x, "norm", "x")
+    if a.ndim < 2:
+        raise NotImplementedError("norm: vector norms are not implemented yet; x must be (..., m, n)")
+    s = svd(a, compute_uv=False)
+    return s[..., 0] if ord == 2 else s[..., -1]

@@ -39,7 +39,7 @@ def getrs_small(n: int) -> bool:
 #: The solver's scratch is keyed by dtypes no other library uses for workspaces (the workspace
 #: cache hands one block to one (stream, dtype, count) key): GEMM's split-K partials (float
 #: keys) and blas level-3 scratch (uint8 keys) inside a solver call never alias it.
-SCRATCH_KEYS = {"qr_block": "int16", "qr_q": "uint16", "potrf_herk": "int64", "jacobi": "uint64"}
+SCRATCH_KEYS = {"qr_block": "int16", "qr_q": "uint16", "potrf_herk": "int64", "jacobi": "uint64", "svd": "uint32"}
 
 
 def scratch(name: str, nbytes: int, stream: int) -> int:

@@ -59,7 +59,7 @@ def _copy_step(dtype: str, fill: str, rows: int, cols: int, batch: int) -> Kerne
 
 
 def copy(dtype: str, src: Strided, dst: Strided, stream: int, fill: str = "copy") -> None:
-    """dst = src (fill "copy", "lower", "upper") or the identity (fill "eye"; src unused)."""
+    """dst = src (fill "copy", "conj" (complex only), "lower", "upper", "unit_lower") or the identity (fill "eye"; src unused)."""
     if src.rows == 0 or src.cols == 0 or src.batch == 0:
         return
     step = _copy_step(dtype, fill, src.rows, src.cols, src.batch)

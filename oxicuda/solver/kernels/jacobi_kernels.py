@@ -25,7 +25,18 @@ from ...ptx import registry
 from ...ptx.builder import KernelBuilder, Value
 from ...ptx.builder_base import SHARED_OPTIN_LIMIT
 from ...ptx.spec import KernelSpec
-from .common import DTYPES, Matrix, batch_base, cabs, check_dtype, cmul, components, conj, esize, real_type
+from .common import (
+    DTYPES,
+    Matrix,
+    batch_base,
+    cabs,
+    check_dtype,
+    cmul,
+    components,
+    conj,
+    esize,
+    real_type,
+)
 from .qr_kernels import _block_sum
 
 SPACES = ("shared", "global")

@@ -1,7 +1,8 @@
 """PTX generators that move matrices between the caller's layout and the solver's workspaces,
 and reduce a factor's diagonal:
 
-- ``solver_copy``: dst = src element by element, each side addressed by
+- ``solver_copy``: dst = src (``"conj"``: its conjugate, for the SVD of a wide matrix through
+  its conjugate transpose) element by element, each side addressed by
   element strides of (row, column, batch) (signed 64-bit: C order, Fortran order, views); the
   solver's column-major workspaces are one such layout. Grid x over rows, y strides columns,
   z strides the batch. ``fill="eye"`` ignores src and writes the identity; ``"lower"``/``"upper"``
@@ -24,7 +25,7 @@ from ...ptx.spec import KernelSpec
 from .common import DTYPES, cabs, check_dtype, cmul, components, esize, log_f64, real_type
 
 COPY_THREADS = 128
-FILLS = ("copy", "eye", "lower", "upper", "unit_lower")
+FILLS = ("copy", "conj", "eye", "lower", "upper", "unit_lower")
 DIAG_MODES = ("det", "slogdet")
 DIAG_THREADS = 64
 
@@ -79,6 +80,8 @@ def generate_copy(spec: CopySpec) -> str:
                 with (kb.if_(keep) if keep is not None else _always()):
                     for c in range(nc):
                         kb.assign(vals[c], kb.ld("global", rt, sa, offset=c * size))
+            if spec.fill == "conj" and nc == 2:
+                kb.neg(vals[1], out=vals[1])
             for c in range(nc):
                 kb.st("global", da, vals[c], offset=c * size)
             # the loops stride by the grid: advance past the other CTAs' indices
@@ -162,7 +165,8 @@ def generate_diag(spec: DiagSpec) -> str:
 
 
 registry.register_family("solver_copy", CopySpec, generate_copy,
-                         lambda arch: [CopySpec(arch=arch, dtype=d, fill=f) for d in DTYPES for f in FILLS])
+                         lambda arch: [CopySpec(arch=arch, dtype=d, fill=f) for d in DTYPES for f in FILLS
+                                       if f != "conj" or d.startswith("complex")])
 registry.register_family("solver_diag", DiagSpec, generate_diag,
                          lambda arch: [DiagSpec(arch=arch, dtype=d, mode=m) for d in DTYPES for m in DIAG_MODES])
 
