@@ -23,7 +23,7 @@ _LAZY = {
     "potrf_ptr": "potrf",
     "potrs_ptr": "potrf",
     "syevj_ptr": "eigen",
-    "gesvdj_ptr": "svd",
+    "gesvdj_ptr": "gesvdj",
     **{name: "geqrf" for name in ("geqrf_ptr", "orgqr_ptr", "ormqr_ptr")},
     "DISPATCH": "dispatch",
     **{name: "batched" for name in ("getrf_batched_ptr", "getrs_batched_ptr", "getri_batched_ptr",

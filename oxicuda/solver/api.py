@@ -17,7 +17,7 @@ from ..memory.array import DeviceArray
 from . import eigen, layout, lu
 from . import geqrf as qrm
 from . import potrf as chol
-from . import svd as svdm
+from . import gesvdj as svdm
 from .checks import operand, rhs, same_dtype, square, trans_code
 from .errors import LinAlgError
 
@@ -509,7 +509,7 @@ def _complete(dt: str, q0: DeviceArray, rows: int, cols: int, batch: int) -> Dev
     tau = DeviceArray((batch, cols), dt)
     qrm.geqrf_ptr(rows, cols, work.ptr, rows, tau.ptr, dtype=dt, batch=batch, stride_a=rows * cols,
                   stride_tau=cols, stream=_STREAM)
-    full, fs = layout.colmajor(batch, rows, rows, dt)
+    full, _ = layout.colmajor(batch, rows, rows, dt)
     for z in range(batch):
         qrm.orgqr_ptr(rows, rows, cols, work.ptr + z * rows * cols * es, rows, tau.ptr + z * cols * es,
                       full.ptr + z * rows * rows * es, rows, dtype=dt, stream=_STREAM)
