@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from solver_cases import DTYPES, EPS, THRESH, graded, hilbert, no_host_lapack, poisoned, rand, rel  # noqa: F401
 
 import oxicuda
 import oxicuda.solver as S
 from oxicuda.solver import dispatch
-from solver_cases import DTYPES, EPS, THRESH, graded, hilbert, no_host_lapack, poisoned, rand, rel  # noqa: F401
 
 
 def hermitian(rng, shape, dt):

@@ -6,11 +6,21 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from solver_cases import (  # noqa: F401
+    DTYPES,
+    EPS,
+    THRESH,
+    conditioned,
+    hilbert,
+    no_host_lapack,
+    poisoned,
+    rand,
+    rel,
+)
 
 import oxicuda
 import oxicuda.solver as S
 from oxicuda.solver import dispatch
-from solver_cases import DTYPES, EPS, THRESH, conditioned, hilbert, no_host_lapack, poisoned, rand, rel  # noqa: F401
 
 
 def check_svd(a, u, s, vh):

@@ -16,8 +16,8 @@ import numpy as np
 from ..memory.array import DeviceArray
 from . import eigen, layout, lu
 from . import geqrf as qrm
-from . import potrf as chol
 from . import gesvdj as svdm
+from . import potrf as chol
 from .checks import operand, rhs, same_dtype, square, trans_code
 from .errors import LinAlgError
 
