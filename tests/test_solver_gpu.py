@@ -132,3 +132,37 @@ def test_det_slogdet_inv_large_against_cupy():
     assert np.abs(np.einsum("zij,zjk->zik", a, inv) - np.eye(n)).max() < 1e-9
     if cupy is not None:
         np.testing.assert_allclose(S.det(da).get(), cupy.linalg.det(cupy.asarray(a)).get(), rtol=1e-8)
+
+
+@pytest.mark.parametrize("dt", ("float32", "float64", "complex128"))
+def test_eigh_batched_small_and_order_128_against_cupy(dt):
+    rng = np.random.default_rng(7)
+    for shape in ((500, 32, 32), (128, 128)):
+        x = _rand(rng, shape, dt)
+        a = ((x + np.conj(np.swapaxes(x, -1, -2))) / 2).astype(dt)
+        w, v = S.eigh(oxicuda.asarray(a))
+        W, V = w.get().astype(np.float64), v.get().astype(np.complex128)
+        n = shape[-1]
+        norm = np.abs(a).sum(axis=-2).max()
+        assert np.abs(a @ V - V * W[..., None, :]).max() / (n * norm * EPS[dt]) < 30
+        assert np.abs(np.conj(np.swapaxes(V, -1, -2)) @ V - np.eye(n)).max() / (n * EPS[dt]) < 30
+        cupy = _cupy()
+        if cupy is not None:
+            ref = cupy.linalg.eigvalsh(cupy.asarray(a)).get()
+            assert np.abs(W - ref).max() <= 30 * n * norm * EPS[dt]
+
+
+@pytest.mark.parametrize("dt", ("float32", "float64", "complex64"))
+def test_svd_batched_small_and_order_96_against_cupy(dt):
+    rng = np.random.default_rng(8)
+    for shape in ((400, 24, 16), (96, 96)):
+        a = _rand(rng, shape, dt)
+        u, s, vh = S.svd(oxicuda.asarray(a), full_matrices=False)
+        U, sv, VH = u.get().astype(np.complex128), s.get().astype(np.float64), vh.get().astype(np.complex128)
+        m, n = shape[-2:]
+        norm = np.abs(a).sum(axis=-2).max()
+        assert np.abs(a - (U * sv[..., None, :]) @ VH).sum(axis=-2).max() / (max(m, n) * norm * EPS[dt]) < 30
+        cupy = _cupy()
+        if cupy is not None:
+            ref = cupy.linalg.svd(cupy.asarray(a), compute_uv=False).get()
+            assert np.abs(sv - ref).max() <= 30 * max(m, n) * norm * EPS[dt]
