@@ -1,0 +1,168 @@
+"""oxicuda.solver at sizes the emulator cannot run, on a real GPU, against cupy.linalg (cuSOLVER)
+where CuPy is importable and against float64 numpy residuals always."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import oxicuda
+import oxicuda.solver as S
+
+pytestmark = pytest.mark.gpu
+
+
+def _cupy():
+    try:
+        import cupy
+
+        cupy.cuda.runtime.getDeviceCount()
+        return cupy
+    except Exception:  # noqa: BLE001 - no usable CuPy is no vendor column, whatever the cause
+        return None
+
+
+def _rand(rng, shape, dt):
+    v = rng.standard_normal(shape)
+    if dt.startswith("complex"):
+        v = v + 1j * rng.standard_normal(shape)
+    return v.astype(dt)
+
+
+EPS = {d: np.finfo(d).eps for d in ("float32", "float64", "complex64", "complex128")}
+
+
+@pytest.mark.parametrize("dt, n", [("float32", 2048), ("float64", 2048), ("complex64", 1024), ("complex128", 1024)])
+def test_solve_large_matches_cupy_and_small_residual(dt, n):
+    rng = np.random.default_rng(1)
+    a, b = _rand(rng, (n, n), dt), _rand(rng, (n, 4), dt)
+    x = S.solve(oxicuda.asarray(a), oxicuda.asarray(b)).get()
+    A, X = a.astype(np.complex128), x.astype(np.complex128)
+    resid = np.abs(A @ X - b).max() / (n * np.abs(A).sum(axis=1).max() * np.abs(X).max() * EPS[dt])
+    assert resid < 30
+    cupy = _cupy()
+    if cupy is not None:
+        ref = cupy.linalg.solve(cupy.asarray(a), cupy.asarray(b)).get()
+        assert np.abs(x - ref).max() <= 1e3 * EPS[dt] * max(1.0, np.abs(ref).max()) * np.sqrt(n)
+
+
+@pytest.mark.parametrize("dt", ("float32", "float64", "complex128"))
+def test_cholesky_large(dt):
+    n = 2048
+    rng = np.random.default_rng(2)
+    x = _rand(rng, (n, n), dt)
+    a = (x @ x.conj().T / n + np.eye(n)).astype(dt)
+    low = S.cholesky(oxicuda.asarray(a)).get().astype(np.complex128)
+    err = np.abs(low @ low.conj().T - a).sum(axis=0).max() / (n * np.abs(a).sum(axis=0).max() * EPS[dt])
+    assert err < 30
+    cupy = _cupy()
+    if cupy is not None:
+        ref = cupy.linalg.cholesky(cupy.asarray(a)).get()
+        assert np.abs(low - ref).max() <= 1e4 * EPS[dt] * np.abs(ref).max()
+
+
+@pytest.mark.parametrize("dt", ("float32", "float64"))
+def test_lu_factor_large_backward_error(dt):
+    n = 2048
+    rng = np.random.default_rng(3)
+    a = _rand(rng, (n, n), dt)
+    lu, piv = S.lu_factor(oxicuda.asarray(a))
+    f, p = lu.get().astype(np.float64), piv.get()
+    pa = a.astype(np.float64)
+    for i, j in enumerate(p):
+        pa[[i, j]] = pa[[j, i]]
+    err = np.abs(pa - (np.tril(f, -1) + np.eye(n)) @ np.triu(f)).sum(axis=0).max()
+    assert err / (n * np.abs(a).sum(axis=0).max() * EPS[dt]) < 30
+
+
+@pytest.mark.parametrize("dt", ("float32", "float64", "complex64"))
+def test_qr_large(dt):
+    m, n = 1536, 1024
+    rng = np.random.default_rng(4)
+    a = _rand(rng, (m, n), dt)
+    q, r = S.qr(oxicuda.asarray(a))
+    Q, R = q.get().astype(np.complex128), r.get().astype(np.complex128)
+    assert np.abs(a - Q @ R).sum(axis=0).max() / (m * np.abs(a).sum(axis=0).max() * EPS[dt]) < 30
+    assert np.abs(Q.conj().T @ Q - np.eye(n)).max() / (m * EPS[dt]) < 30
+    cupy = _cupy()
+    if cupy is not None:
+        ref_r = cupy.linalg.qr(cupy.asarray(a), mode="r").get()
+        assert np.abs(np.abs(np.diag(R)) - np.abs(np.diag(ref_r))).max() <= 1e3 * EPS[dt] * np.abs(ref_r).max()
+
+
+def test_batched_getrf_and_potrf_10000_of_32():
+    n, batch = 32, 10000
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((batch, n, n)).astype(np.float32)
+    d = oxicuda.asarray(np.ascontiguousarray(a.transpose(0, 2, 1)))
+    ptrs = oxicuda.asarray(np.array([d.ptr + z * n * n * 4 for z in range(batch)], np.uint64))
+    piv = oxicuda.zeros((batch, n), np.int32)
+    info = oxicuda.full((batch,), 7, np.int32)
+    S.getrf_batched_ptr(n, ptrs.ptr, n, piv.ptr, info.ptr, batch, dtype="float32")
+    assert not info.get().any()
+    f = d.get().transpose(0, 2, 1).astype(np.float64)
+    p = piv.get() - 1
+    for z in rng.choice(batch, 20, replace=False):
+        pa = a[z].astype(np.float64)
+        for i, j in enumerate(p[z]):
+            pa[[i, j]] = pa[[j, i]]
+        assert np.abs(pa - (np.tril(f[z], -1) + np.eye(n)) @ np.triu(f[z])).max() < 1e-4 * np.abs(a[z]).max() * n
+    spd = (a @ a.transpose(0, 2, 1) / n + np.eye(n)).astype(np.float32)
+    d2 = oxicuda.asarray(np.ascontiguousarray(spd.transpose(0, 2, 1)))
+    ptrs2 = oxicuda.asarray(np.array([d2.ptr + z * n * n * 4 for z in range(batch)], np.uint64))
+    S.potrf_batched_ptr("L", n, ptrs2.ptr, n, info.ptr, batch, dtype="float32")
+    assert not info.get().any()
+    g = d2.get().transpose(0, 2, 1).astype(np.float64)
+    for z in rng.choice(batch, 20, replace=False):
+        low = np.tril(g[z])
+        assert np.abs(low @ low.T - spd[z]).max() < 1e-4 * n
+
+
+def test_det_slogdet_inv_large_against_cupy():
+    cupy = _cupy()
+    n = 512
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((4, n, n)) / np.sqrt(n)
+    da = oxicuda.asarray(a)
+    sign, logabs = S.slogdet(da)
+    rs, rl = np.linalg.slogdet(a)
+    np.testing.assert_allclose(sign.get(), rs)
+    np.testing.assert_allclose(logabs.get(), rl, rtol=1e-10, atol=1e-9)
+    inv = S.inv(da).get()
+    assert np.abs(np.einsum("zij,zjk->zik", a, inv) - np.eye(n)).max() < 1e-9
+    if cupy is not None:
+        np.testing.assert_allclose(S.det(da).get(), cupy.linalg.det(cupy.asarray(a)).get(), rtol=1e-8)
+
+
+@pytest.mark.parametrize("dt", ("float32", "float64", "complex128"))
+def test_eigh_batched_small_and_order_128_against_cupy(dt):
+    rng = np.random.default_rng(7)
+    for shape in ((500, 32, 32), (128, 128)):
+        x = _rand(rng, shape, dt)
+        a = ((x + np.conj(np.swapaxes(x, -1, -2))) / 2).astype(dt)
+        w, v = S.eigh(oxicuda.asarray(a))
+        W, V = w.get().astype(np.float64), v.get().astype(np.complex128)
+        n = shape[-1]
+        norm = np.abs(a).sum(axis=-2).max()
+        assert np.abs(a @ V - V * W[..., None, :]).max() / (n * norm * EPS[dt]) < 30
+        assert np.abs(np.conj(np.swapaxes(V, -1, -2)) @ V - np.eye(n)).max() / (n * EPS[dt]) < 30
+        cupy = _cupy()
+        if cupy is not None:
+            ref = cupy.linalg.eigvalsh(cupy.asarray(a)).get()
+            assert np.abs(W - ref).max() <= 30 * n * norm * EPS[dt]
+
+
+@pytest.mark.parametrize("dt", ("float32", "float64", "complex64"))
+def test_svd_batched_small_and_order_96_against_cupy(dt):
+    rng = np.random.default_rng(8)
+    for shape in ((400, 24, 16), (96, 96)):
+        a = _rand(rng, shape, dt)
+        u, s, vh = S.svd(oxicuda.asarray(a), full_matrices=False)
+        U, sv, VH = u.get().astype(np.complex128), s.get().astype(np.float64), vh.get().astype(np.complex128)
+        m, n = shape[-2:]
+        norm = np.abs(a).sum(axis=-2).max()
+        assert np.abs(a - (U * sv[..., None, :]) @ VH).sum(axis=-2).max() / (max(m, n) * norm * EPS[dt]) < 30
+        cupy = _cupy()
+        if cupy is not None:
+            ref = cupy.linalg.svd(cupy.asarray(a), compute_uv=False).get()
+            assert np.abs(sv - ref).max() <= 30 * max(m, n) * norm * EPS[dt]
