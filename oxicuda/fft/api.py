@@ -20,6 +20,7 @@ from oxicuda.memory.array import DeviceArray, asarray, empty
 
 from .config import get_plan_cache
 from .plan import Buf, PlanBuilder
+from .plan import c_strides as _c_strides
 
 __all__ = ["Problem", "fft", "fft2", "fftn", "hfft", "ifft", "ifft2", "ifftn", "ihfft", "irfft",
            "irfft2", "irfftn", "rfft", "rfft2", "rfftn", "plan_for"]
@@ -95,14 +96,6 @@ class Problem:
 
 def _with(shape: tuple[int, ...], axis: int, n: int) -> tuple[int, ...]:
     return shape[:axis] + (n,) + shape[axis + 1:]
-
-
-def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    out, step = [], 1
-    for d in reversed(shape):
-        out.append(step)
-        step *= d
-    return tuple(reversed(out))
 
 
 # -- argument checks -------------------------------------------------------------------------------

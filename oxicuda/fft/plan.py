@@ -67,6 +67,15 @@ def axis_last_strides(shape: tuple[int, ...], axis: int) -> tuple[int, ...]:
     return tuple(strides)
 
 
+def c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """C-order strides (elements) of ``shape``."""
+    out, step = [], 1
+    for d in reversed(shape):
+        out.append(step)
+        step *= d
+    return tuple(reversed(out))
+
+
 def levels(bufs: tuple[Buf, ...], axis: int) -> list[tuple[int, tuple[int, ...]]]:
     """The batch dims of ``bufs`` (all dims but ``axis``) as (count, strides per buf), innermost
     first, size-1 dims dropped and neighbours merged where every buffer allows it."""
@@ -187,7 +196,7 @@ class PlanBuilder:
         self.steps.append(KernelStep(spec, -(-total // aux.THREADS), aux.THREADS, self._bind(src, dst, rest)))
 
     def nd_copy(self, src: Buf, dst: Buf, shifts: tuple[int, ...]) -> None:
-        """dst (C-contiguous, src's shape) = src rolled by ``shifts``."""
+        """dst (src's shape; its strides, C order when empty) = src rolled by ``shifts``."""
         nd = len(src.shape)
         if nd > aux.MAX_DIMS:
             raise ValueError(f"fft: arrays of {nd} dimensions are not supported; at most {aux.MAX_DIMS}")
@@ -196,11 +205,12 @@ class PlanBuilder:
         shape = (1,) * pad + src.shape
         shift = (0,) * pad + tuple(shifts)
         strides = (0,) * pad + src.strides
+        dstrides = (0,) * pad + (dst.strides or c_strides(src.shape))
         total = math.prod(src.shape)
         u, i = np.uint32, np.int32
         rest = (u(total),)
         for d in reversed(range(aux.MAX_DIMS)):
-            rest += (u(shape[d]), u(shift[d] % max(shape[d], 1)), i(strides[d]))
+            rest += (u(shape[d]), u(shift[d] % max(shape[d], 1)), i(strides[d]), i(dstrides[d]))
         self.steps.append(KernelStep(spec, -(-total // aux.THREADS), aux.THREADS, self._bind(src, dst, rest)))
 
     def contiguous(self, src: Buf, axis: int) -> Buf:
@@ -335,8 +345,11 @@ class PlanBuilder:
         self.c2c(y, y2, axis, n, (-1.0, -1.0), scale)
         self.aux("scatter_real", y2, dst, dst, axis, n, n, n, extra=(np.uint32(2),))
 
-    def shift(self, src: Buf, dst: Buf, shifts: tuple[int, ...]) -> None:
-        self.nd_copy(src, dst, shifts)
+    def freq(self, dst: Buf, n: int, split: int, scale: float) -> None:
+        spec = aux.AuxSpec(arch=self.arch, op="freq", precision="double")
+        total = dst.shape[0]
+        rest = (np.uint32(total), np.uint32(n), np.uint32(split), np.float64(scale))
+        self.steps.append(KernelStep(spec, -(-total // aux.THREADS), aux.THREADS, self._bind(dst, dst, rest)))
 
     def finish(self, name: str) -> LaunchPlan:
         return LaunchPlan(name, self.steps, self.ws, self.keep)

@@ -1,7 +1,7 @@
 """The element-wise kernels around the transforms (family ``fft_aux``): one thread per element.
 
 - ``nd_copy``: ``dst[i] = src[(i + shift) mod shape]`` over up to ``MAX_DIMS`` dimensions with
-  any source strides, into a C-contiguous destination: fftshift/ifftshift (shift = ceil(n/2) /
+  any source and destination strides: fftshift/ifftshift (shift = ceil(n/2) /
   floor(n/2)), and the contiguous copy of an input whose layout the passes cannot address
   (shift 0);
 - ``gather_real``: a strided real line into a contiguous real or (``widen``) complex line, zero
@@ -11,7 +11,8 @@
 - ``c2r_pre``: the inverse of that, ``Z[k] = (X[k] + conj X[h-k] + i conj(W^k) (X[k] - conj X[h-k])) / 2``,
   with the imaginary parts of X[0] and X[h] ignored as a c2r transform does;
 - ``hermitian``: the full Hermitian line ``Y[k] = X[k]`` (k <= n/2), ``conj X[n-k]`` above;
-- ``scatter_real``: every ``step``-th real of a contiguous line into a strided real line.
+- ``scatter_real``: every ``step``-th real of a contiguous line into a strided real line;
+- ``freq``: fftfreq/rfftfreq's sample frequencies ``(i < split ? i : i - n) * scale`` (float64).
 
 Lines: ``batch`` lines of ``length`` elements; the batch index splits as in ``fft_stockham``
 (``b0 = b % c0``, ``b1 = (b / c0) % c1``, ``b2``), the strided side of an element ``j`` lives at
@@ -29,7 +30,7 @@ from oxicuda.ptx.spec import KernelSpec
 
 from .stockham import cmul
 
-OPS = ("nd_copy", "gather_real", "r2c_post", "c2r_pre", "hermitian", "scatter_real")
+OPS = ("nd_copy", "gather_real", "r2c_post", "c2r_pre", "hermitian", "scatter_real", "freq")
 #: real type per precision, and the byte sizes of a real and a complex element
 PRECISIONS = {"single": ("f32", 4, 8), "double": ("f64", 8, 16)}
 #: nd_copy moves raw elements of 4, 8 or 16 bytes
@@ -87,6 +88,12 @@ def generate_aux(spec: AuxSpec) -> str:
     kb.ret(kb.setp("ge", t, total))
     if spec.op == "nd_copy":
         _nd_copy(kb, spec, src, dst, t)
+        return kb.ptx()
+    if spec.op == "freq":
+        n, split, scale = kb.param("n", "u32"), kb.param("split", "u32"), kb.param("scale", "f64")
+        i = kb.cvt(t, "f64")
+        v = kb.selp(i, kb.sub(i, kb.cvt(n, "f64")), kb.setp("lt", t, split))
+        kb.st("global", kb.addr(dst, t, 8), kb.mul(v, scale))
         return kb.ptx()
     ft, rsize, csize = PRECISIONS[spec.precision]
     length, clen, valid = kb.param("length", "u32"), kb.param("clen", "u32"), kb.param("valid", "u32")
@@ -156,23 +163,27 @@ def _nd_copy(kb: KernelBuilder, spec: AuxSpec, src: Value, dst: Value, t: Value)
     word, words = COPY_ITEMS[spec.itemsize]
     rem = kb.mov(t)
     off = kb.mov(0, "s64")
+    doff = kb.mov(0, "s64")
     for d in reversed(range(MAX_DIMS)):
         shape, shift = kb.param(f"shape{d}", "u32"), kb.param(f"shift{d}", "u32")
-        stride = kb.param(f"stride{d}", "s32")
+        stride, dstride = kb.param(f"stride{d}", "s32"), kb.param(f"dstride{d}", "s32")
         q = kb.div(rem, shape)
         i = kb.sub(rem, kb.mul(q, shape))
+        kb.add(doff, kb.mul(kb.bitcast(i, "s32"), dstride, mode="wide"), out=doff)
         i = kb.add(i, shift)
         i = kb.selp(kb.sub(i, shape), i, kb.setp("ge", i, shape))
         kb.add(off, kb.mul(kb.bitcast(i, "s32"), stride, mode="wide"), out=off)
         kb.assign(rem, q)
     sp = kb.add(src, kb.mul(kb.bitcast(off, "u64"), spec.itemsize))
     v = kb.ld("global", word, sp, vec=words) if words > 1 else kb.ld("global", word, sp)
-    kb.st("global", kb.addr(dst, t, spec.itemsize), list(v) if words > 1 else v)
+    dp = kb.add(dst, kb.mul(kb.bitcast(doff, "u64"), spec.itemsize))
+    kb.st("global", dp, list(v) if words > 1 else v)
 
 
 def aux_configurations(arch: str) -> list[AuxSpec]:
     """Every element-wise kernel a plan can launch."""
     specs = [AuxSpec(arch=arch, op="nd_copy", itemsize=s) for s in COPY_ITEMS]
+    specs.append(AuxSpec(arch=arch, op="freq", precision="double"))
     for prec in PRECISIONS:
         specs.append(AuxSpec(arch=arch, op="gather_real", precision=prec, widen=False))
         specs.append(AuxSpec(arch=arch, op="gather_real", precision=prec, widen=True))
