@@ -15,8 +15,8 @@ _EXPORTS = {
         "fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",
         "rfftn", "irfftn", "hfft", "ihfft")},
     **{name: "oxicuda.fft.helpers" for name in ("fftfreq", "rfftfreq", "fftshift", "ifftshift")},
-    "Plan": "oxicuda.fft.plan_object",
-    "get_fft_plan": "oxicuda.fft.plan_object",
+    "Plan": "oxicuda.fft.user_plan",
+    "get_fft_plan": "oxicuda.fft.user_plan",
     "get_plan_cache": "oxicuda.fft.config",
     "config": None,
 }

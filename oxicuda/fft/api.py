@@ -218,6 +218,12 @@ def _element_strides(x: DeviceArray) -> tuple[int, ...]:
     return tuple(st // x.dtype.itemsize for st in x.strides)
 
 
+def current_plan():
+    from .user_plan import current_plan as active
+
+    return active()
+
+
 def plan_for(problem: Problem):
     """The cached LaunchPlan of ``problem`` (built on first use)."""
     from oxicuda.driver.facts import device_facts
@@ -225,6 +231,28 @@ def plan_for(problem: Problem):
     from .plan import build_launch_plan
 
     return get_plan_cache().get_or_build(problem, lambda: build_launch_plan(problem, device_facts(problem.ordinal)))
+
+
+def make_problem(kind: str, xa: DeviceArray, ax, lengths, norm, inverse: bool, op: str, *,
+                 out_conj: bool = False, in_conj: bool = False, norm_inverse: bool | None = None,
+                 ptr: int | None = None) -> Problem:
+    """The Problem of one checked call (``xa`` already an accepted DeviceArray)."""
+    dkind, cdt, rdt = ACCEPTED[xa.dtype]
+    shape = list(xa.shape)
+    for a, n in zip(ax, lengths):
+        shape[a] = n
+    if kind == "r2c":
+        shape[ax[-1]] = lengths[-1] // 2 + 1
+    total = math.prod(lengths)
+    scale = norm_scale(norm, total, inverse if norm_inverse is None else norm_inverse, op)
+    if kind == "c2c":
+        sign = out_sign = -1.0 if inverse else 1.0
+    else:  # c2r conjugates its input only for hfft; r2c its output only for ihfft
+        sign, out_sign = (-1.0 if in_conj else 1.0), (-1.0 if out_conj else 1.0)
+    rsize = np.dtype(rdt).itemsize
+    pairs_ok = kind != "r2c" or (xa.ptr if ptr is None else ptr) % (2 * rsize) == 0
+    return Problem(kind, tuple(xa.shape), _element_strides(xa), xa.dtype.name, dkind, tuple(ax),
+                   tuple(lengths), tuple(shape), sign, out_sign, scale, pairs_ok, _ordinal())
 
 
 def execute(kind: str, x: object, s, axes, norm, inverse: bool, out, op: str, *, out_conj: bool = False,
@@ -237,33 +265,19 @@ def execute(kind: str, x: object, s, axes, norm, inverse: bool, out, op: str, *,
     if kind == "r2c" and not real_in:
         raise TypeError(f"{op}: the input has dtype {xa.dtype}; a real transform takes float32 or float64")
     ax, lengths = axes_and_lengths(xa, s, axes, op, real_out=kind == "c2r")
-    dkind, cdt, rdt = ACCEPTED[xa.dtype]
-    shape = list(xa.shape)
-    for a, n in zip(ax, lengths):
-        shape[a] = n
-    if kind == "r2c":
-        shape[ax[-1]] = lengths[-1] // 2 + 1
-    out_shape = tuple(shape)
+    active = current_plan()
+    if active is not None:
+        active.check(kind, xa, ax, lengths)
+    problem = make_problem(kind, xa, ax, lengths, norm, inverse, op, out_conj=out_conj, in_conj=in_conj,
+                           norm_inverse=norm_inverse)
+    _, cdt, rdt = ACCEPTED[xa.dtype]
     out_dtype = rdt if kind == "c2r" else cdt
-    total = math.prod(lengths)
-    scale = norm_scale(norm, total, inverse if norm_inverse is None else norm_inverse, op)
     if out is not None:
-        result = _check_out(out, out_shape, out_dtype, xa, op, kind == "c2c" and out_shape == xa.shape)
-    else:
-        result = None
-    if kind == "c2c":
-        sign = out_sign = -1.0 if inverse else 1.0
-    else:  # c2r conjugates its input only for hfft; r2c its output only for ihfft
-        sign, out_sign = (-1.0 if in_conj else 1.0), (-1.0 if out_conj else 1.0)
-    rsize = np.dtype(rdt).itemsize
-    pairs_ok = True
-    if kind == "r2c":
-        pairs_ok = xa.ptr % (2 * rsize) == 0
-    problem = Problem(kind, tuple(xa.shape), _element_strides(xa), xa.dtype.name, dkind, ax, lengths,
-                      out_shape, sign, out_sign, scale, pairs_ok, _ordinal())
+        result = _check_out(out, problem.out_shape, out_dtype, xa, op,
+                            kind == "c2c" and problem.out_shape == tuple(xa.shape))
     plan = plan_for(problem)
-    if result is None:
-        result = empty(out_shape, out_dtype, stream=xa.stream)
+    if out is None:
+        result = empty(problem.out_shape, out_dtype, stream=xa.stream)
     if result.size:
         plan.run((xa.ptr, result.ptr), (), xa.stream or None)
     return result
