@@ -2,7 +2,9 @@
 switch to oxicuda by changing their imports.
 
 - ``oxicuda.compat.cupy_cublas`` (also ``oxicuda.cuda.cublas``): like ``cupy.cuda.cublas``;
-- ``oxicuda.compat.skcuda_cublas`` (also ``oxicuda.skcuda.cublas``): like ``skcuda.cublas``.
+- ``oxicuda.compat.skcuda_cublas`` (also ``oxicuda.skcuda.cublas``): like ``skcuda.cublas``;
+- ``oxicuda.compat.cufft`` (also ``oxicuda.cuda.cufft``): like ``cupy.cuda.cufft``;
+- ``oxicuda.compat.skcuda_fft`` (also ``oxicuda.skcuda.fft``): like ``skcuda.fft``.
 
 Submodules import on first access.
 """
@@ -11,7 +13,8 @@ from __future__ import annotations
 
 import importlib
 
-_SUBMODULES = frozenset({"cupy_cublas", "skcuda_cublas", "cublas_common", "cublas_calls"})
+_SUBMODULES = frozenset({"cupy_cublas", "skcuda_cublas", "cublas_common", "cublas_calls", "cufft",
+                         "skcuda_fft"})
 
 
 def __getattr__(name: str):

@@ -256,8 +256,8 @@ def make_problem(kind: str, xa: DeviceArray, ax, lengths, norm, inverse: bool, o
 
 
 def execute(kind: str, x: object, s, axes, norm, inverse: bool, out, op: str, *, out_conj: bool = False,
-            in_conj: bool = False, norm_inverse: bool | None = None) -> DeviceArray:
-    """Check, plan (cached) and run one transform; the result array."""
+            in_conj: bool = False, norm_inverse: bool | None = None, stream: object = None) -> DeviceArray:
+    """Check, plan (cached) and run one transform on ``stream`` (None: the input's); the result."""
     xa = as_input(x, op)
     real_in = xa.dtype.kind == "f"
     if kind == "c2r" and real_in:
@@ -276,10 +276,11 @@ def execute(kind: str, x: object, s, axes, norm, inverse: bool, out, op: str, *,
         result = _check_out(out, problem.out_shape, out_dtype, xa, op,
                             kind == "c2c" and problem.out_shape == tuple(xa.shape))
     plan = plan_for(problem)
+    stream = stream if stream is not None else (xa.stream or None)
     if out is None:
-        result = empty(problem.out_shape, out_dtype, stream=xa.stream)
+        result = empty(problem.out_shape, out_dtype, stream=stream)
     if result.size:
-        plan.run((xa.ptr, result.ptr), (), xa.stream or None)
+        plan.run((xa.ptr, result.ptr), (), stream)
     return result
 
 

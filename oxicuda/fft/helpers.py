@@ -11,7 +11,7 @@ from oxicuda.memory.array import DeviceArray, asarray, empty
 from .config import get_plan_cache
 from .plan import Buf, PlanBuilder
 
-__all__ = ["fftfreq", "fftshift", "ifftshift", "rfftfreq"]
+__all__ = ["copy_into", "fftfreq", "fftshift", "ifftshift", "rfftfreq"]
 
 
 @dataclass(frozen=True)
@@ -21,11 +21,12 @@ class ShiftProblem:
     itemsize: int
     shifts: tuple[int, ...]
     ordinal: int
+    dst_strides: tuple[int, ...] = ()
     dtype: str = "c64"
 
     def compose(self, pb: PlanBuilder):
         src = Buf(0, 0, self.shape, self.strides, self.itemsize)
-        pb.nd_copy(src, Buf(1, 0, self.shape, (), self.itemsize), self.shifts)
+        pb.nd_copy(src, Buf(1, 0, self.shape, self.dst_strides, self.itemsize), self.shifts)
         return pb.finish(f"fftshift{self.shape}")
 
 
@@ -79,6 +80,15 @@ def _shift(x, axes, inverse: bool, op: str) -> DeviceArray:
         _run(ShiftProblem(tuple(xa.shape), strides, xa.dtype.itemsize, tuple(shifts), _ordinal()),
              (xa.ptr, out.ptr), xa.stream or None)
     return out
+
+
+def copy_into(src: DeviceArray, dst: DeviceArray, stream: object = None) -> None:
+    """dst[...] = src for device arrays of one shape and itemsize, any strides, on the device."""
+    size = src.dtype.itemsize
+    problem = ShiftProblem(tuple(src.shape), tuple(s // size for s in src.strides), size,
+                           (0,) * src.ndim, _ordinal(), tuple(s // size for s in dst.strides))
+    if src.size:
+        _run(problem, (src.ptr, dst.ptr), stream)
 
 
 def fftshift(x, axes=None) -> DeviceArray:
