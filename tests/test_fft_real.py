@@ -1,0 +1,110 @@
+"""oxicuda.fft real and N-D transforms against numpy: rfft/irfft/hfft/ihfft (even and odd
+lengths, n, axes, strides), fft2/ifft2/fftn/ifftn/rfft2/irfft2/rfftn/irfftn over 1-3 axes in any
+order, and fftshift/ifftshift/fftfreq/rfftfreq."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import oxicuda
+import oxicuda.fft as F
+from fft_checks import check, poisoned, random
+
+NORMS = [None, "ortho", "forward"]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 8, 9, 15, 16, 22, 97, 128])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rfft_and_irfft_match_numpy(n, dtype, rng):
+    x = random(rng, (3, n), dtype)
+    cdt = np.complex64 if dtype == np.float32 else np.complex128
+    out = poisoned((3, n // 2 + 1), cdt)
+    F.rfft(x, out=out)
+    check(out.get(), np.fft.rfft(x.astype(np.float64)), [n], dtype)
+    spec = random(rng, (3, n // 2 + 1), cdt)
+    back = poisoned((3, n), dtype)
+    F.irfft(spec, n=n, out=back)
+    check(back.get(), np.fft.irfft(spec.astype(np.complex128), n=n), [n], dtype)
+
+
+@pytest.mark.parametrize("norm", NORMS)
+def test_hfft_and_ihfft_every_norm(norm, rng):
+    x = random(rng, (2, 9), np.complex128)
+    check(F.hfft(x, norm=norm).get(), np.fft.hfft(x, norm=norm), [16], np.float64)
+    check(F.hfft(x, n=11, norm=norm).get(), np.fft.hfft(x, n=11, norm=norm), [11], np.float64)
+    r = random(rng, (2, 10), np.float64)
+    check(F.ihfft(r, norm=norm).get(), np.fft.ihfft(r, norm=norm), [10], np.float64)
+    check(F.ihfft(r, n=7, norm=norm).get(), np.fft.ihfft(r, n=7, norm=norm), [7], np.float64)
+
+
+@pytest.mark.parametrize("norm", NORMS)
+def test_real_transforms_on_other_axes_and_lengths(norm, rng):
+    x = random(rng, (6, 5, 4), np.float64)
+    check(F.rfft(x, axis=0, norm=norm).get(), np.fft.rfft(x, axis=0, norm=norm), [6], np.float64)
+    check(F.rfft(x, n=7, axis=1, norm=norm).get(), np.fft.rfft(x, n=7, axis=1, norm=norm), [7], np.float64)
+    X = np.fft.rfft(x, axis=0)
+    check(F.irfft(X, axis=0, norm=norm).get(), np.fft.irfft(X, axis=0, norm=norm), [6], np.float64)
+    check(F.irfft(X, n=3, axis=0, norm=norm).get(), np.fft.irfft(X, n=3, axis=0, norm=norm), [3], np.float64)
+
+
+def test_real_transforms_of_strided_inputs(rng):
+    x = random(rng, (4, 30), np.float32)
+    d = oxicuda.asarray(x)
+    check(F.rfft(d[:, ::3]).get(), np.fft.rfft(x[:, ::3].astype(np.float64)), [10], np.float32)
+    check(F.rfft(d[::-1, 1:]).get(), np.fft.rfft(x[::-1, 1:].astype(np.float64)), [29], np.float32)
+    X = random(rng, (4, 12), np.complex64)
+    dx = oxicuda.asarray(X)
+    check(F.irfft(dx[:, ::2]).get(), np.fft.irfft(X[:, ::2].astype(np.complex128)), [10], np.float32)
+
+
+@pytest.mark.parametrize("axes", [None, (0,), (1, 2), (2, 0), (0, 1, 2), (-1, -3)])
+@pytest.mark.parametrize("norm", [None, "ortho"])
+def test_nd_complex_over_any_axes(axes, norm, rng):
+    x = random(rng, (4, 6, 5), np.complex128)
+    check(F.fftn(x, axes=axes, norm=norm).get(), np.fft.fftn(x, axes=axes, norm=norm), [6, 6], np.complex128)
+    check(F.ifftn(x, axes=axes, norm=norm).get(), np.fft.ifftn(x, axes=axes, norm=norm), [6, 6], np.complex128)
+
+
+def test_nd_with_s_and_2d_forms(rng):
+    x = random(rng, (3, 8, 6), np.complex64)
+    ref = np.fft.fft2(x.astype(np.complex128), s=(5, 9))
+    check(F.fft2(x, s=(5, 9)).get(), ref, [5, 9], np.complex64)
+    check(F.ifft2(x).get(), np.fft.ifft2(x.astype(np.complex128)), [8, 6], np.complex64)
+    check(F.fftn(x, s=(4, 4), axes=(0, 2)).get(), np.fft.fftn(x.astype(np.complex128), s=(4, 4), axes=(0, 2)),
+          [4, 4], np.complex64)
+
+
+@pytest.mark.parametrize("axes", [None, (0, 1), (2, 0), (1,)])
+def test_rfftn_and_irfftn(axes, rng):
+    x = random(rng, (4, 6, 10), np.float64)
+    check(F.rfftn(x, axes=axes).get(), np.fft.rfftn(x, axes=axes), [10, 6], np.float64)
+    X = np.fft.rfftn(x, axes=axes)
+    check(F.irfftn(X, axes=axes).get(), np.fft.irfftn(X, axes=axes), [10, 6], np.float64)
+    s = (3, 7) if axes is None or len(axes) == 2 else (7,)
+    ax = axes if axes is not None else (1, 2)
+    check(F.irfftn(X, s=s, axes=ax).get(), np.fft.irfftn(X, s=s, axes=ax), [7, 3], np.float64)
+
+
+def test_rfft2_and_irfft2(rng):
+    x = random(rng, (2, 12, 9), np.float32)
+    ref = np.fft.rfft2(x.astype(np.float64))
+    check(F.rfft2(x).get(), ref, [12, 9], np.float32)
+    check(F.irfft2(ref.astype(np.complex64), s=(12, 9)).get(), np.fft.irfft2(ref, s=(12, 9)), [12, 9], np.float32)
+
+
+@pytest.mark.parametrize("axes", [None, 0, (1, 2), -1])
+def test_fftshift_and_ifftshift_on_the_device(axes, rng):
+    x = random(rng, (3, 4, 5), np.complex64)
+    d = oxicuda.asarray(x)
+    assert np.array_equal(F.fftshift(d, axes).get(), np.fft.fftshift(x, axes))
+    assert np.array_equal(F.ifftshift(d, axes).get(), np.fft.ifftshift(x, axes))
+    assert np.array_equal(F.fftshift(d[:, ::-1, ::2], axes).get(), np.fft.fftshift(x[:, ::-1, ::2], axes))
+    r = random(rng, (7,), np.float32)
+    assert np.array_equal(F.ifftshift(F.fftshift(r)).get(), r)
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 8])
+def test_fftfreq_and_rfftfreq(n):
+    assert np.allclose(F.fftfreq(n, 0.25).get(), np.fft.fftfreq(n, 0.25), rtol=1e-15, atol=0)
+    assert np.allclose(F.rfftfreq(n).get(), np.fft.rfftfreq(n), rtol=1e-15, atol=0)
