@@ -285,18 +285,18 @@ def execute(kind: str, x: object, s, axes, norm, inverse: bool, out, op: str, *,
 
 
 # -- the numpy.fft functions -----------------------------------------------------------------------
-def _one(n):
-    return None if n is None else (n,)
+def _one(n, op: str):
+    return None if n is None else (_length(n, op, "n"),)
 
 
 def fft(a, n=None, axis=-1, norm=None, out=None) -> DeviceArray:
     """The 1-D discrete Fourier transform of ``a`` along ``axis`` (length ``n``: pad/crop)."""
-    return execute("c2c", a, _one(n), (axis,), norm, False, out, "fft")
+    return execute("c2c", a, _one(n, "fft"), (axis,), norm, False, out, "fft")
 
 
 def ifft(a, n=None, axis=-1, norm=None, out=None) -> DeviceArray:
     """The 1-D inverse transform (1/n scaling with norm='backward')."""
-    return execute("c2c", a, _one(n), (axis,), norm, True, out, "ifft")
+    return execute("c2c", a, _one(n, "ifft"), (axis,), norm, True, out, "ifft")
 
 
 def fftn(a, s=None, axes=None, norm=None, out=None) -> DeviceArray:
@@ -321,12 +321,12 @@ def ifft2(a, s=None, axes=(-2, -1), norm=None, out=None) -> DeviceArray:
 
 def rfft(a, n=None, axis=-1, norm=None, out=None) -> DeviceArray:
     """The transform of real ``a`` along ``axis``: n//2 + 1 complex outputs."""
-    return execute("r2c", a, _one(n), (axis,), norm, False, out, "rfft")
+    return execute("r2c", a, _one(n, "rfft"), (axis,), norm, False, out, "rfft")
 
 
 def irfft(a, n=None, axis=-1, norm=None, out=None) -> DeviceArray:
     """The inverse of rfft: ``n`` (default 2*(m-1)) real outputs from m Hermitian inputs."""
-    return execute("c2r", a, _one(n), (axis,), norm, True, out, "irfft")
+    return execute("c2r", a, _one(n, "irfft"), (axis,), norm, True, out, "irfft")
 
 
 def rfftn(a, s=None, axes=None, norm=None, out=None) -> DeviceArray:
@@ -351,9 +351,9 @@ def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None) -> DeviceArray:
 
 def hfft(a, n=None, axis=-1, norm=None, out=None) -> DeviceArray:
     """The transform of a Hermitian-symmetric signal: real output of length n (default 2*(m-1))."""
-    return execute("c2r", a, _one(n), (axis,), norm, False, out, "hfft", in_conj=True, norm_inverse=False)
+    return execute("c2r", a, _one(n, "hfft"), (axis,), norm, False, out, "hfft", in_conj=True, norm_inverse=False)
 
 
 def ihfft(a, n=None, axis=-1, norm=None, out=None) -> DeviceArray:
     """The inverse of hfft: n//2 + 1 complex outputs from real input."""
-    return execute("r2c", a, _one(n), (axis,), norm, False, out, "ihfft", out_conj=True, norm_inverse=True)
+    return execute("r2c", a, _one(n, "ihfft"), (axis,), norm, False, out, "ihfft", out_conj=True, norm_inverse=True)

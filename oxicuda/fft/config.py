@@ -1,9 +1,10 @@
-"""The plan cache, shaped like ``cupy.fft.config``: ``get_plan_cache()`` returns the bounded,
-thread-safe cache every oxicuda.fft call plans through (``size`` plans and ``memsize`` bytes of
+"""The plan cache, shaped like ``cupy.fft.config``: ``get_plan_cache()`` returns this thread's
+bounded, lock-protected cache that every oxicuda.fft call plans through (``size`` plans and ``memsize`` bytes of
 workspace and device tables at most, oldest evicted first; ``clear()``, ``show_info()``)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Hashable
 
 from oxicuda.ptx.launch_plan import PlanCache
@@ -98,16 +99,20 @@ class FftPlanCache(PlanCache):
             print(f"  {plan!r}: {_plan_bytes(plan)} B")
 
 
-_cache = FftPlanCache()
+_local = threading.local()
 
 
 def get_plan_cache() -> FftPlanCache:
-    """The plan cache of oxicuda.fft (one per process; keys hold the device ordinal)."""
-    return _cache
+    """This thread's plan cache (one per thread, as cupy's: plans own their workspace, so two
+    threads never share one; keys hold the device ordinal)."""
+    cache = getattr(_local, "cache", None)
+    if cache is None:
+        cache = _local.cache = FftPlanCache()
+    return cache
 
 
 def show_plan_cache_info() -> None:
-    _cache.show_info()
+    get_plan_cache().show_info()
 
 
 def set_cufft_gpus(gpus: object) -> None:

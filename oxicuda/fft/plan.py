@@ -8,9 +8,9 @@ power-of-two transforms with the chirp and the chirp's spectrum fused into their
 stores). Real transforms add an r2c post- or c2r pre-processing pass around a half-length
 complex transform (even lengths) or a gather/extract around a full one (odd lengths).
 
-A plan reads ``pointers[0]`` (the input) and writes ``pointers[1]`` (the output); scratch comes
-from the workspace cache (one block per plan, offsets fixed here), so a planned call allocates
-nothing. Device tables (twiddles, chirps) are computed in float64 on the host and uploaded once
+A plan reads ``pointers[0]`` (the input) and writes ``pointers[1]`` (the output); its scratch is
+one block allocated when the plan is built (offsets fixed here), so a planned call allocates
+nothing; like a cuFFT plan, one plan runs one transform at a time (the cache is per thread). Device tables (twiddles, chirps) are computed in float64 on the host and uploaded once
 per (kind, length, dtype, device), shared by every plan that needs them.
 """
 
@@ -131,6 +131,7 @@ class PlanBuilder:
         self.keep: list[object] = []
         self.ws = 0
         self.rt = self.rdtype
+        self._ws_ptr = [0]  # the plan's own workspace, allocated by finish()
 
     # -- resources ---------------------------------------------------------------------------------
     def scratch(self, shape: tuple[int, ...], axis: int, itemsize: int) -> Buf:
@@ -155,8 +156,10 @@ class PlanBuilder:
     # -- steps -------------------------------------------------------------------------------------
     def _bind(self, src: Buf, dst: Buf, rest: tuple) -> object:
         sref, soff, dref, doff = src.ref, src.offset, dst.ref, dst.offset
+        holder = self._ws_ptr
 
         def bind(p, s, ws):
+            ws = holder[0]
             return ((ws if sref < 0 else p[sref]) + soff, (ws if dref < 0 else p[dref]) + doff) + rest
         return bind
 
@@ -352,7 +355,15 @@ class PlanBuilder:
         self.steps.append(KernelStep(spec, -(-total // aux.THREADS), aux.THREADS, self._bind(dst, dst, rest)))
 
     def finish(self, name: str) -> LaunchPlan:
-        return LaunchPlan(name, self.steps, self.ws, self.keep)
+        """The LaunchPlan; its workspace is its own (allocated here, kept with the plan), so that
+        plans of different threads never share scratch (the cache is per thread, as cupy's)."""
+        if self.ws:
+            from oxicuda.memory.array import empty
+
+            work = empty((self.ws,), np.uint8)
+            self._ws_ptr[0] = work.ptr
+            self.keep.append(work)
+        return LaunchPlan(name, self.steps, 0, self.keep)
 
 
 def build_launch_plan(problem: object, facts: object) -> LaunchPlan:
