@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fft_checks import poisoned, random
 from test_compat_cupy_cublas import run_script
 
 import oxicuda
-from fft_checks import poisoned, random
 from oxicuda.cuda import cufft
 from oxicuda.skcuda import fft as skfft
 

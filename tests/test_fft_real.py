@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fft_checks import check, poisoned, random
 
 import oxicuda
 import oxicuda.fft as F
-from fft_checks import check, poisoned, random
 
 NORMS = [None, "ortho", "forward"]
 

@@ -6,8 +6,21 @@ from __future__ import annotations
 
 from oxicuda.fft.many import FFT_TYPES, FORWARD, INVERSE, LayoutError, ManyPlan
 
-__all__ = ["CUFFT_C2C", "CUFFT_C2R", "CUFFT_D2Z", "CUFFT_FORWARD", "CUFFT_INVERSE", "CUFFT_R2C",
-           "CUFFT_Z2D", "CUFFT_Z2Z", "CuFFTError", "Plan1d", "PlanNd", "STATUS", "getVersion"]
+__all__ = [
+    "CUFFT_C2C",
+    "CUFFT_C2R",
+    "CUFFT_D2Z",
+    "CUFFT_FORWARD",
+    "CUFFT_INVERSE",
+    "CUFFT_R2C",
+    "CUFFT_Z2D",
+    "CUFFT_Z2Z",
+    "STATUS",
+    "CuFFTError",
+    "Plan1d",
+    "PlanNd",
+    "getVersion",
+]
 
 CUFFT_C2C, CUFFT_R2C, CUFFT_C2R = 0x29, 0x2a, 0x2c
 CUFFT_Z2Z, CUFFT_D2Z, CUFFT_Z2D = 0x69, 0x6a, 0x6c
@@ -46,7 +59,7 @@ def _run(plan: ManyPlan, a, out, direction) -> None:
         raise CuFFTError(_CODES[exc.status], exc.detail) from None
 
 
-def getVersion() -> int:  # noqa: N802 (cupy's name)
+def getVersion() -> int:
     """The version the surface mirrors (cuFFT 11.0's numbering); the kernels are oxicuda's."""
     return 11000
 

@@ -11,7 +11,6 @@ the input itself: an in-place plan). Bad input raises TypeError/ValueError befor
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,8 +21,24 @@ from .config import get_plan_cache
 from .plan import Buf, PlanBuilder
 from .plan import c_strides as _c_strides
 
-__all__ = ["Problem", "fft", "fft2", "fftn", "hfft", "ifft", "ifft2", "ifftn", "ihfft", "irfft",
-           "irfft2", "irfftn", "rfft", "rfft2", "rfftn", "plan_for"]
+__all__ = [
+    "Problem",
+    "fft",
+    "fft2",
+    "fftn",
+    "hfft",
+    "ifft",
+    "ifft2",
+    "ifftn",
+    "ihfft",
+    "irfft",
+    "irfft2",
+    "irfftn",
+    "plan_for",
+    "rfft",
+    "rfft2",
+    "rfftn",
+]
 
 NORMS = ("backward", "ortho", "forward")
 #: input dtype -> (complex kernel dtype, complex result dtype, real result dtype)
@@ -237,7 +252,7 @@ def make_problem(kind: str, xa: DeviceArray, ax, lengths, norm, inverse: bool, o
                  out_conj: bool = False, in_conj: bool = False, norm_inverse: bool | None = None,
                  ptr: int | None = None) -> Problem:
     """The Problem of one checked call (``xa`` already an accepted DeviceArray)."""
-    dkind, cdt, rdt = ACCEPTED[xa.dtype]
+    dkind, _, rdt = ACCEPTED[xa.dtype]
     shape = list(xa.shape)
     for a, n in zip(ax, lengths):
         shape[a] = n

@@ -173,7 +173,7 @@ class PlanBuilder:
         total, c0, c1 = batch
         f, u, i = self.rt, np.uint32, np.int32
         tw = self.twiddles(n)
-        side = lambda s: (i(s[0]), i(s[1]), i(s[2]), i(s[3]), u(s[4]), u(s[5]), u(s[6]))  # noqa: E731
+        side = lambda s: (i(s[0]), i(s[1]), i(s[2]), i(s[3]), u(s[4]), u(s[5]), u(s[6]))
         rest = (tw, pre, post, tw4[0], tw4[1], u(total), u(c0), u(c1), *side(ins), *side(outs),
                 u(tw4[2]), f(signs[0]), f(signs[1]), f(scale))
         grid = -(-total // spec.per_cta)

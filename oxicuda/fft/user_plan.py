@@ -7,6 +7,7 @@ inside must match the plan's signature, else ValueError before any launch).
 from __future__ import annotations
 
 import threading
+from typing import Self
 
 import numpy as np
 
@@ -14,7 +15,7 @@ from oxicuda.memory.array import DeviceArray
 
 from . import api
 
-__all__ = ["Plan", "get_fft_plan", "current_plan"]
+__all__ = ["Plan", "current_plan", "get_fft_plan"]
 
 VALUE_TYPES = {"C2C": "c2c", "R2C": "r2c", "C2R": "c2r"}
 _local = threading.local()
@@ -68,7 +69,7 @@ class Plan:
                 return api.execute("r2c", a, self.lengths, self.axes, norm, False, out, "Plan")
             return api.execute("c2r", a, self.lengths, self.axes, norm, True, out, "Plan")
 
-    def __enter__(self) -> Plan:
+    def __enter__(self) -> Self:
         stack = getattr(_local, "stack", None)
         if stack is None:
             stack = _local.stack = []

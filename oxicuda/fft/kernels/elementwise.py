@@ -68,7 +68,7 @@ def _strided_offset(kb: KernelBuilder, b: Value, prefix: str = "") -> tuple[Valu
     b0 = kb.sub(b, kb.mul(q0, c0))
     b2 = kb.div(q0, c1)
     b1 = kb.sub(q0, kb.mul(b2, c1))
-    s = lambda v: kb.bitcast(v, "s32")  # noqa: E731
+    s = lambda v: kb.bitcast(v, "s32")
     off = kb.add(kb.mul(s(b0), d0, mode="wide"), kb.mul(s(b1), d1, mode="wide"))
     return kb.add(off, kb.mul(s(b2), d2, mode="wide")), gs
 

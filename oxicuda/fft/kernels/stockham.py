@@ -193,7 +193,7 @@ class _Side:
         self.a = kb.param(f"{prefix}a", "u32")
         bb = kb.param(f"{prefix}b", "u32")
         self.valid = kb.param("in_valid" if prefix == "i" else "out_valid", "u32")
-        s = lambda v: kb.bitcast(v, "s32")  # noqa: E731
+        s = lambda v: kb.bitcast(v, "s32")
         off = kb.mul(s(b0), d0, mode="wide")
         off = kb.add(off, kb.mul(s(b1), d1, mode="wide"))
         self.base = kb.add(off, kb.mul(s(b2), d2, mode="wide"))
