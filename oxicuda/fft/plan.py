@@ -173,9 +173,18 @@ class PlanBuilder:
         total, c0, c1 = batch
         f, u, i = self.rt, np.uint32, np.int32
         tw = self.twiddles(n)
-        side = lambda s: (i(s[0]), i(s[1]), i(s[2]), i(s[3]), u(s[4]), u(s[5]), u(s[6]))
+        def side(sd: tuple) -> tuple:
+            return (i(sd[0]), i(sd[1]), i(sd[2]), i(sd[3]), u(sd[4]), u(sd[5]), u(sd[6]))
+
+        def staged(sd: tuple) -> int:
+            # through shared memory by columns when neighbouring transforms are neighbours in
+            # memory but one transform's elements are not
+            d0, d1, d2, gs, a, b = sd[:6]
+            delta = d0 if c0 > 1 else (d1 + b * gs if c1 > 1 else d2)
+            return int(spec.per_cta > 1 and abs(a * gs) != 1 and abs(delta) == 1)
+
         rest = (tw, pre, post, tw4[0], tw4[1], u(total), u(c0), u(c1), *side(ins), *side(outs),
-                u(tw4[2]), f(signs[0]), f(signs[1]), f(scale))
+                u(tw4[2]), u(staged(ins)), u(staged(outs)), f(signs[0]), f(signs[1]), f(scale))
         grid = -(-total // spec.per_cta)
         self.steps.append(KernelStep(spec, grid, spec.threads, self._bind(src, dst, rest),
                                      shared_mem=spec.shared_bytes))

@@ -38,8 +38,15 @@ RADICES = (8, 4, 2, 3, 5, 7)
 MAX_SINGLE = {"c64": 8192, "c128": 4096}
 #: the four-step twiddle's low table has 2**TW_LO_BITS entries
 TW_LO_BITS = 12
-#: threads one CTA aims for (several short transforms share a CTA)
+#: threads one CTA aims for (several short transforms share a CTA), and the most it takes (so
+#: that up to 255 registers per thread fit the register file)
 CTA_THREADS = 128
+CTA_MAX_THREADS = 256
+#: shared memory one CTA's transforms may use (fits every target's opt-in limit)
+CTA_SMEM = 64 * 1024
+#: transforms a CTA holds at least, where memory allows: staged (column) accesses then cover
+#: STAGE_COLUMNS neighbouring transforms (64 B rows of complex64)
+STAGE_COLUMNS = 8
 #: the most threads one transform uses
 MAX_TPT = 256
 
@@ -70,10 +77,19 @@ def is_smooth(n: int) -> bool:
     return n == 1
 
 
-def threads_per_transform(n: int) -> int:
-    """Threads of one transform: one per butterfly of the widest pass, at most MAX_TPT."""
+def threads_per_transform(n: int, dtype: str) -> int:
+    """Threads of one transform: one per butterfly of the widest pass, at most MAX_TPT, and few
+    enough that a CTA of ``CTA_MAX_THREADS`` holds the transforms ``stage_target`` asks for."""
     radices = radix_plan(n)
-    return max(1, min(n // max(radices), MAX_TPT)) if radices else 1
+    if not radices:
+        return 1
+    return max(1, min(n // max(radices), MAX_TPT, CTA_MAX_THREADS // stage_target(n, dtype)))
+
+
+def stage_target(n: int, dtype: str) -> int:
+    """Transforms a CTA should hold so that staged (column) accesses cover STAGE_COLUMNS
+    neighbouring transforms, where CTA_SMEM allows."""
+    return max(1, min(STAGE_COLUMNS, CTA_SMEM // (n * COMPLEX_TYPES[dtype][1])))
 
 
 @dataclass(frozen=True)
@@ -97,7 +113,7 @@ class StockhamSpec(KernelSpec):
 
     @property
     def tpt(self) -> int:
-        return threads_per_transform(self.n)
+        return threads_per_transform(self.n, self.dtype)
 
     @property
     def threads(self) -> int:
@@ -109,10 +125,11 @@ class StockhamSpec(KernelSpec):
 
 
 def default_per_cta(n: int, dtype: str) -> int:
-    """Transforms per CTA: enough for CTA_THREADS threads, within 48 KB of shared memory."""
-    tpt = threads_per_transform(n)
-    esize = COMPLEX_TYPES[dtype][1]
-    return max(1, min(CTA_THREADS // tpt, (48 * 1024) // (n * esize)))
+    """Transforms per CTA: ``stage_target`` of them, or more for CTA_THREADS threads, within
+    CTA_SMEM bytes of shared memory and CTA_MAX_THREADS threads."""
+    tpt = threads_per_transform(n, dtype)
+    want = max(CTA_THREADS // tpt, stage_target(n, dtype))
+    return max(1, min(want, CTA_MAX_THREADS // tpt, CTA_SMEM // (n * COMPLEX_TYPES[dtype][1])))
 
 
 # -- complex arithmetic on (re, im) register pairs -------------------------------------------------
@@ -181,66 +198,93 @@ def dft(kb: KernelBuilder, a: list[Cx]) -> list[Cx]:
 # -- the kernel ------------------------------------------------------------------------------------
 PARAMS = ("src", "dst", "tw", "pre", "post", "tw_lo", "tw_hi", "batch", "c0", "c1",
           "id0", "id1", "id2", "igs", "ia", "ib", "in_valid",
-          "od0", "od1", "od2", "ogs", "oa", "ob", "out_valid", "tw_n", "sign_in", "sign_out", "scale")
+          "od0", "od1", "od2", "ogs", "oa", "ob", "out_valid", "tw_n", "stage_in", "stage_out",
+          "sign_in", "sign_out", "scale")
+
+
+class _SideParams:
+    """The layout parameters of one side (input or output)."""
+
+    def __init__(self, kb: KernelBuilder, prefix: str) -> None:
+        self.d = tuple(kb.param(f"{prefix}d{i}", "s32") for i in range(3))
+        self.gs = kb.param(f"{prefix}gs", "s32")
+        self.a = kb.param(f"{prefix}a", "u32")
+        self.b = kb.param(f"{prefix}b", "u32")
+        self.valid = kb.param("in_valid" if prefix == "i" else "out_valid", "u32")
 
 
 class _Side:
-    """The address pieces of one side (input or output) of a transform, per thread."""
+    """One side's address pieces for the transform (b0, b1, b2) a thread works on."""
 
-    def __init__(self, kb: KernelBuilder, prefix: str, b0: Value, b1: Value, b2: Value) -> None:
-        d0, d1, d2 = (kb.param(f"{prefix}d{i}", "s32") for i in range(3))
-        self.gs = kb.param(f"{prefix}gs", "s32")
-        self.a = kb.param(f"{prefix}a", "u32")
-        bb = kb.param(f"{prefix}b", "u32")
-        self.valid = kb.param("in_valid" if prefix == "i" else "out_valid", "u32")
-        s = lambda v: kb.bitcast(v, "s32")
-        off = kb.mul(s(b0), d0, mode="wide")
-        off = kb.add(off, kb.mul(s(b1), d1, mode="wide"))
-        self.base = kb.add(off, kb.mul(s(b2), d2, mode="wide"))
-        self.g0 = kb.mul(b1, bb)
+    def __init__(self, kb: KernelBuilder, sp: _SideParams, b0: Value, b1: Value, b2: Value) -> None:
+        def s(v: Value) -> Value:
+            return kb.bitcast(v, "s32")
 
-    def g(self, kb: KernelBuilder, j: int | Value) -> Value:
-        """The axis index of element ``j`` (a Python int or a u32 register)."""
-        return kb.mad(j, self.a, self.g0, type_="u32") if isinstance(j, Value) else \
-            kb.mad(self.a, j, self.g0)
+        off = kb.mul(s(b0), sp.d[0], mode="wide")
+        off = kb.add(off, kb.mul(s(b1), sp.d[1], mode="wide"))
+        self.base = kb.add(off, kb.mul(s(b2), sp.d[2], mode="wide"))
+        self.g0 = kb.mul(b1, sp.b)
+        self.sp = sp
+
+    def g(self, kb: KernelBuilder, j: Value) -> Value:
+        """The axis index of element ``j`` (a u32 register)."""
+        return kb.mad(j, self.sp.a, self.g0, type_="u32")
 
     def address(self, kb: KernelBuilder, ptr: Value, g: Value, esize: int) -> Value:
-        off = kb.add(self.base, kb.mul(kb.bitcast(g, "s32"), self.gs, mode="wide"))
+        off = kb.add(self.base, kb.mul(kb.bitcast(g, "s32"), self.sp.gs, mode="wide"))
         return kb.add(ptr, kb.mul(kb.bitcast(off, "u64"), esize))
 
 
+class _Slot:
+    """The transform of one thread mapping: batch index split, liveness and both sides."""
+
+    def __init__(self, kb: KernelBuilder, slot: Value, per_cta: int, batch: Value, c0: Value, c1: Value,
+                 ins: _SideParams, outs: _SideParams) -> None:
+        b = kb.mad(kb.ctaid(), per_cta, slot)
+        self.live = kb.setp("lt", b, batch)
+        bl = kb.min(b, kb.sub(batch, 1))
+        q0 = kb.div(bl, c0)
+        b0 = kb.sub(bl, kb.mul(q0, c0))
+        b2 = kb.div(q0, c1)
+        self.b1 = kb.sub(q0, kb.mul(b2, c1))
+        self.ins = _Side(kb, ins, b0, self.b1, b2)
+        self.outs = _Side(kb, outs, b0, self.b1, b2)
+
+
 def generate_stockham(spec: StockhamSpec) -> str:
-    """PTX of one single-pass transform kernel (parameters: ``PARAMS`` in order)."""
+    """PTX of one single-pass transform kernel (parameters: ``PARAMS`` in order).
+
+    Two thread mappings: by rows (thread ``lt`` of transform ``tid / tpt``: the butterflies read
+    and write global memory directly, coalesced when the axis is contiguous) and, when
+    ``stage_in``/``stage_out`` is set and a CTA holds several transforms, by columns (transform
+    ``tid % per_cta``, element ``tid / per_cta``: neighbouring threads touch neighbouring
+    transforms, coalesced when the transforms are adjacent and the axis is strided); the staged
+    side goes through shared memory, which is how four-step passes and strided axes read and
+    write whole cache lines without a transpose kernel."""
     ft, esize = COMPLEX_TYPES[spec.dtype]
-    n, tpt, radices = spec.n, spec.tpt, radix_plan(spec.n)
+    n, tpt, radices, per = spec.n, spec.tpt, radix_plan(spec.n), spec.per_cta
     kb = KernelBuilder(spec.kernel_name(), arch=spec.arch, math=spec.math)
     kb.maxntid(spec.threads)
     src, dst, tw, pre, post, tw_lo, tw_hi = (kb.param_ptr(p) for p in PARAMS[:7])
     batch, c0, c1 = (kb.param(p, "u32") for p in ("batch", "c0", "c1"))
-    tid = kb.tid()
-    slot = kb.div(tid, tpt) if spec.per_cta > 1 else kb.mov(0, "u32")
-    lt = kb.sub(tid, kb.mul(slot, tpt)) if spec.per_cta > 1 else tid
-    b = kb.mad(kb.ctaid(), spec.per_cta, slot)
-    live = kb.setp("lt", b, batch)
-    bl = kb.min(b, kb.sub(batch, 1))
-    q0 = kb.div(bl, c0)
-    b0 = kb.sub(bl, kb.mul(q0, c0))
-    b2 = kb.div(q0, c1)
-    b1 = kb.sub(q0, kb.mul(b2, c1))
-    ins = _Side(kb, "i", b0, b1, b2)
-    outs = _Side(kb, "o", b0, b1, b2)
+    ip, op = _SideParams(kb, "i"), _SideParams(kb, "o")
     tw_n = kb.param("tw_n", "u32")
+    stage_in, stage_out = kb.param("stage_in", "u32"), kb.param("stage_out", "u32")
     sign_in, sign_out, scale = (kb.param(p, ft) for p in ("sign_in", "sign_out", "scale"))
+    tid = kb.tid()
+    slot = kb.div(tid, tpt) if per > 1 else kb.mov(0, "u32")
+    lt = kb.sub(tid, kb.mul(slot, tpt)) if per > 1 else tid
+    row = _Slot(kb, slot, per, batch, c0, c1, ip, op)
     has_pre = kb.setp("ne", pre, 0)
     has_post = kb.setp("ne", post, 0)
     has_tw = kb.setp("ne", tw_n, 0)
     zero = kb.mov(0.0, ft)
 
-    def load(j: int | Value) -> Cx:
-        g = ins.g(kb, j)
-        ok = kb.setp("lt", g, ins.valid)
+    def load(j: Value, side: _Side) -> Cx:
+        g = side.g(kb, j)
+        ok = kb.setp("lt", g, ip.valid)
         g = kb.selp(g, 0, ok)
-        re, im = kb.ld("global", ft, ins.address(kb, src, g, esize), vec=2)
+        re, im = kb.ld("global", ft, side.address(kb, src, g, esize), vec=2)
         re, im = kb.selp(re, zero, ok), kb.mul(kb.selp(im, zero, ok), sign_in)
         with kb.if_(has_pre):
             p = kb.ld("global", ft, kb.addr(pre, g, esize), vec=2, nc=True)
@@ -249,35 +293,60 @@ def generate_stockham(spec: StockhamSpec) -> str:
             kb.assign(im, i2)
         return re, im
 
-    def store(k: Value, v: Cx) -> None:
+    def store(k: Value, v: Cx, who: _Slot) -> None:
         re, im = kb.mov(v[0]), kb.mov(v[1])
         with kb.if_(has_tw):
-            m = kb.mul(b1, k)
+            m = kb.mul(who.b1, k)
             lo = kb.ld("global", ft, kb.addr(tw_lo, kb.and_(m, (1 << TW_LO_BITS) - 1), esize), vec=2, nc=True)
             hi = kb.ld("global", ft, kb.addr(tw_hi, kb.shr(m, TW_LO_BITS), esize), vec=2, nc=True)
             r2, i2 = cmul(kb, (re, im), cmul(kb, lo, hi))
             kb.assign(re, r2)
             kb.assign(im, i2)
         kb.mul(im, sign_out, out=im)
-        g = outs.g(kb, k)
+        g = who.outs.g(kb, k)
         with kb.if_(has_post):
-            p = kb.ld("global", ft, kb.addr(post, kb.min(g, kb.sub(outs.valid, 1)), esize), vec=2, nc=True)
+            p = kb.ld("global", ft, kb.addr(post, kb.min(g, kb.sub(op.valid, 1)), esize), vec=2, nc=True)
             r2, i2 = cmul(kb, (re, im), p)
             kb.assign(re, r2)
             kb.assign(im, i2)
-        ok = kb.and_(live, kb.setp("lt", g, outs.valid))
+        ok = kb.and_(who.live, kb.setp("lt", g, op.valid))
         with kb.if_(ok):
-            kb.st("global", outs.address(kb, dst, g, esize), [kb.mul(re, scale), kb.mul(im, scale)])
+            kb.st("global", who.outs.address(kb, dst, g, esize), [kb.mul(re, scale), kb.mul(im, scale)])
 
     if not radices:
-        store(kb.mov(0, "u32"), load(0))
+        store(kb.mov(0, "u32"), load(kb.mov(0, "u32"), row.ins), row)
         return kb.ptx()
 
     smem = kb.dynamic_shared("smem", spec.shared_bytes)
     sbase = kb.shared_addr(smem, kb.mul(slot, n * esize))
 
-    def sh_addr(e: Value) -> Value:
-        return kb.mad(e, esize, sbase, type_="u32")
+    def sh_addr(e: Value, base: Value = sbase) -> Value:
+        return kb.mad(e, esize, base, type_="u32")
+
+    staged = per > 1
+    if staged:
+        cslot = kb.sub(tid, kb.mul(kb.div(tid, per), per))
+        ce = kb.div(tid, per)
+        col = _Slot(kb, cslot, per, batch, c0, c1, ip, op)
+        cbase = kb.shared_addr(smem, kb.mul(cslot, n * esize))
+        p_in, p_out = kb.setp("ne", stage_in, 0), kb.setp("ne", stage_out, 0)
+
+        def staged_elements():
+            for idx in range(-(-n // tpt)):
+                e = kb.add(ce, idx * tpt) if idx else ce
+                guard = kb.setp("lt", e, n) if (idx + 1) * tpt > n else None
+                yield e, guard
+
+        with kb.if_(p_in):
+            for e, guard in staged_elements():
+                block = kb.if_(guard) if guard is not None else None
+                if block is not None:
+                    block.__enter__()
+                v = load(e, col.ins)
+                kb.st("shared", sh_addr(e, cbase), [v[0], v[1]])
+                if block is not None:
+                    block.__exit__(None, None, None)
+            kb.bar_sync()
 
     ns = 1
     for p, r in enumerate(radices):
@@ -299,7 +368,20 @@ def generate_stockham(spec: StockhamSpec) -> str:
             for t in range(r):
                 e = kb.add(i, t * m) if t else i
                 if first:
-                    v = load(e)
+                    v = (kb.reg(ft), kb.reg(ft))
+                    if staged:
+                        with kb.if_(p_in):
+                            sre, sim = kb.ld("shared", ft, sh_addr(e), vec=2)
+                            kb.assign(v[0], sre)
+                            kb.assign(v[1], sim)
+                        with kb.else_():
+                            gre, gim = load(e, row.ins)
+                            kb.assign(v[0], gre)
+                            kb.assign(v[1], gim)
+                    else:
+                        gre, gim = load(e, row.ins)
+                        kb.assign(v[0], gre)
+                        kb.assign(v[1], gim)
                 else:
                     v = kb.ld("shared", ft, sh_addr(e), vec=2)
                 if k is not None and t:
@@ -315,14 +397,12 @@ def generate_stockham(spec: StockhamSpec) -> str:
                 kb.assign(regs[t][0], y[t][0])
                 kb.assign(regs[t][1], y[t][1])
                 outs_idx.append(kb.add(jbase, t * ns) if t else jbase)
-            if last:
-                for t in range(r):
-                    store(outs_idx[t], regs[t])
             if block is not None:
                 block.__exit__(None, None, None)
             pending.append((guard, outs_idx, regs))
-        if not last:
-            if not first:
+
+        def to_shared(pending: list = pending, barrier_first: bool = not first) -> None:
+            if barrier_first:
                 kb.bar_sync()
             for guard, idx, regs in pending:
                 block = kb.if_(guard) if guard is not None else None
@@ -333,6 +413,35 @@ def generate_stockham(spec: StockhamSpec) -> str:
                 if block is not None:
                     block.__exit__(None, None, None)
             kb.bar_sync()
+
+        def direct_store(pending: list = pending) -> None:
+            for guard, idx, regs in pending:
+                block = kb.if_(guard) if guard is not None else None
+                if block is not None:
+                    block.__enter__()
+                for t, v in enumerate(regs):
+                    store(idx[t], v, row)
+                if block is not None:
+                    block.__exit__(None, None, None)
+
+        if not last:
+            to_shared()
+        elif staged:
+            with kb.if_(p_out):
+                # the staged store reuses shared memory this pass read: barrier first
+                to_shared(barrier_first=True)
+                for e, guard in staged_elements():
+                    block = kb.if_(guard) if guard is not None else None
+                    if block is not None:
+                        block.__enter__()
+                    v = kb.ld("shared", ft, sh_addr(e, cbase), vec=2)
+                    store(e, v, col)
+                    if block is not None:
+                        block.__exit__(None, None, None)
+            with kb.else_():
+                direct_store()
+        else:
+            direct_store()
         ns *= r
     return kb.ptx()
 
