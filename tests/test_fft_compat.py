@@ -97,6 +97,11 @@ def test_cufft_errors_carry_status_names(rng):
     assert np.isnan(out.get()).all()
 
 
+def test_plannd_refuses_a_real_last_size_that_does_not_match():
+    with pytest.raises(cufft.CuFFTError, match="last_size=8"):
+        cufft.PlanNd((4, 7), None, 1, 0, None, 1, 0, cufft.CUFFT_C2R, 2, "C", -1, 8)
+
+
 def test_skcuda_plan_and_scale(rng):
     x = random(rng, (2, 12), np.complex64)
     y = poisoned((2, 12), np.complex64)

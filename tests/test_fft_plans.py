@@ -153,7 +153,16 @@ BAD = [
     (lambda: F.fft(np.ones(8, np.complex64), norm="sideways"), ValueError, "norm"),
     (lambda: F.rfft(np.ones(8, np.complex64)), TypeError, "real transform"),
     (lambda: F.irfft(np.ones(1, np.complex64)), ValueError, "length along axis"),
+    (lambda: F.fft(np.ones((3, 0), np.complex64)), ValueError, "no entries"),
+    (lambda: F.irfft(np.ones((2, 5), np.complex64), out=oxicuda.empty((2, 9), np.float32)), ValueError, "shape"),
 ]
+
+
+def test_empty_batches_give_empty_results_without_launches():
+    with oxicuda.trace() as t:
+        assert F.fft(np.zeros((0, 8), np.complex64)).shape == (0, 8)
+        assert F.rfft(np.zeros((3, 0, 8), np.float32)).shape == (3, 0, 5)
+    assert not t.launches
 
 
 @pytest.mark.parametrize("call,exc,words", BAD)

@@ -93,6 +93,11 @@ class PlanNd:
             raise CuFFTError(16, f"order={order!r}; only 'C' layouts are supported")
         self.shape, self.fft_type, self.batch, self.order = tuple(shape), fft_type, batch, order
         self.last_axis, self.last_size = last_axis, last_size
+        real = fft_type in (CUFFT_R2C, CUFFT_C2R, CUFFT_D2Z, CUFFT_Z2D)
+        if real and last_size is not None and last_size != tuple(shape)[last_axis]:
+            raise CuFFTError(8, f"last_size={last_size} but shape[{last_axis}]={tuple(shape)[last_axis]}; a real "
+                             "transform's last size is the real length and must match (odd c2r lengths "
+                             "cannot be told from the complex input)")
         self._plan = _plan(tuple(shape), fft_type, batch, inembed, istride, idist, onembed, ostride, odist)
 
     def fft(self, a, out, direction: int) -> None:

@@ -290,12 +290,11 @@ def execute(kind: str, x: object, s, axes, norm, inverse: bool, out, op: str, *,
     if out is not None:
         result = _check_out(out, problem.out_shape, out_dtype, xa, op,
                             kind == "c2c" and problem.out_shape == tuple(xa.shape))
-    plan = plan_for(problem)
     stream = stream if stream is not None else (xa.stream or None)
     if out is None:
         result = empty(problem.out_shape, out_dtype, stream=stream)
-    if result.size:
-        plan.run((xa.ptr, result.ptr), (), stream)
+    if result.size:  # an empty result has nothing to compute (and no plan)
+        plan_for(problem).run((xa.ptr, result.ptr), (), stream)
     return result
 
 
