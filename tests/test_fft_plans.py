@@ -153,7 +153,8 @@ BAD = [
     (lambda: F.fft(np.ones(8, np.complex64), norm="sideways"), ValueError, "norm"),
     (lambda: F.rfft(np.ones(8, np.complex64)), TypeError, "real transform"),
     (lambda: F.irfft(np.ones(1, np.complex64)), ValueError, "length along axis"),
-    (lambda: F.fft(np.ones((3, 0), np.complex64)), ValueError, "no entries"),
+    (lambda: F.fft(np.ones((3, 0), np.complex64)), ValueError, "length along axis 1 is 0"),
+    (lambda: F.fft(np.ones((3, 0), np.complex64), n=4), ValueError, "no entries"),
     (lambda: F.irfft(np.ones((2, 5), np.complex64), out=oxicuda.empty((2, 9), np.float32)), ValueError, "shape"),
 ]
 
