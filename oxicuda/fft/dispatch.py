@@ -2,9 +2,10 @@
 how the plan computes it.
 
 - ``("single",)``: a 7-smooth length that fits one CTA's shared memory: one Stockham pass;
-- ``("four_step", n1, n2)``: a 7-smooth length above that: ``n1`` column transforms of length
-  ``n2`` ... (strided columns with the twiddle fused into their store, then rows written
-  transposed), ``n1`` and ``n2`` as close to sqrt(n) as the lengths allow;
+- ``("four_step", n1, n2)``: a 7-smooth length above that, as an n1 x n2 matrix: n2 strided
+  column transforms of length n1 with the twiddle fused into their stores, then n1 row
+  transforms of length n2 stored transposed; ``n1`` and ``n2`` as close to sqrt(n) as the
+  lengths allow;
 - ``("bluestein", m, inner)``: any other length: the chirp-z transform through power-of-two
   transforms of length ``m >= 2n - 1`` computed as ``inner`` (single or four-step).
 

@@ -121,7 +121,13 @@ class StockhamSpec(KernelSpec):
 
     @property
     def shared_bytes(self) -> int:
-        return self.per_cta * self.n * COMPLEX_TYPES[self.dtype][1] if self.n > 1 else 0
+        return self.per_cta * self.slot_elements * COMPLEX_TYPES[self.dtype][1] if self.n > 1 else 0
+
+    @property
+    def slot_elements(self) -> int:
+        """Shared elements per transform: n, plus one when a CTA holds several, so that the
+        staged (column) accesses of neighbouring transforms fall in different banks."""
+        return self.n + (1 if self.per_cta > 1 else 0)
 
 
 def default_per_cta(n: int, dtype: str) -> int:
@@ -318,7 +324,7 @@ def generate_stockham(spec: StockhamSpec) -> str:
         return kb.ptx()
 
     smem = kb.dynamic_shared("smem", spec.shared_bytes)
-    sbase = kb.shared_addr(smem, kb.mul(slot, n * esize))
+    sbase = kb.shared_addr(smem, kb.mul(slot, spec.slot_elements * esize))
 
     def sh_addr(e: Value, base: Value = sbase) -> Value:
         return kb.mad(e, esize, base, type_="u32")
@@ -328,7 +334,7 @@ def generate_stockham(spec: StockhamSpec) -> str:
         cslot = kb.sub(tid, kb.mul(kb.div(tid, per), per))
         ce = kb.div(tid, per)
         col = _Slot(kb, cslot, per, batch, c0, c1, ip, op)
-        cbase = kb.shared_addr(smem, kb.mul(cslot, n * esize))
+        cbase = kb.shared_addr(smem, kb.mul(cslot, spec.slot_elements * esize))
         p_in, p_out = kb.setp("ne", stage_in, 0), kb.setp("ne", stage_out, 0)
 
         def staged_elements():

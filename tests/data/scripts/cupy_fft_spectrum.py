@@ -1,6 +1,5 @@
 """Spectra and round trips written against CuPy's FFT modules (cupy.fft, cupy.cuda.cufft):
-rfft/irfft, rfftfreq, fft2/ifft2 with norm, fftshift, a cached plan from
-cupyx-style get_fft_plan usage is left out; Plan1d C2C forward and inverse.
+rfft/irfft, rfftfreq, fft2/ifft2 with norm, fftshift, and Plan1d C2C forward and inverse.
 Run with CuPy as is; the oxicuda tests swap only the block between the IMPORTS markers.
 """
 # --- IMPORTS ---
