@@ -62,7 +62,9 @@ def test_large_sizes_against_numpy_and_cufft(func, shape, dtype, axes, rng):
 
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
 def test_every_single_pass_length_against_numpy(dtype, rng):
-    top = stockham.MAX_SINGLE["c64" if dtype == np.complex64 else "c128"]
+    from oxicuda.driver.facts import device_facts
+
+    top = stockham.max_single("c64" if dtype == np.complex64 else "c128", device_facts().smem_per_block_optin)
     for n in [n for n in range(1, top + 1) if stockham.is_smooth(n)]:
         x = random(rng, (3, n), dtype)
         out = poisoned((3, n), dtype)

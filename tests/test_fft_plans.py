@@ -134,6 +134,8 @@ def test_get_fft_plan_runs_and_refuses_other_arrays(rng):
 def test_every_registered_configuration_is_reachable_and_generates():
     specs = registry.configurations("sm_86", family="fft_stockham")
     assert len({s.n for s in specs if s.dtype == "c64"}) == len([n for n in range(1, 8193) if stockham.is_smooth(n)])
+    on_sm90 = registry.configurations("sm_90", family="fft_stockham")
+    assert max(s.n for s in on_sm90 if s.dtype == "c64") == 16384  # 128 KB transforms where they fit
     for s in specs:
         assert s.per_cta == stockham.default_per_cta(s.n, s.dtype)  # what the plans launch
     aux = registry.configurations("sm_86", family="fft_aux")

@@ -10,25 +10,21 @@ how the plan computes it.
   transforms of length ``m >= 2n - 1`` computed as ``inner`` (single or four-step).
 
 Source of the thresholds: the shared-memory limit is the device's (``smem_per_block_optin``),
-capped at 64 KB per transform so that two CTAs of the longest transform share an SM; the split
+up to 128 KB per transform (complex64 16384 points on sm_80/sm_90, 8192 on sm_86); the split
 prefers balanced factors because both passes then read and write coalesced rows of similar
 length. Not yet tuned by measurement on the H200.
 """
 
 from __future__ import annotations
 
-from .kernels.stockham import COMPLEX_TYPES, MAX_SINGLE, is_smooth
+from .kernels.stockham import is_smooth, max_single
 
 __all__ = ["axis_strategy", "max_length", "single_limit"]
 
 
 def single_limit(dtype: str, smem_per_block_optin: int) -> int:
     """The longest single-pass length for ``dtype`` on a device with that opt-in limit."""
-    esize = COMPLEX_TYPES[dtype][1]
-    top = MAX_SINGLE[dtype]
-    while top * esize > smem_per_block_optin:
-        top //= 2
-    return top
+    return max_single(dtype, smem_per_block_optin)
 
 
 def _split(n: int, top: int) -> tuple[int, int] | None:

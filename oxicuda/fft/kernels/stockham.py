@@ -28,14 +28,16 @@ from typing import ClassVar
 
 from oxicuda.ptx import registry
 from oxicuda.ptx.builder import KernelBuilder, Value
+from oxicuda.ptx.builder_base import SHARED_OPTIN_LIMIT
 from oxicuda.ptx.spec import KernelSpec
 
 #: complex dtype name -> (PTX real type, bytes of one complex element)
 COMPLEX_TYPES = {"c64": ("f32", 8), "c128": ("f64", 16)}
 #: radices in the order passes use them (largest register butterflies first)
 RADICES = (8, 4, 2, 3, 5, 7)
-#: the largest single-pass length per dtype: one transform fits 64 KB of shared memory
-MAX_SINGLE = {"c64": 8192, "c128": 4096}
+#: the longest single-pass length per dtype where the shared memory allows (128 KB per
+#: transform: sm_80 and sm_90); on smaller opt-in limits ``max_single`` halves it
+MAX_SINGLE = {"c64": 16384, "c128": 8192}
 #: the four-step twiddle's low table has 2**TW_LO_BITS entries
 TW_LO_BITS = 12
 #: threads one CTA aims for (several short transforms share a CTA), and the most it takes (so
@@ -67,6 +69,21 @@ def radix_plan(n: int) -> tuple[int, ...]:
         out.remove(2)
         out[:0] = [4, 4]
     return tuple(out)
+
+
+def max_single(dtype: str, smem_optin: int) -> int:
+    """The longest single-pass length for ``dtype`` with ``smem_optin`` bytes of opt-in shared
+    memory per block (a power of two whose transform fits)."""
+    top = MAX_SINGLE[dtype]
+    while top * COMPLEX_TYPES[dtype][1] > smem_optin:
+        top //= 2
+    return top
+
+
+def arch_smem_optin(arch: str) -> int:
+    """The opt-in shared memory per block of ``arch`` (the code generator's table)."""
+    sm = int(arch[3:].rstrip("a"))
+    return SHARED_OPTIN_LIMIT.get(sm, SHARED_OPTIN_LIMIT[max(k for k in SHARED_OPTIN_LIMIT if k <= sm)])
 
 
 def is_smooth(n: int) -> bool:
@@ -106,8 +123,9 @@ class StockhamSpec(KernelSpec):
         super().__post_init__()
         if self.dtype not in COMPLEX_TYPES:
             raise ValueError(f"StockhamSpec: dtype={self.dtype!r}; allowed {tuple(COMPLEX_TYPES)}")
-        if not 1 <= self.n <= MAX_SINGLE[self.dtype] or not is_smooth(self.n):
-            raise ValueError(f"StockhamSpec: n={self.n}; a 7-smooth length in 1..{MAX_SINGLE[self.dtype]}")
+        top = max_single(self.dtype, arch_smem_optin(self.arch))
+        if not 1 <= self.n <= top or not is_smooth(self.n):
+            raise ValueError(f"StockhamSpec: n={self.n}; a 7-smooth length in 1..{top} on {self.arch}")
         if self.per_cta < 1 or self.threads > 1024:
             raise ValueError(f"StockhamSpec: per_cta={self.per_cta}; 1.. with at most 1024 threads")
 
@@ -453,11 +471,11 @@ def generate_stockham(spec: StockhamSpec) -> str:
 
 
 def stockham_configurations(arch: str) -> list[StockhamSpec]:
-    """Every (n, dtype) a plan can launch: each 7-smooth length up to MAX_SINGLE, with the
-    per-CTA count ``default_per_cta`` gives."""
+    """Every (n, dtype) a plan can launch on ``arch``: each 7-smooth length up to ``max_single``
+    of the arch's shared memory, with the per-CTA count ``default_per_cta`` gives."""
     specs = []
-    for dtype, top in MAX_SINGLE.items():
-        for n in range(1, top + 1):
+    for dtype in MAX_SINGLE:
+        for n in range(1, max_single(dtype, arch_smem_optin(arch)) + 1):
             if is_smooth(n):
                 specs.append(StockhamSpec(arch=arch, n=n, dtype=dtype, per_cta=default_per_cta(n, dtype)))
     return specs
