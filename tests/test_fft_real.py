@@ -108,3 +108,15 @@ def test_fftshift_and_ifftshift_on_the_device(axes, rng):
 def test_fftfreq_and_rfftfreq(n):
     assert np.allclose(F.fftfreq(n, 0.25).get(), np.fft.fftfreq(n, 0.25), rtol=1e-15, atol=0)
     assert np.allclose(F.rfftfreq(n).get(), np.fft.rfftfreq(n), rtol=1e-15, atol=0)
+
+
+def test_misaligned_real_data_takes_the_gather_paths(rng):
+    # a float32 view one element in cannot be read or written as complex pairs
+    x = random(rng, (33,), np.float32)
+    d = oxicuda.asarray(x)
+    check(F.rfft(d[1:]).get(), np.fft.rfft(x[1:].astype(np.float64)), [32], np.float32)
+    spec = random(rng, (9,), np.complex64)
+    big = poisoned((17,), np.float32)
+    F.irfft(spec, out=big[1:])
+    check(big.get()[1:], np.fft.irfft(spec.astype(np.complex128)), [16], np.float32)
+    assert np.isnan(big.get()[0])

@@ -30,7 +30,9 @@ def __getattr__(name: str):
         raise AttributeError(f"module 'oxicuda.fft' has no attribute {name!r}")
     for m in KERNEL_MODULES:
         importlib.import_module(m)
-    return getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups are plain attribute reads
+    return value
 
 
 def __dir__() -> list[str]:

@@ -11,14 +11,16 @@ the input itself: an in-place plan). Bad input raises TypeError/ValueError befor
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 
 import numpy as np
 
+from oxicuda.driver.facts import device_facts
 from oxicuda.memory.array import DeviceArray, asarray, empty
 
 from .config import get_plan_cache
-from .plan import Buf, PlanBuilder
+from .plan import Buf, PlanBuilder, build_launch_plan
 from .plan import c_strides as _c_strides
 
 __all__ = [
@@ -41,6 +43,8 @@ __all__ = [
 ]
 
 NORMS = ("backward", "ortho", "forward")
+#: the stack of ``with plan:`` blocks per thread (user_plan.Plan pushes and pops it)
+_plan_stack = threading.local()
 #: input dtype -> (complex kernel dtype, complex result dtype, real result dtype)
 ACCEPTED = {np.dtype(np.float32): ("c64", np.complex64, np.float32),
             np.dtype(np.complex64): ("c64", np.complex64, np.float32),
@@ -65,6 +69,13 @@ class Problem:
     scale: float
     pairs_ok: bool                # the pointers allow real data read/written as complex pairs
     ordinal: int
+
+    def __post_init__(self) -> None:
+        # the plan cache hashes the problem on every call: compute it once
+        object.__setattr__(self, "_hash", hash(tuple(getattr(self, f) for f in self.__dataclass_fields__)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def compose(self, pb: PlanBuilder):
         isz = np.dtype(self.in_dtype).itemsize
@@ -234,23 +245,19 @@ def _element_strides(x: DeviceArray) -> tuple[int, ...]:
 
 
 def current_plan():
-    from .user_plan import current_plan as active
-
-    return active()
+    """The Plan of the innermost ``with plan:`` block on this thread (None outside)."""
+    stack = getattr(_plan_stack, "stack", None)
+    return stack[-1] if stack else None
 
 
 def plan_for(problem: Problem):
     """The cached LaunchPlan of ``problem`` (built on first use)."""
-    from oxicuda.driver.facts import device_facts
-
-    from .plan import build_launch_plan
-
     return get_plan_cache().get_or_build(problem, lambda: build_launch_plan(problem, device_facts(problem.ordinal)))
 
 
 def make_problem(kind: str, xa: DeviceArray, ax, lengths, norm, inverse: bool, op: str, *,
                  out_conj: bool = False, in_conj: bool = False, norm_inverse: bool | None = None,
-                 ptr: int | None = None) -> Problem:
+                 out_ptr: int | None = None) -> Problem:
     """The Problem of one checked call (``xa`` already an accepted DeviceArray)."""
     dkind, _, rdt = ACCEPTED[xa.dtype]
     shape = list(xa.shape)
@@ -265,14 +272,51 @@ def make_problem(kind: str, xa: DeviceArray, ax, lengths, norm, inverse: bool, o
     else:  # c2r conjugates its input only for hfft; r2c its output only for ihfft
         sign, out_sign = (-1.0 if in_conj else 1.0), (-1.0 if out_conj else 1.0)
     rsize = np.dtype(rdt).itemsize
-    pairs_ok = kind != "r2c" or (xa.ptr if ptr is None else ptr) % (2 * rsize) == 0
+    if kind == "r2c":
+        pairs_ok = xa.ptr % (2 * rsize) == 0
+    else:  # a c2r result we allocate is aligned; a caller's out= may not be
+        pairs_ok = out_ptr is None or out_ptr % (2 * rsize) == 0
     return Problem(kind, tuple(xa.shape), _element_strides(xa), xa.dtype.name, dkind, tuple(ax),
                    tuple(lengths), tuple(shape), sign, out_sign, scale, pairs_ok, _ordinal())
+
+
+def _alignment(kind: str, x: DeviceArray, out) -> int:
+    """The pointer bits a plan depends on: real data read (r2c) or written (c2r) as pairs."""
+    if kind == "r2c":
+        return x._ptr % 16
+    if kind == "c2r" and isinstance(out, DeviceArray):
+        return out._ptr % 16
+    return 0
+
+
+#: call signature -> (problem, result dtype): the checks of a signature seen before are skipped
+_CHECKED: dict[tuple, tuple[Problem, np.dtype]] = {}
+_CHECKED_MAX = 1024
 
 
 def execute(kind: str, x: object, s, axes, norm, inverse: bool, out, op: str, *, out_conj: bool = False,
             in_conj: bool = False, norm_inverse: bool | None = None, stream: object = None) -> DeviceArray:
     """Check, plan (cached) and run one transform on ``stream`` (None: the input's); the result."""
+    if type(x) is DeviceArray and current_plan() is None:
+        try:
+            key = (kind, x._shape, x._strides, x._dtype, s, axes, norm, inverse, in_conj, out_conj,
+                   norm_inverse, _alignment(kind, x, out), _ordinal())
+            hit = _CHECKED.get(key)
+        except TypeError:  # unhashable s/axes (lists): the full path
+            key, hit = None, None
+        if hit is not None:
+            problem, out_dtype = hit
+            if out is not None:
+                result = _check_out(out, problem.out_shape, out_dtype, x, op,
+                                    kind == "c2c" and problem.out_shape == problem.shape)
+            stream = stream if stream is not None else (x._stream or None)
+            if out is None:
+                result = empty(problem.out_shape, out_dtype, stream=stream)
+            if result.size:
+                plan_for(problem).run((x._ptr, result._ptr), (), stream)
+            return result
+    else:
+        key = None
     xa = as_input(x, op)
     real_in = xa.dtype.kind == "f"
     if kind == "c2r" and real_in:
@@ -284,9 +328,13 @@ def execute(kind: str, x: object, s, axes, norm, inverse: bool, out, op: str, *,
     if active is not None:
         active.check(kind, xa, ax, lengths)
     problem = make_problem(kind, xa, ax, lengths, norm, inverse, op, out_conj=out_conj, in_conj=in_conj,
-                           norm_inverse=norm_inverse)
+                           norm_inverse=norm_inverse, out_ptr=out.ptr if isinstance(out, DeviceArray) else None)
     _, cdt, rdt = ACCEPTED[xa.dtype]
-    out_dtype = rdt if kind == "c2r" else cdt
+    out_dtype = np.dtype(rdt if kind == "c2r" else cdt)
+    if key is not None and xa is x:
+        if len(_CHECKED) >= _CHECKED_MAX:
+            _CHECKED.clear()
+        _CHECKED[key] = (problem, out_dtype)
     if out is not None:
         result = _check_out(out, problem.out_shape, out_dtype, xa, op,
                             kind == "c2c" and problem.out_shape == tuple(xa.shape))

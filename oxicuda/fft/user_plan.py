@@ -6,7 +6,6 @@ inside must match the plan's signature, else ValueError before any launch).
 
 from __future__ import annotations
 
-import threading
 from typing import Self
 
 import numpy as np
@@ -18,13 +17,8 @@ from . import api
 __all__ = ["Plan", "current_plan", "get_fft_plan"]
 
 VALUE_TYPES = {"C2C": "c2c", "R2C": "r2c", "C2R": "c2r"}
-_local = threading.local()
-
-
-def current_plan() -> Plan | None:
-    """The Plan of the innermost ``with plan:`` block on this thread (None outside)."""
-    stack = getattr(_local, "stack", None)
-    return stack[-1] if stack else None
+_local = api._plan_stack
+current_plan = api.current_plan
 
 
 class Plan:
