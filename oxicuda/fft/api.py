@@ -20,7 +20,7 @@ from oxicuda.driver.facts import device_facts
 from oxicuda.memory.array import DeviceArray, asarray, empty
 
 from .config import get_plan_cache
-from .plan import Buf, PlanBuilder, build_launch_plan
+from .plan import MAX_ELEMENTS, Buf, PlanBuilder, build_launch_plan
 from .plan import c_strides as _c_strides
 
 __all__ = [
@@ -265,6 +265,10 @@ def make_problem(kind: str, xa: DeviceArray, ax, lengths, norm, inverse: bool, o
         shape[a] = n
     if kind == "r2c":
         shape[ax[-1]] = lengths[-1] // 2 + 1
+    for what, count in (("input", xa.size), ("result", math.prod(shape))):
+        if count > MAX_ELEMENTS:
+            raise ValueError(f"{op}: the {what} has {count} elements; at most {MAX_ELEMENTS} per call "
+                             "(split the batch)")
     total = math.prod(lengths)
     scale = norm_scale(norm, total, inverse if norm_inverse is None else norm_inverse, op)
     if kind == "c2c":

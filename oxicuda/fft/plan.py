@@ -33,6 +33,8 @@ __all__ = ["Buf", "PlanBuilder", "build_launch_plan"]
 #: complex dtype name -> (numpy complex dtype, numpy real dtype, aux precision)
 DTYPES = {"c64": (np.complex64, np.float32, "single"), "c128": (np.complex128, np.float64, "double")}
 WS_ALIGN = 256
+#: the kernels' element offsets and strides are 32-bit signed per level
+MAX_ELEMENTS = (1 << 31) - 1
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,9 @@ class PlanBuilder:
 
     # -- resources ---------------------------------------------------------------------------------
     def scratch(self, shape: tuple[int, ...], axis: int, itemsize: int) -> Buf:
+        if math.prod(shape) > MAX_ELEMENTS:
+            raise ValueError(f"fft: the transform needs a scratch array of {math.prod(shape)} elements; the "
+                             f"kernels index at most {MAX_ELEMENTS} (split the batch)")
         offset = self.ws
         self.ws += -(-max(1, math.prod(shape)) * itemsize // WS_ALIGN) * WS_ALIGN
         return Buf(-1, offset, shape, axis_last_strides(shape, axis), itemsize)
