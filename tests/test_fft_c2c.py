@@ -71,6 +71,19 @@ def test_four_step_past_one_cta(rng):
     check(F.ifft(x, norm="ortho").get(), ref_fft(x, True, norm="ortho"), [5000], np.complex128)
 
 
+def test_four_step_on_an_inner_axis(rng):
+    x = random(rng, (4200, 2), np.complex128)  # 4200 = 60 x 70: staged column and row passes
+    check(F.fft(x, axis=0).get(), ref_fft(x, axis=0), [4200], np.complex128)
+
+
+@pytest.mark.slow
+def test_four_step_complex64_and_bluestein_through_four_step(rng):
+    x = random(rng, (9000, 2), np.complex64)  # 9000 = 90 x 100 past complex64's 8192 on sm_86
+    check(F.fft(x, axis=0).get(), ref_fft(x, axis=0), [9000], np.complex64)
+    z = random(rng, (1, 2053), np.complex128)  # prime: Bluestein over m = 8192 = 64 x 128
+    check(F.ifft(z).get(), ref_fft(z, True), [2053], np.complex128)
+
+
 @pytest.mark.parametrize("norm", [None, "backward", "ortho", "forward"])
 @pytest.mark.parametrize("inverse", [False, True])
 def test_every_norm(norm, inverse, rng):
