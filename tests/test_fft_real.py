@@ -120,3 +120,38 @@ def test_misaligned_real_data_takes_the_gather_paths(rng):
     F.irfft(spec, out=big[1:])
     check(big.get()[1:], np.fft.irfft(spec.astype(np.complex128)), [16], np.float32)
     assert np.isnan(big.get()[0])
+
+
+FUNCS = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft", "fft2", "rfft2",
+         "irfft2", "ifft2"]
+
+
+def test_random_calls_on_strided_views_match_numpy(rng):
+    """Random function, shape, dtype, view (steps 1, 2, -1), axes, n/s and norm, 30 times."""
+    for _ in range(30):
+        f = FUNCS[rng.integers(len(FUNCS))]
+        nd = int(rng.integers(2, 4)) if f.endswith("2") else int(rng.integers(1, 4))
+        shape = tuple(int(v) for v in rng.integers(1, 9, nd))
+        real_in = f in ("rfft", "rfftn", "ihfft", "rfft2")
+        dt = (np.float32, np.float64)[rng.integers(2)] if real_in else (np.complex64, np.complex128)[rng.integers(2)]
+        x = random(rng, tuple(2 * s for s in shape), dt)
+        view = tuple(slice(None, None, int(rng.choice([1, 2, -1]))) for _ in shape)
+        crop = tuple(slice(0, s) for s in shape)
+        kw = {"norm": (None, "ortho", "forward", "backward")[rng.integers(4)]}
+        if f in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft"):
+            kw["axis"] = int(rng.integers(-nd, nd))
+            if rng.random() < 0.4:
+                kw["n"] = int(rng.integers(2, 12))
+        else:
+            kw["axes"] = tuple(int(a) for a in rng.permutation(nd)[:2 if f.endswith("2") else rng.integers(1, nd + 1)])
+            if rng.random() < 0.4:
+                kw["s"] = tuple(int(v) for v in rng.integers(2, 12, len(kw["axes"])))
+        host = x[view][crop]
+        try:
+            ref = getattr(np.fft, f)(host.astype(np.float64 if real_in else np.complex128), **kw)
+        except ValueError:
+            continue  # numpy refuses the request (e.g. irfft of a length-1 axis)
+        got = getattr(F, f)(oxicuda.asarray(x)[view][crop], **kw).get()
+        assert got.shape == ref.shape, (f, shape, kw)
+        single = dt in (np.float32, np.complex64)
+        assert np.linalg.norm(got - ref) <= (3e-6 if single else 1e-13) * max(np.linalg.norm(ref), 1e-30), (f, kw)
