@@ -304,41 +304,58 @@ def generate_stockham(spec: StockhamSpec) -> str:
     has_tw = kb.setp("ne", tw_n, 0)
     zero = kb.mov(0.0, ft)
 
-    def load(j: Value, side: _Side) -> Cx:
-        g = side.g(kb, j)
-        ok = kb.setp("lt", g, ip.valid)
-        g = kb.selp(g, 0, ok)
-        re, im = kb.ld("global", ft, side.address(kb, src, g, esize), vec=2)
-        re, im = kb.selp(re, zero, ok), kb.mul(kb.selp(im, zero, ok), sign_in)
+    # Loads and stores come in batches: every global load of a batch is issued before any of
+    # its results is used or a branch is taken, so their latencies overlap.
+    def load_many(js: list[Value], side: _Side) -> list[Cx]:
+        gs, oks = [], []
+        for j in js:
+            g = side.g(kb, j)
+            ok = kb.setp("lt", g, ip.valid)
+            gs.append(kb.selp(g, 0, ok))
+            oks.append(ok)
+        raws = [kb.ld("global", ft, side.address(kb, src, g, esize), vec=2) for g in gs]
+        out = []
+        for (re, im), ok in zip(raws, oks):
+            out.append((kb.selp(re, zero, ok), kb.mul(kb.selp(im, zero, ok), sign_in)))
         with kb.if_(has_pre):
-            p = kb.ld("global", ft, kb.addr(pre, g, esize), vec=2, nc=True)
-            r2, i2 = cmul(kb, (re, im), p)
-            kb.assign(re, r2)
-            kb.assign(im, i2)
-        return re, im
+            ps = [kb.ld("global", ft, kb.addr(pre, g, esize), vec=2, nc=True) for g in gs]
+            for v, pv in zip(out, ps):
+                r2, i2 = cmul(kb, v, pv)
+                kb.assign(v[0], r2)
+                kb.assign(v[1], i2)
+        return out
 
-    def store(k: Value, v: Cx, who: _Slot) -> None:
-        re, im = kb.mov(v[0]), kb.mov(v[1])
+    def store_many(ks: list[Value], vals: list[Cx], who: _Slot, guards: list | None = None) -> None:
+        regs = [(kb.mov(v[0]), kb.mov(v[1])) for v in vals]
         with kb.if_(has_tw):
-            m = kb.mul(who.b1, k)
-            lo = kb.ld("global", ft, kb.addr(tw_lo, kb.and_(m, (1 << TW_LO_BITS) - 1), esize), vec=2, nc=True)
-            hi = kb.ld("global", ft, kb.addr(tw_hi, kb.shr(m, TW_LO_BITS), esize), vec=2, nc=True)
-            r2, i2 = cmul(kb, (re, im), cmul(kb, lo, hi))
-            kb.assign(re, r2)
-            kb.assign(im, i2)
-        kb.mul(im, sign_out, out=im)
-        g = who.outs.g(kb, k)
+            ms = [kb.mul(who.b1, k) for k in ks]
+            los = [kb.ld("global", ft, kb.addr(tw_lo, kb.and_(m, (1 << TW_LO_BITS) - 1), esize), vec=2, nc=True)
+                   for m in ms]
+            his = [kb.ld("global", ft, kb.addr(tw_hi, kb.shr(m, TW_LO_BITS), esize), vec=2, nc=True) for m in ms]
+            for v, lo, hi in zip(regs, los, his):
+                r2, i2 = cmul(kb, v, cmul(kb, lo, hi))
+                kb.assign(v[0], r2)
+                kb.assign(v[1], i2)
+        for v in regs:
+            kb.mul(v[1], sign_out, out=v[1])
+        gs = [who.outs.g(kb, k) for k in ks]
         with kb.if_(has_post):
-            p = kb.ld("global", ft, kb.addr(post, kb.min(g, kb.sub(op.valid, 1)), esize), vec=2, nc=True)
-            r2, i2 = cmul(kb, (re, im), p)
-            kb.assign(re, r2)
-            kb.assign(im, i2)
-        ok = kb.and_(who.live, kb.setp("lt", g, op.valid))
-        with kb.if_(ok):
-            kb.st("global", who.outs.address(kb, dst, g, esize), [kb.mul(re, scale), kb.mul(im, scale)])
+            last = kb.sub(op.valid, 1)
+            ps = [kb.ld("global", ft, kb.addr(post, kb.min(g, last), esize), vec=2, nc=True) for g in gs]
+            for v, pv in zip(regs, ps):
+                r2, i2 = cmul(kb, v, pv)
+                kb.assign(v[0], r2)
+                kb.assign(v[1], i2)
+        for n_, (g, v) in enumerate(zip(gs, regs)):
+            ok = kb.and_(who.live, kb.setp("lt", g, op.valid))
+            if guards is not None and guards[n_] is not None:
+                ok = kb.and_(ok, guards[n_])
+            with kb.if_(ok):
+                kb.st("global", who.outs.address(kb, dst, g, esize), [kb.mul(v[0], scale), kb.mul(v[1], scale)])
 
     if not radices:
-        store(kb.mov(0, "u32"), load(kb.mov(0, "u32"), row.ins), row)
+        z0 = kb.mov(0, "u32")
+        store_many([z0], load_many([z0], row.ins), row)
         return kb.ptx()
 
     smem = kb.dynamic_shared("smem", spec.shared_bytes)
@@ -362,11 +379,13 @@ def generate_stockham(spec: StockhamSpec) -> str:
                 yield e, guard
 
         with kb.if_(p_in):
-            for e, guard in staged_elements():
+            elems = list(staged_elements())
+            last_e = n - 1
+            vs = load_many([kb.min(e, last_e) if g is not None else e for e, g in elems], col.ins)
+            for (e, guard), v in zip(elems, vs):
                 block = kb.if_(guard) if guard is not None else None
                 if block is not None:
                     block.__enter__()
-                v = load(e, col.ins)
                 kb.st("shared", sh_addr(e, cbase), [v[0], v[1]])
                 if block is not None:
                     block.__exit__(None, None, None)
@@ -389,30 +408,31 @@ def generate_stockham(spec: StockhamSpec) -> str:
             regs = [(kb.reg(ft), kb.reg(ft)) for _ in range(r)]
             qd = kb.div(i, ns) if ns > 1 else None
             k = kb.sub(i, kb.mul(qd, ns)) if qd is not None else None
-            for t in range(r):
-                e = kb.add(i, t * m) if t else i
-                if first:
-                    v = (kb.reg(ft), kb.reg(ft))
-                    if staged:
-                        with kb.if_(p_in):
+            es = [kb.add(i, t * m) if t else i for t in range(r)]
+            if first:
+                got = [(kb.reg(ft), kb.reg(ft)) for _ in range(r)]
+
+                def from_global(es=es, got=got) -> None:
+                    for v, gv in zip(got, load_many(es, row.ins)):
+                        kb.assign(v[0], gv[0])
+                        kb.assign(v[1], gv[1])
+
+                if staged:
+                    with kb.if_(p_in):
+                        for v, e in zip(got, es):
                             sre, sim = kb.ld("shared", ft, sh_addr(e), vec=2)
                             kb.assign(v[0], sre)
                             kb.assign(v[1], sim)
-                        with kb.else_():
-                            gre, gim = load(e, row.ins)
-                            kb.assign(v[0], gre)
-                            kb.assign(v[1], gim)
-                    else:
-                        gre, gim = load(e, row.ins)
-                        kb.assign(v[0], gre)
-                        kb.assign(v[1], gim)
+                    with kb.else_():
+                        from_global()
                 else:
-                    v = kb.ld("shared", ft, sh_addr(e), vec=2)
-                if k is not None and t:
-                    idx = kb.mul(k, t * (n // (ns * r)))
-                    w = kb.ld("global", ft, kb.addr(tw, idx, esize), vec=2, nc=True)
-                    v = cmul(kb, v, w)
-                vals.append(v)
+                    from_global()
+            else:
+                got = [kb.ld("shared", ft, sh_addr(e), vec=2) for e in es]
+            ws = [kb.ld("global", ft, kb.addr(tw, kb.mul(k, t * (n // (ns * r))), esize), vec=2, nc=True)
+                  if k is not None and t else None for t in range(r)]
+            for v, w in zip(got, ws):
+                vals.append(cmul(kb, v, w) if w is not None else v)
             y = dft(kb, vals)
             jbase = kb.mul(qd, ns * r) if qd is not None else kb.mul(i, r)
             if k is not None:
@@ -443,8 +463,7 @@ def generate_stockham(spec: StockhamSpec) -> str:
                 block = kb.if_(guard) if guard is not None else None
                 if block is not None:
                     block.__enter__()
-                for t, v in enumerate(regs):
-                    store(idx[t], v, row)
+                store_many(idx, regs, row)
                 if block is not None:
                     block.__exit__(None, None, None)
 
@@ -454,14 +473,10 @@ def generate_stockham(spec: StockhamSpec) -> str:
             with kb.if_(p_out):
                 # the staged store reuses shared memory this pass read: barrier first
                 to_shared(barrier_first=True)
-                for e, guard in staged_elements():
-                    block = kb.if_(guard) if guard is not None else None
-                    if block is not None:
-                        block.__enter__()
-                    v = kb.ld("shared", ft, sh_addr(e, cbase), vec=2)
-                    store(e, v, col)
-                    if block is not None:
-                        block.__exit__(None, None, None)
+                elems = list(staged_elements())
+                ks = [kb.min(e, n - 1) if g is not None else e for e, g in elems]
+                vs = [kb.ld("shared", ft, sh_addr(k_, cbase), vec=2) for k_ in ks]
+                store_many(ks, vs, col, guards=[g for _, g in elems])
             with kb.else_():
                 direct_store()
         else:
