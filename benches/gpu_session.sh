@@ -64,7 +64,7 @@ for step in "${steps[@]}"; do
       echo "gpu-marked tests rc=$?"; tail -n 3 "$OUT/gpu-tests-marked.log" ;;
     tests-all)
       # 16 workers: on a GPU most of the suite's time is the driver's first JIT of each kernel
-      OXICUDA_TEST_LOG="$OUT/test-results.log" timeout ${TESTS_LIMIT:-480} python3 -m pytest -q -p no:cacheprovider -n 16 --timeout ${TEST_TIMEOUT:-150} --timeout-method=thread --continue-on-collection-errors --durations=25 -rfE > "$OUT/gpu-tests.log" 2>&1
+      OXICUDA_FULL_REGISTRY=1 OXICUDA_TEST_LOG="$OUT/test-results.log" timeout ${TESTS_LIMIT:-480} python3 -m pytest -q -p no:cacheprovider -n 16 --timeout ${TEST_TIMEOUT:-150} --timeout-method=thread --continue-on-collection-errors --durations=25 -rfE > "$OUT/gpu-tests.log" 2>&1
       tail -n 5 "$OUT/gpu-tests.log" ;;
     sanitize)
       # the kernel families' GPU tests under memcheck (the largest shapes deselected: memcheck is slow);

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -160,9 +162,12 @@ def test_inspect_regs_reports_registers(scale_family, capsys):
 @needs_ptxas
 def test_the_whole_registry_assembles_for_sm86_sm90_and_sm90a(capsys):
     """Every configuration every family registers, through ptxas for each arch it supports (the
-    per-family tests check subsets with tighter budgets; this is the complete pass)."""
-    rc = kernels_cli.main(["--validate", "sm_86,sm_90,sm_90a"])
+    per-family tests check subsets with tighter budgets). The complete pass (about 9,500
+    assemblies) runs where OXICUDA_FULL_REGISTRY=1 (the GPU machine's suite, 16 cores); elsewhere
+    (2-core CI) 24 configurations per family and arch, evenly spaced through each family's list."""
+    full = os.environ.get("OXICUDA_FULL_REGISTRY") == "1"
+    rc = kernels_cli.main(["--validate", "sm_86,sm_90,sm_90a"] + ([] if full else ["--sample", "24"]))
     out = capsys.readouterr().out
     assert rc == 0, out[-4000:]
     last = out.strip().splitlines()[-1]
-    assert last.endswith(" 0 failed") and int(last.split()[0]) > 1000, last
+    assert last.endswith(" 0 failed") and int(last.split()[0]) > (5000 if full else 1000), last

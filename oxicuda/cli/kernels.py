@@ -31,6 +31,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--family", help="only this family")
     p.add_argument("--jobs", type=int, default=None, help="parallel ptxas processes")
+    p.add_argument(
+        "--sample",
+        type=int,
+        default=None,
+        metavar="K",
+        help="with --validate: at most K configurations per family and arch, evenly spaced "
+        "through its list (a quick pass; without it every configuration is assembled)",
+    )
     return p
 
 
@@ -45,6 +53,21 @@ def _check_targeted(archs: list[str], family: str | None) -> None:
             whose = f"family {family!r}" if family else "registered kernel"
             raise ValueError(f"no {whose} targets {arch}; the targeted archs are "
                              f"{', '.join(targeted)}")
+
+
+def _selected(specs: list, sample: int | None) -> list:
+    """All of ``specs``, or at most ``sample`` per family, evenly spaced through each family's
+    list (deterministic, so a failure reproduces)."""
+    if sample is None:
+        return specs
+    by_family: dict[str, list] = {}
+    for spec in specs:
+        by_family.setdefault(spec.family, []).append(spec)
+    chosen = []
+    for group in by_family.values():
+        step = max(1, -(-len(group) // sample))
+        chosen.extend(group[::step])
+    return chosen
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -70,9 +93,12 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, PtxasNotFound) as exc:
         print(f"kernels: {exc}", file=sys.stderr)
         return 2
+    if args.sample is not None and args.sample < 1:
+        print(f"kernels: --sample {args.sample}; must be >= 1", file=sys.stderr)
+        return 2
     jobs, labels, failures = [], [], []
     for arch in archs:
-        for spec in registry.configurations(arch=arch, family=args.family):
+        for spec in _selected(registry.configurations(arch=arch, family=args.family), args.sample):
             label = f"{registry.family_of(spec).name} {arch} {spec.key()}"
             try:
                 text = registry.generate_ptx(spec)
