@@ -16,13 +16,13 @@ import numbers
 
 from oxicuda.driver import backend as _backend
 from oxicuda.driver import context as _context
-from oxicuda.driver.context import current_device_ordinal
+from oxicuda.driver.facts import DeviceFacts, device_facts
 from oxicuda.memory.dtypes import dtype_name, normalize_dtype
 from oxicuda.memory.workspace import workspace
 from oxicuda.ptx import cache
 
 from . import gemm_codegen as cg
-from .gemm_dispatch import DeviceInfo, GemmPlan, GemmProblem, choose_algo, device_info
+from .gemm_dispatch import GemmPlan, GemmProblem, choose_algo
 from .gemm_dmma import GemmDmmaSpec
 from .gemm_naive import BLOCK as NAIVE_BLOCK
 from .gemm_naive import GemmNaiveSpec
@@ -120,7 +120,7 @@ def gemm_colmajor(transa: str, transb: str, m: int, n: int, k: int, alpha, a_ptr
                   batch: int = 1, stride_a: int = 0, stride_b: int = 0, stride_c: int = 0,
                   a_array_ptr: int = 0, b_array_ptr: int = 0, c_array_ptr: int = 0,
                   alpha_ptr: int = 0, beta_ptr: int = 0, stream=None, algo: str | None = None,
-                  c_dtype=None, _owned: bool = False) -> None:
+                  c_dtype=None, _owned: bool = False, _swapped: bool = False) -> None:
     """``C = alpha * op(A) @ op(B) + beta * C`` for column-major A (lda), B (ldb), C (ldc, m x n).
 
     ``dtype``: float32, float64, float16, bfloat16, complex64 or complex128 (A, B and C alike).
@@ -140,6 +140,8 @@ def gemm_colmajor(transa: str, transb: str, m: int, n: int, k: int, alpha, a_ptr
     among them pointers whose operand does not lie inside one device allocation of the current
     context (freed, foreign or too short; ``GemmCallPlan.check_memory``). ``_owned``: the caller
     passes pointers of live DeviceArrays it has checked (``gemm_arrays``), which skips that check.
+    ``_swapped``: the caller is a row-major array call that passed its b as A and its a as B
+    (errors name them so).
     """
     # The hot path: a call whose signature (everything but pointer values, scalars and the
     # stream) was validated before reuses that call's plan. Only plain ints qualify (64.0 and
@@ -165,7 +167,8 @@ def gemm_colmajor(transa: str, transb: str, m: int, n: int, k: int, alpha, a_ptr
             return
     validated = _validated_plan(transa, transb, m, n, k, alpha, a_ptr, lda, b_ptr, ldb, beta, c_ptr, ldc, dtype,
                                 compute, batch, stride_a, stride_b, stride_c, a_array_ptr, b_array_ptr,
-                                c_array_ptr, alpha_ptr, beta_ptr, algo, c_dtype, check_memory=not _owned)
+                                c_array_ptr, alpha_ptr, beta_ptr, algo, c_dtype, check_memory=not _owned,
+                                swapped=_swapped)
     if validated is None:  # nothing to compute
         return
     plan, (a, b, c, alpha_p, beta_p) = validated
@@ -178,7 +181,7 @@ def gemm_colmajor(transa: str, transb: str, m: int, n: int, k: int, alpha, a_ptr
 
 def _validated_plan(transa, transb, m, n, k, alpha, a_ptr, lda, b_ptr, ldb, beta, c_ptr, ldc, dtype, compute,
                     batch, stride_a, stride_b, stride_c, a_array_ptr, b_array_ptr, c_array_ptr, alpha_ptr,
-                    beta_ptr, algo, c_dtype=None, check_memory=True) -> tuple[GemmCallPlan, tuple[int, ...]] | None:
+                    beta_ptr, algo, c_dtype=None, check_memory=True, swapped=False) -> tuple[GemmCallPlan, tuple[int, ...]] | None:
     """Every check of ``gemm_colmajor`` (raising ValueError before any launch), then the plan
     that runs this call with the validated (a, b, c, alpha_ptr, beta_ptr) pointers (the pointer
     arrays for pointer-array batches); None when there is nothing to compute (m, n or batch is 0).
@@ -190,9 +193,9 @@ def _validated_plan(transa, transb, m, n, k, alpha, a_ptr, lda, b_ptr, ldb, beta
         try:
             dt = dtype_name(normalize_dtype(dtype))
         except TypeError as exc:
-            raise ValueError(f"gemm: dtype={dtype!r} is not supported; allowed: {cg.GEMM_DTYPES}") from exc
+            raise TypeError(f"gemm: dtype={dtype!r} is not supported; allowed: {cg.GEMM_DTYPES}") from exc
     if dt not in cg.ELEMENT_KINDS:
-        raise ValueError(f"gemm: dtype={dt!r} is not supported; allowed: {cg.GEMM_DTYPES}")
+        raise TypeError(f"gemm: dtype={dt!r} is not supported; allowed: {cg.GEMM_DTYPES}")
     kind = cg.ELEMENT_KINDS[dt]
     cdt = _c_dtype(c_dtype, dt)
     ces = cg.ELEMENT_KINDS[cdt or dt].nbytes
@@ -237,7 +240,7 @@ def _validated_plan(transa, transb, m, n, k, alpha, a_ptr, lda, b_ptr, ldb, beta
     if batch > 1 and not pointer_array and stride_c < ldc * (n - 1) + m:
         raise ValueError(f"gemm: stride_c={stride_c} makes batch entries of C overlap; it must be >= "
                          f"ldc * (n - 1) + m = {ldc * (n - 1) + m} (or use batch=1)")
-    info = device_info(current_device_ordinal())
+    info = device_facts()
     if pointer_array:
         align_a = align_b = align_c = min(8, es)
     else:
@@ -267,6 +270,11 @@ def _validated_plan(transa, transb, m, n, k, alpha, a_ptr, lda, b_ptr, ldb, beta
         c_ext = (*_extent(ptrs["c_ptr"], m, n, ldc, ces, batch, stride_c), ldc * ces, m * ces, n, batch)
         for name, rows, cols, ld, stride in (("a", rows_a, cols_a, lda, stride_a), ("b", rows_b, cols_b, ldb, stride_b)):
             ext = (*_extent(ptrs[f"{name}_ptr"], rows, cols, ld, es, batch, stride), ld * es, rows * es, cols, batch)
+            if _overlaps(c_ext, ext) and swapped:  # a row-major array call: A here is its b
+                user = "b" if name == "a" else "a"
+                raise ValueError(f"gemm: the output c (0x{ptrs['c_ptr']:x}) overlaps input {user} "
+                                 f"(0x{ptrs[name + '_ptr']:x}); cuBLAS results would be undefined: pass a "
+                                 "separate output")
             if _overlaps(c_ext, ext):
                 raise ValueError(f"gemm: the output C (0x{ptrs['c_ptr']:x}, {m}x{n}, ldc={ldc}) overlaps input "
                                  f"{name.upper()} (0x{ptrs[name + '_ptr']:x}, {rows}x{cols}, ld{name}={ld}); "
@@ -303,7 +311,7 @@ class GemmCallPlan:
     __slots__ = ("_args", "_launch", "_names", "a_span", "b_span", "c_span", "gemm_plan", "info", "is_complex",
                  "problem", "reads_ab", "scalar_bytes", "strides")
 
-    def __init__(self, plan: GemmPlan, problem: GemmProblem, info: DeviceInfo, stride_a: int, stride_b: int,
+    def __init__(self, plan: GemmPlan, problem: GemmProblem, info: DeviceFacts, stride_a: int, stride_b: int,
                  stride_c: int) -> None:
         p = problem
         kind = cg.ELEMENT_KINDS[p.dtype]
@@ -331,7 +339,7 @@ class GemmCallPlan:
             _check_32bit_indexing(p)
             self._prepare_simt_launch(plan, p, info, stride_a, stride_b, stride_c)
 
-    def _prepare_simt_launch(self, plan: GemmPlan, p: GemmProblem, info: DeviceInfo, sa: int, sb: int,
+    def _prepare_simt_launch(self, plan: GemmPlan, p: GemmProblem, info: DeviceFacts, sa: int, sb: int,
                              sc: int) -> None:
         fn = cache.load(plan.spec)
         m, n, k, lda, ldb, ldc = p.m, p.n, p.k, p.lda, p.ldb, p.ldc
@@ -417,7 +425,7 @@ def _check_32bit_indexing(p: GemmProblem) -> None:
 
 
 @functools.lru_cache(maxsize=4096)
-def _cached_choice(problem: GemmProblem, info: DeviceInfo, algo: str | None) -> GemmPlan:
+def _cached_choice(problem: GemmProblem, info: DeviceFacts, algo: str | None) -> GemmPlan:
     """choose_algo is a pure function of its arguments, so repeated problems reuse the plan."""
     return choose_algo(problem, info, algo)
 
@@ -429,11 +437,11 @@ def _c_dtype(c_dtype: object, dt: str) -> str:
     try:
         cdt = dtype_name(normalize_dtype(c_dtype))
     except TypeError as exc:
-        raise ValueError(f"gemm: c_dtype={c_dtype!r} is not a dtype") from exc
+        raise TypeError(f"gemm: c_dtype={c_dtype!r} is not a dtype") from exc
     if cdt == dt:
         return ""
     if (dt, cdt) not in MIXED_OUTPUTS:
-        raise ValueError(f"gemm: c_dtype={cdt} with {dt} data is not supported; allowed: C of the data's dtype, "
+        raise TypeError(f"gemm: c_dtype={cdt} with {dt} data is not supported; allowed: C of the data's dtype, "
                          f"or the pairs (data, C) {MIXED_OUTPUTS}")
     return cdt
 
@@ -492,7 +500,7 @@ def _check_forced_spec(spec, p: GemmProblem, raw_ok: bool = False) -> None:
                                  f"got {align}")
 
 
-def run_plan(plan: GemmPlan, p: GemmProblem, info: DeviceInfo, alpha, beta, ptrs: dict, stride_a: int,
+def run_plan(plan: GemmPlan, p: GemmProblem, info: DeviceFacts, alpha, beta, ptrs: dict, stride_a: int,
              stride_b: int, stride_c: int, stream) -> None:
     """Launch ``plan`` for the validated problem ``p``."""
     kind = cg.ELEMENT_KINDS[p.dtype]
@@ -537,7 +545,7 @@ def run_plan(plan: GemmPlan, p: GemmProblem, info: DeviceInfo, alpha, beta, ptrs
 ACC_DTYPES = cg.ACC_DTYPES  # (re-exported: the tests and the split-K workspace read it here)
 
 
-def _run_split_k(fn, plan: GemmPlan, p: GemmProblem, info: DeviceInfo, kind: cg.ElementKind, a: int, b: int,
+def _run_split_k(fn, plan: GemmPlan, p: GemmProblem, info: DeviceFacts, kind: cg.ElementKind, a: int, b: int,
                  c: int, scalars: list, stream) -> None:
     """K in ``plan.splits`` slices over grid.z into a workspace, then the reduction applies alpha/beta."""
     spec = plan.spec

@@ -53,6 +53,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import ClassVar
 
+from oxicuda.driver.facts import DeviceFacts, device_facts, shared_optin_limit
 from oxicuda.memory.workspace import workspace
 from oxicuda.ptx import fragments
 from oxicuda.ptx.builder import KernelBuilder
@@ -86,7 +87,8 @@ MN_BOX = 64  # elements of M/N per MN-major box: 128 bytes of 16-bit data
 #: CUtensorMapDataType per input type (tf32 loads f32 words; wgmma reads their tf32 bits)
 TMA_DATA_TYPE = {"f16": 6, "bf16": 9, "tf32": 7}
 TMA_SWIZZLE_128B, TMA_L2_PROMOTION_128B = 3, 2
-MAX_SHARED = 232448
+#: the opt-in shared memory per block of the one arch this family targets
+MAX_SHARED = shared_optin_limit((9, 0))
 
 
 @dataclass(frozen=True)
@@ -166,17 +168,18 @@ class GemmWgmmaSpec(KernelSpec):
     def shared_bytes(self) -> int:
         return self.stages * self.stage_bytes + 16 * self.stages + 1024  # + 2 barriers/stage + alignment slack
 
-    @property
-    def ctas_per_sm(self) -> int:
-        """Resident CTAs per sm_90 SM by shared memory (228 KB, 1 KB reserved per CTA) and threads."""
-        return max(1, min(233472 // (self.shared_bytes + 1024), 2048 // self.threads))
+    def ctas_per_sm(self, device: DeviceFacts) -> int:
+        """Resident CTAs per SM of ``device`` by shared memory (its reserve per CTA included) and
+        threads."""
+        per_cta = self.shared_bytes + device.reserved_smem_per_block
+        return max(1, min(device.smem_per_sm // per_cta, device.max_threads_per_sm // self.threads))
 
-    def grid(self, m: int, n: int, batch: int, sm_count: int = 132) -> tuple[int, int, int]:
+    def grid(self, m: int, n: int, batch: int, device: DeviceFacts) -> tuple[int, int, int]:
         """The launch grid of an m x n output with ``batch`` entries (persistent: at most one
-        wave of ``sm_count`` SMs)."""
+        wave of the device's SMs)."""
         tm, tn = -(-m // self.block_m), -(-n // self.block_n)
         if self.persistent:
-            return (max(1, min(tm * tn, sm_count * self.ctas_per_sm)), 1, batch)
+            return (max(1, min(tm * tn, device.sm_count * self.ctas_per_sm(device))), 1, batch)
         return (tm * tn, 1, batch) if self.raster else (tm, tn, batch)
 
 
@@ -546,14 +549,7 @@ def launch(problem: object, alpha: float, a_ptr: int, lda: int, b_ptr: int, ldb:
                          "with compute tf32, 16-byte alignment)")
     spec = _check_spec(p, spec)
     es = spec.elem_bytes
-    sm_count = 132
-    if spec.persistent:
-        from oxicuda.driver.context import current_device_ordinal
-
-        from .gemm_dispatch import device_info
-
-        sm_count = device_info(current_device_ordinal()).sm_count
-    grid = spec.grid(p.m, p.n, int(batch), sm_count)
+    grid = spec.grid(p.m, p.n, int(batch), device_facts())
     check_launch(p, grid, batch, ALGO)
     if grid[0] >= 2**31:
         raise ValueError(f"wgmma gemm: {grid[0]} output tiles exceed the grid's x limit")

@@ -14,7 +14,7 @@ import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from oxicuda.driver.context import current_device_ordinal
+from oxicuda.driver.facts import device_facts
 from oxicuda.memory.dtypes import dtype_name, normalize_dtype
 from oxicuda.ptx import cache
 from oxicuda.ptx.builder import KernelBuilder, Value
@@ -22,7 +22,6 @@ from oxicuda.ptx.registry import register_family
 from oxicuda.ptx.spec import KernelSpec
 
 from . import gemm_codegen as cg
-from .gemm_dispatch import device_info
 from .operands import check_span, matrix_span, vector_span
 
 WARPS = 8
@@ -232,8 +231,7 @@ def gemv_colmajor(trans: str, m: int, n: int, alpha, a_ptr: int, lda: int, x_ptr
     width = 1 if kind.complex else min(4, 16 // kind.nbytes)
     aligned = a_ptr % 16 == 0 and (lda * kind.nbytes) % 16 == 0 and m % width == 0
     vec = width if aligned and width > 1 else 1
-    info = device_info(current_device_ordinal())
-    spec = GemvSpec(arch=info.arch.rstrip("a"), dtype=dt, trans=op, conj_a=conj_a, conj_x=conj_x, vec=vec)
+    spec = GemvSpec(arch=device_facts().arch, dtype=dt, trans=op, conj_a=conj_a, conj_x=conj_x, vec=vec)
     fn = cache.load(spec)
     grid = math.ceil(n / WARPS) if op == "T" else math.ceil(m / (32 * vec))
     fn((max(1, grid),), (32 * WARPS,), [m, n, a_ptr, lda, x0, incx, y0, incy,

@@ -137,21 +137,6 @@ def load_kernel(spec) -> object:
     return cache.load(spec)
 
 
-_ARCH_BY_DEVICE: dict[int, str] = {}
-
-
-def current_arch() -> str:
-    """The arch of the current device (``sm_86``, ``sm_90``...), read once per device."""
-    from oxicuda.driver.context import current_device_ordinal
-    from oxicuda.ptx.target import device_arch
-
-    ordinal = current_device_ordinal()
-    arch = _ARCH_BY_DEVICE.get(ordinal)
-    if arch is None:
-        arch = _ARCH_BY_DEVICE[ordinal] = device_arch(ordinal)
-    return arch
-
-
 def stream_of(arr: DeviceArray) -> object:
     """The stream launches on ``arr`` use (its allocation stream; None for the default)."""
     return arr.stream or None

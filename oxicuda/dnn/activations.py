@@ -21,6 +21,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from oxicuda.driver.facts import device_facts
 from oxicuda.memory.array import DeviceArray, empty
 from oxicuda.ptx import registry
 from oxicuda.ptx.builder import KernelBuilder, Value
@@ -128,7 +129,7 @@ def _activation(op: str, x: object, bias: object, bias_axis: int, name: str) -> 
     if n == 0:
         return out
     vec = C.vector_width((xa, out), n, C.ELEMENT_BYTES[elem])
-    spec = ActivationSpec(arch=C.current_arch(), op=op, dtype=elem, has_bias=ba is not None, vec=vec)
+    spec = ActivationSpec(arch=device_facts().arch, op=op, dtype=elem, has_bias=ba is not None, vec=vec)
     fn = C.load_kernel(spec)
     threads = spec.threads
     grid = -(-(n // vec) // threads)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from oxicuda.driver.facts import device_facts
 from oxicuda.memory.array import DeviceArray, empty
 from oxicuda.ptx.builder import LOG2_E
 
@@ -90,7 +91,7 @@ def attention(q: object, k: object, v: object, causal: bool = False, scale: floa
         if tuple(out.shape) != tuple(qa.shape) or out.dtype != qa.dtype or not out.is_c_contiguous:
             raise ValueError(f"{op}: out has shape {tuple(out.shape)}, dtype {dtype_name_of(out)}; it must be a "
                              f"C-contiguous {dtype_name_of(qa)} array of shape {tuple(qa.shape)}")
-    arch = _arch()
+    arch = device_facts().arch
     element = PTX_ELEMENT[dtype_name_of(qa)]
     if algo == "mma" and not mma_supports(element, d, arch):
         raise ValueError(f"{op}: algo='mma' needs float16/bfloat16 inputs with head_dim in {HEAD_DIMS} on sm_80+; "
@@ -149,12 +150,6 @@ def choose_algo(element: str, head_dim: int, arch: str, aligned: bool = True) ->
     if aligned and wgmma_supports(element, head_dim, arch):
         return "wgmma"
     return "mma" if aligned and mma_supports(element, head_dim, arch) else "simt"
-
-
-def _arch() -> str:
-    from oxicuda.ptx.target import device_arch
-
-    return device_arch()
 
 
 __all__ = ["attention", "choose_algo", "mma_supports", "wgmma_supports"]

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from oxicuda.driver import context as _context
+from oxicuda.driver.facts import device_facts
 from oxicuda.memory.array import DeviceArray, empty
 from oxicuda.memory.workspace import workspace_ptr
 
@@ -32,13 +33,12 @@ from ._common import (
     PTX_ELEMENT,
     as_float_array,
     contiguous,
-    current_arch,
     dtype_name_of,
     load_kernel,
     stream_of,
 )
 from .channels_last import launch_channels_last
-from .conv_dispatch import ALGOS, ConvProblem, choose_algo, device_sm_count
+from .conv_dispatch import ALGOS, ConvProblem, choose_algo
 from .conv_epilogue import check_activation
 
 # imported at load so that their kernel families are registered with the rest of conv's
@@ -261,9 +261,9 @@ def _resolve_algo(algo: str | None, problem: ConvProblem, op: str) -> str:
         return _implicit_gemm_kernel(choose_algo(problem), problem)
     if algo not in ALGOS + KERNEL_ALGOS:
         raise ValueError(f"{op}: algo={algo!r}; allowed: None, " + ", ".join(repr(a) for a in ALGOS + KERNEL_ALGOS))
-    if algo == "implicit_gemm_tc" and not tc.supported(problem.dtype, current_arch()):
+    if algo == "implicit_gemm_tc" and not tc.supported(problem.dtype, device_facts().arch):
         raise ValueError(f"{op}: algo='implicit_gemm_tc' needs float16/bfloat16 data on sm_80+; got "
-                         f"{problem.dtype} on {current_arch()}; use algo='implicit_gemm_simt' or None")
+                         f"{problem.dtype} on {device_facts().arch}; use algo='implicit_gemm_simt' or None")
     if algo == "implicit_gemm":
         return _implicit_gemm_kernel(algo, problem)
     if algo.startswith("winograd"):
@@ -280,7 +280,7 @@ def _resolve_algo(algo: str | None, problem: ConvProblem, op: str) -> str:
 def _implicit_gemm_kernel(algo: str, problem: ConvProblem) -> str:
     if algo != "implicit_gemm":
         return algo
-    return "implicit_gemm_tc" if tc.supported(problem.dtype, current_arch()) else "implicit_gemm_simt"
+    return "implicit_gemm_tc" if tc.supported(problem.dtype, device_facts().arch) else "implicit_gemm_simt"
 
 
 def _contiguous_strides(shape: tuple[int, ...], layout: str) -> tuple[int, int, int, int]:
@@ -296,7 +296,7 @@ def prepare_tensor_core(geo: ConvGeometry, x_ptr: int, w_ptr: int, y_ptr: int, h
     ``tc.nchw_via_channels_last`` accepts first has x and w transposed to NHWC in a workspace
     (two ``channels_last`` launches), then runs the NHWC kernel writing y in NCHW. A grid short
     of one wave with a long reduction runs split-K (``tc.choose_splits``)."""
-    p, arch = geo.problem, current_arch()
+    p, arch = geo.problem, device_facts().arch
     x_aligned, w_aligned = x_ptr % tc.COPY_BYTES == 0, w_ptr % tc.COPY_BYTES == 0
     layout, x_strides = geo.layout, _contiguous_strides(geo.x_shape, geo.layout)
     cg = p.c // p.groups
@@ -306,7 +306,7 @@ def prepare_tensor_core(geo: ConvGeometry, x_ptr: int, w_ptr: int, y_ptr: int, h
         x_bytes = -(-p.n * p.c * p.h * p.w * 2 // tc.COPY_BYTES) * tc.COPY_BYTES
         cl_bytes = x_bytes + p.k * cg * p.r * p.s * 2
         layout, x_strides = "NHWC", (p.h * p.w * p.c, 1, p.w * p.c, p.c)
-    sm_count = device_sm_count()
+    sm_count = device_facts().sm_count
     spec = tc.choose_spec(p, layout, arch, x_aligned=x_aligned, w_aligned=w_aligned, activation=activation,
                           bias=has_bias, y_layout=geo.layout, y_aligned=y_ptr % 4 == 0, sm_count=sm_count)
     y_strides = _contiguous_strides(geo.y_shape, geo.layout)
@@ -348,7 +348,7 @@ def run_implicit_gemm(mode: str, geo: ConvGeometry, x: DeviceArray, w: DeviceArr
         gm, gn, gk = p.n * p.h * p.w, cg, kg * p.r * p.s
     else:
         gm, gn, gk = kg, cg * p.r * p.s, p.n * p.oh * p.ow
-    spec = ConvImplicitGemmSpec(arch=_arch(), mode=mode, dtype=p.dtype, layout=geo.layout,
+    spec = ConvImplicitGemmSpec(arch=device_facts().arch, mode=mode, dtype=p.dtype, layout=geo.layout,
                                 activation=activation, bias=bias is not None)
     fn = load_kernel(spec)
     args = [x, w, y, bias if bias is not None else 0, gm, gn, gk, p.n, cg, p.h, p.w, kg, p.r, p.s, p.oh, p.ow,
@@ -357,12 +357,6 @@ def run_implicit_gemm(mode: str, geo: ConvGeometry, x: DeviceArray, w: DeviceArr
             *element_strides_nchw(y, geo.layout)]
     grid = ((gm + spec.bm - 1) // spec.bm, (gn + spec.bn - 1) // spec.bn, p.groups)
     fn(grid, THREADS, args, stream=stream_of(y))
-
-
-def _arch() -> str:
-    from oxicuda.ptx.target import device_arch
-
-    return device_arch()
 
 
 def conv2d_backward_data(dy: object, w: object, x_shape: tuple[int, ...], stride: object = 1, padding: object = 0,

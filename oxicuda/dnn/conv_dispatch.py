@@ -10,7 +10,6 @@ PROVISIONAL: the rule thresholds are first guesses until the sweep's figures rep
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
@@ -165,17 +164,3 @@ def choose_igemm_tile(problem: ConvProblem, sm_count: int, thresholds: dict | No
             if score > best_score + 1e-9:
                 best, best_score = (name, splits), score
     return best
-
-
-@functools.cache
-def _sm_count(ordinal: int) -> int:
-    from oxicuda.blas.gemm_dispatch import device_info
-
-    return device_info(ordinal).sm_count
-
-
-def device_sm_count() -> int:
-    """The current device's SM count (read once per device from the driver)."""
-    from oxicuda.driver.context import current_device_ordinal
-
-    return _sm_count(current_device_ordinal())

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from oxicuda.driver.facts import device_facts
 from oxicuda.memory.array import DeviceArray
 from oxicuda.memory.workspace import workspace
 from oxicuda.ptx import registry
@@ -118,12 +119,12 @@ def run_im2col(geo, x: DeviceArray, w: DeviceArray, y: DeviceArray, bias: Device
     """conv2d forward by im2col + GEMM over validated, C-contiguous x, w, y (see conv.py)."""
     from oxicuda.blas.gemm_core import gemm_colmajor
 
-    from .conv import _arch, element_strides_nchw
+    from .conv import element_strides_nchw
 
     p = geo.problem
     cg, kg = p.c // p.groups, p.k // p.groups
     kred, pixels, ohw = cg * p.r * p.s, p.n * p.oh * p.ow, p.oh * p.ow
-    arch, stream = _arch(), stream_of(y)
+    arch, stream = device_facts().arch, stream_of(y)
     col = workspace((x.dtype, pixels * kred), stream)
     fn = load_kernel(Im2colSpec(arch=arch, dtype=p.dtype, layout=geo.layout))
     es = x.dtype.itemsize

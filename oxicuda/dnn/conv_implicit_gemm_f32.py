@@ -35,13 +35,14 @@ from typing import ClassVar
 
 import numpy as np
 
+from oxicuda.driver.facts import device_facts
 from oxicuda.memory.array import DeviceArray, asarray
 from oxicuda.memory.workspace import workspace_ptr
 from oxicuda.ptx import registry
 from oxicuda.ptx.builder import KernelBuilder, Value
 from oxicuda.ptx.spec import KernelSpec
 
-from ._common import current_arch, load_kernel
+from ._common import load_kernel
 from .conv_epilogue import ACTIVATIONS, emit_activation
 
 FAMILY = "conv_implicit_gemm_f32"
@@ -493,7 +494,7 @@ def _make_plan(geo, tile: str, splits: int, vecs: tuple[int, int, int], has_bias
     splits = -(-gk // k_chunk)
     rows = (-(-gk // cfg.bk) + 1) * cfg.bk
     table = _device_table((geo.layout, p.c, cg, p.h, p.w, p.r, p.s, p.dilation, rows))
-    arch = current_arch()
+    arch = device_facts().arch
     split_k = splits > 1
     spec = ConvFpropF32Spec(arch=arch, layout=geo.layout, bm=cfg.bm, bn=cfg.bn, bk=cfg.bk, tm=cfg.tm,
                             tn=cfg.tn, vec_a=vecs[0], vec_b=vecs[1], vec_y=vecs[2],
@@ -523,10 +524,10 @@ def igemm_plan(geo, ptrs: tuple[int, int, int], has_bias: bool, activation: str,
     problem and context. ``plan.workspace_count``: float32 elements of split-K partials (0: none)."""
     from oxicuda.driver.context import ensure_context
 
-    from .conv_dispatch import choose_igemm_tile, device_sm_count
+    from .conv_dispatch import choose_igemm_tile
 
     if tile is None or splits is None:
-        auto_tile, auto_splits = choose_igemm_tile(geo.problem, device_sm_count())
+        auto_tile, auto_splits = choose_igemm_tile(geo.problem, device_facts().sm_count)
         tile = auto_tile if tile is None else tile
         splits = auto_splits if splits is None else splits
     if tile not in TILES:

@@ -345,8 +345,8 @@ def nchw_via_channels_last(problem, x_aligned: bool, w_aligned: bool) -> bool:
 
 
 def choose_spec(problem, layout: str, arch: str, x_aligned: bool, w_aligned: bool, activation: str = "none",
-                bias: bool = False, y_layout: str | None = None, y_aligned: bool = False,
-                sm_count: int = 132) -> ConvTensorCoreSpec:
+                bias: bool = False, y_layout: str | None = None, y_aligned: bool = False, *,
+                sm_count: int) -> ConvTensorCoreSpec:
     """The kernel for a conv problem (``conv_dispatch.ConvProblem``), a pure function of it: the
     cp.async paths where layout (of x and w), channel counts and 16-byte alignment allow, paired
     stores where y is NHWC (``y_layout``, default ``layout``) with even K/groups and 4-byte

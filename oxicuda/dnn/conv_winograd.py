@@ -30,12 +30,13 @@ from typing import ClassVar
 
 import numpy as np
 
+from oxicuda.driver.facts import device_facts
 from oxicuda.memory.workspace import workspace_ptr
 from oxicuda.ptx import registry
 from oxicuda.ptx.builder import KernelBuilder, Value
 from oxicuda.ptx.spec import KernelSpec
 
-from ._common import ELEMENT_BYTES, current_arch, load_f32, load_kernel, store_f32
+from ._common import ELEMENT_BYTES, load_f32, load_kernel, store_f32
 from .conv_epilogue import ACTIVATIONS, emit_activation
 
 FAMILY_FILTER = "conv_winograd_filter"
@@ -335,7 +336,7 @@ def prepare_winograd(geo, xs: tuple, ws: tuple, ys: tuple, y_ptr: int, has_bias:
     p = geo.problem
     cg = p.c // p.groups
     t2 = (tile + 2) ** 2
-    arch = current_arch()
+    arch = device_facts().arch
     tiles_h, tiles_w = -(-p.oh // tile), -(-p.ow // tile)
     per_img = tiles_h * tiles_w
     chunk = winograd_chunk(p.n, p.c, p.k, per_img, tile)

@@ -22,6 +22,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from oxicuda.driver.facts import device_facts
 from oxicuda.memory.array import DeviceArray, empty
 from oxicuda.ptx import registry
 from oxicuda.ptx.builder import KernelBuilder
@@ -197,7 +198,7 @@ def _row_norm(kind: str, xa: DeviceArray, cols: int, weight: object, bias: objec
     threads = DISPATCH["WARP_THREADS"] if variant == "warp" else DISPATCH["BLOCK_THREADS"]
     arrays = tuple(a for a in (xa, out, wa, ba) if a is not None)
     vec = C.vector_width(arrays, cols, C.ELEMENT_BYTES[elem], (4,) if elem == "f32" else (4, 2))
-    spec = NormSpec(arch=C.current_arch(), kind=kind, dtype=elem, variant=variant, threads=threads, vec=vec,
+    spec = NormSpec(arch=device_facts().arch, kind=kind, dtype=elem, variant=variant, threads=threads, vec=vec,
                     has_weight=wa is not None, has_bias=ba is not None)
     fn = C.load_kernel(spec)
     grid = -(-rows // (threads // 32)) if variant == "warp" else rows
@@ -272,7 +273,7 @@ def batch_norm(x: object, running_mean: object, running_var: object, weight: obj
     out = empty(xa.shape, xa.dtype, stream=xa.stream)
     if xa.size == 0:
         return out
-    spec = BatchNormSpec(arch=C.current_arch(), dtype=C.PTX_ELEMENT[C.dtype_name_of(xa)],
+    spec = BatchNormSpec(arch=device_facts().arch, dtype=C.PTX_ELEMENT[C.dtype_name_of(xa)],
                          has_weight=params[2] is not None, has_bias=params[3] is not None)
     fn = C.load_kernel(spec)
     mean, var, w, b = (p if p is not None else 0 for p in params)

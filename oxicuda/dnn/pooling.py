@@ -18,6 +18,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from oxicuda.driver.facts import device_facts
 from oxicuda.memory.array import DeviceArray, empty
 from oxicuda.ptx import registry
 from oxicuda.ptx.builder import KernelBuilder
@@ -151,7 +152,7 @@ def _pool(kind: str, x: object, kernel_size: object, stride: object, padding: ob
     total = n * c * oh * ow
     if total == 0:
         return out
-    spec = PoolSpec(arch=C.current_arch(), op=kind, dtype=C.PTX_ELEMENT[C.dtype_name_of(xa)], layout=layout,
+    spec = PoolSpec(arch=device_facts().arch, op=kind, dtype=C.PTX_ELEMENT[C.dtype_name_of(xa)], layout=layout,
                     count_include_pad=bool(count_include_pad) if kind == "avg" else True)
     fn = C.load_kernel(spec)
     args = [xa, out] + [np.uint32(v) for v in (total, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw)]

@@ -30,6 +30,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from oxicuda.driver.facts import device_facts
 from oxicuda.memory.array import DeviceArray, empty
 from oxicuda.ptx import registry
 from oxicuda.ptx.builder import KernelBuilder, Value
@@ -257,7 +258,7 @@ def softmax(x: object, axis: int = -1, log: bool = False, out: DeviceArray | Non
         result = out
     if xa.size == 0:
         return result
-    arch = C.current_arch()
+    arch = device_facts().arch
     stream = C.stream_of(xa)
     if not last:
         inner = int(np.prod(xa.shape[ax + 1:], dtype=np.int64))
