@@ -21,6 +21,7 @@ from test_blas_tensorcore import Operands, _check, _launch_or_skip, _live_arch
 
 import oxicuda
 from oxicuda.blas import gemm_tensorcore as tc
+from oxicuda.blas.gemm_problem import column_major_problem
 from oxicuda.blas import gemm_wgmma as wg
 from oxicuda.ptx import registry
 from oxicuda.driver.facts import device_facts
@@ -38,7 +39,7 @@ def _skip_unless_sm90():
 
 def _problem(ops: Operands, transa: bool, transb: bool) -> tc.GemmProblem:
     compute = "tf32" if ops.dtype == "float32" else "f32"
-    return tc.GemmProblem(ops.m, ops.n, ops.k, ops.dtype, compute, transa, transb, ops.lda, ops.ldb, ops.ldc, 16,
+    return column_major_problem(ops.m, ops.n, ops.k, ops.dtype, compute, transa, transb, ops.lda, ops.ldb, ops.ldc, 16,
                           _live_arch())
 
 

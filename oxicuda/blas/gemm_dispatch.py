@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from oxicuda.driver.facts import DeviceFacts
 
 from . import gemm_codegen as cg
+from .gemm_problem import GemmProblem
 from .gemm_splitk import GemmSplitKReduceSpec, reduce_groups, reduce_spec  # noqa: F401  (reduce_groups re-exported)
 from .gemm_tiled import SPLIT_K_TILES, TILE_CONFIGS, GemmTiledSpec, TileConfig, spec_for
 
@@ -197,49 +198,10 @@ AUTO_TENSOR_CORE_ALGOS = ("wgmma", "tensor_core")
 
 
 @dataclass(frozen=True)
-class GemmProblem:
-    """One column-major GEMM call, as dispatch sees it. ``transa``/``transb`` are "N", "T" or "C"
-    ("C" only for complex dtypes; real "C" is normalized to "T"). ``align_a``/``align_b``/
-    ``align_c``: the largest power of two (<= 16) dividing the operand's pointer, leading
-    dimension and batch stride in bytes; ``alignment`` is their minimum."""
-
-    m: int
-    n: int
-    k: int
-    dtype: str
-    compute: str = "f32"
-    transa: str = "N"
-    transb: str = "N"
-    lda: int = 1
-    ldb: int = 1
-    ldc: int = 1
-    batch: int = 1
-    pointer_array: bool = False
-    device_scalars: bool = False
-    align_a: int = 16
-    align_b: int = 16
-    align_c: int = 16
-    arch: str = "sm_86"
-    c_dtype: str = ""
-
-    @property
-    def alignment(self) -> int:
-        return min(self.align_a, self.align_b, self.align_c)
-
-    @property
-    def mixed(self) -> bool:
-        """True when C's type differs from A's and B's (float32 C over float16/bfloat16 data)."""
-        return bool(self.c_dtype) and self.c_dtype != self.dtype
-
-    @property
-    def c_kind(self) -> cg.ElementKind:
-        return cg.kind_of(self.c_dtype or self.dtype)
-
-
-@dataclass(frozen=True)
 class GemmPlan:
-    """What runs: ``algo`` (naive, tiled, split_k, gemv, or a tensor-core ALGO), the kernel
-    ``spec`` for SIMT algos, ``splits`` (K splits for split_k) and the split-K ``reduce`` spec."""
+    """What runs: ``algo`` (naive, tiled, split_k, gemv, dmma or a tensor-core ALGO), its kernel
+    ``spec`` (None for gemv, whose plan picks it), ``splits`` (K splits for split_k) and the
+    split-K ``reduce`` spec."""
 
     algo: str
     spec: object = None
@@ -271,23 +233,9 @@ def wants_tensor_cores(problem: GemmProblem) -> bool:
     return problem.dtype in ("float16", "bfloat16") or (problem.dtype == "float32" and problem.compute == "tf32")
 
 
-def tensor_core_problem(module, problem: GemmProblem):
-    """``problem`` in the tensor-core module's own ``GemmProblem`` type when it defines one."""
-    cls = getattr(module, "GemmProblem", None)
-    if cls is None or isinstance(problem, cls):
-        return problem
-    import dataclasses
-
-    names = {f.name for f in dataclasses.fields(cls)}
-    values = {name: getattr(problem, name) for name in names if hasattr(problem, name)}
-    if "alignment" in names:
-        values["alignment"] = problem.alignment
-    return cls(**values)
-
-
 def tensor_core_choice(problem: GemmProblem, algo: str | None = None):
-    """(module, its problem object) of the first tensor-core module that supports ``problem``
-    (restricted to ``algo`` when given), or None."""
+    """(module, spec) of the first tensor-core module that supports ``problem`` (restricted to
+    ``algo`` when given), or None."""
     if problem.pointer_array:
         return None
     for module in tensor_core_modules():
@@ -298,9 +246,8 @@ def tensor_core_choice(problem: GemmProblem, algo: str | None = None):
             continue
         if algo is None and name not in AUTO_TENSOR_CORE_ALGOS:
             continue
-        tp = tensor_core_problem(module, problem)
-        if module.supports(tp):
-            return module, tp
+        if module.supports(problem):
+            return module, module.choose_spec(problem)
     return None
 
 
@@ -528,7 +475,7 @@ def choose_algo(problem: GemmProblem, device: DeviceFacts, algo: str | None = No
     if algo in ("tensor_core", "wgmma") or (algo is None and wants_tensor_cores(p)):
         choice = tensor_core_choice(p, algo)
         if choice is not None:
-            return GemmPlan(getattr(choice[0], "ALGO", "tensor_core"), choice)
+            return GemmPlan(getattr(choice[0], "ALGO", "tensor_core"), choice[1])
         if algo is not None:
             have = [getattr(m, "ALGO", m.__name__) for m in tensor_core_modules()]
             raise ValueError(f"gemm: algo={algo!r} cannot run this problem (dtype {p.dtype}, compute {p.compute}, "

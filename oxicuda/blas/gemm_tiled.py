@@ -45,6 +45,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from oxicuda.ptx.builder import KernelBuilder, Value
+from oxicuda.ptx.launch_plan import KernelStep, LaunchPlan
 from oxicuda.ptx.registry import register_family
 from oxicuda.ptx.spec import KernelSpec
 
@@ -543,3 +544,26 @@ def configurations(arch: str) -> Iterable[GemmTiledSpec]:
 
 
 register_family("gemm_tiled", GemmTiledSpec, generate, configurations)
+
+
+def plan(spec, p, device) -> LaunchPlan:
+    """The launch plan of problem ``p`` with a tiled kernel ``spec`` (a ``GemmTiledSpec``, or a
+    DMMA spec, which takes the same arguments): one CTA per bm x bn output tile, grid.z over the
+    batch (several steps past 65535)."""
+    m, n, k, lda, ldb, ldc = p.m, p.n, p.k, p.lda, p.ldb, p.ldc
+    sa, sb, sc = p.stride_a, p.stride_b, p.stride_c
+
+    def head(a, b, c, ws):
+        return (m, n, k, 0, a, lda, b, ldb, c, ldc, sa, sb, sc)
+
+    kind = cg.kind_of(p.dtype)
+    tiles = (-(-m // spec.bm), -(-n // spec.bn))
+    chunks = cg.batch_chunks(p)
+    if len(chunks) == 1 and not kind.complex:  # the common call, bound without a helper call
+        def bind(ptr, s, ws):
+            return (m, n, k, 0, ptr[0], lda, ptr[1], ldb, ptr[2], ldc, sa, sb, sc, s[0], ptr[3], s[1], ptr[4])
+
+        return LaunchPlan(spec.family, [KernelStep(spec, (*tiles, p.batch), spec.threads, bind)])
+    steps = [KernelStep(spec, (*tiles, count), spec.threads, cg.simt_bind(kind, head, offsets))
+             for _, count, *offsets in chunks]
+    return LaunchPlan(spec.family, steps)
