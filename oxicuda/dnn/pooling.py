@@ -18,10 +18,11 @@ from typing import ClassVar
 
 import numpy as np
 
-from oxicuda.driver.facts import device_facts
+from oxicuda.driver.facts import current_device_facts
 from oxicuda.memory.array import DeviceArray, empty
 from oxicuda.ptx import registry
 from oxicuda.ptx.builder import KernelBuilder
+from oxicuda.ptx.launch_plan import KernelStep, LaunchPlan, PlanCache
 from oxicuda.ptx.spec import KernelSpec
 
 from . import _common as C
@@ -114,6 +115,34 @@ def pool_configurations(arch: str) -> list[PoolSpec]:
 registry.register_family(PoolSpec.family, PoolSpec, generate_pool, pool_configurations)
 
 
+@dataclass(frozen=True)
+class PoolProblem:
+    """One pooling call: op ("max" or "avg"), element type, layout, count_include_pad and the
+    geometry (outputs, C, H, W, OH, OW, KH, KW, SH, SW, PH, PW)."""
+
+    op: str
+    dtype: str
+    layout: str
+    count_include_pad: bool
+    geometry: tuple[int, ...]
+
+
+def plan(problem: PoolProblem, device) -> LaunchPlan:
+    """The launch plan of a pooling call; ``run`` takes pointers (x, out)."""
+    p = problem
+    spec = PoolSpec(arch=device.arch, op=p.op, dtype=p.dtype, layout=p.layout, count_include_pad=p.count_include_pad)
+    args = tuple(np.uint32(v) for v in p.geometry)
+
+    def bind(ptr, s, ws):
+        return (ptr[0], ptr[1], *args)
+
+    return LaunchPlan("pool", [KernelStep(spec, -(-p.geometry[0] // spec.threads), spec.threads, bind)])
+
+
+#: plans by (problem, device ordinal)
+PLANS = PlanCache("pool")
+
+
 def _pair(value: object, name: str, op: str, minimum: int) -> tuple[int, int]:
     pair = (value, value) if isinstance(value, (int, np.integer)) else tuple(value) if isinstance(
         value, (tuple, list)) else None
@@ -152,11 +181,12 @@ def _pool(kind: str, x: object, kernel_size: object, stride: object, padding: ob
     total = n * c * oh * ow
     if total == 0:
         return out
-    spec = PoolSpec(arch=device_facts().arch, op=kind, dtype=C.PTX_ELEMENT[C.dtype_name_of(xa)], layout=layout,
-                    count_include_pad=bool(count_include_pad) if kind == "avg" else True)
-    fn = C.load_kernel(spec)
-    args = [xa, out] + [np.uint32(v) for v in (total, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw)]
-    fn(-(-total // spec.threads), spec.threads, args, stream=C.stream_of(xa))
+    problem = PoolProblem(kind, C.PTX_ELEMENT[C.dtype_name_of(xa)], layout,
+                          bool(count_include_pad) if kind == "avg" else True, (total, c, h, w, oh, ow, kh, kw, sh, sw,
+                                                                               ph, pw))
+    device = current_device_facts()
+    launch_plan = PLANS.get_or_build((problem, device.ordinal), lambda: plan(problem, device))
+    launch_plan.run((xa.ptr, out.ptr), (), C.stream_of(xa))
     return out
 
 

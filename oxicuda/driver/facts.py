@@ -19,7 +19,7 @@ import threading
 from dataclasses import dataclass, field
 
 __all__ = ["ARCH_RATES", "BOARDS", "SHARED_OPTIN_BY_CC", "ArchRates", "Board", "DeviceFacts",
-           "arch_rates", "board_facts", "clear_device_facts", "device_facts", "shared_optin_limit"]
+           "arch_rates", "board_facts", "clear_device_facts", "current_device_facts", "device_facts", "shared_optin_limit"]
 
 
 @dataclass(frozen=True)
@@ -234,6 +234,25 @@ def board_facts(board: Board | str, ordinal: int = 0) -> DeviceFacts:
     )
 
 
+_by_context: dict[int, DeviceFacts] = {}
+
+
+def current_device_facts() -> DeviceFacts:
+    """The facts of the device of this thread's current context, found by the context handle
+    (a dict lookup on the hot path of a cached library call; ``device_facts()`` asks the driver
+    for the current device's ordinal)."""
+    from . import context
+
+    ctx = getattr(context._local, "ctx", None)
+    facts = _by_context.get(ctx) if ctx is not None else None
+    if facts is None:
+        facts = device_facts()
+        ctx = getattr(context._local, "ctx", None)
+        if ctx is not None:
+            _by_context[ctx] = facts
+    return facts
+
+
 def _read(ordinal: int) -> DeviceFacts:
     from .device import Device
 
@@ -266,3 +285,4 @@ def clear_device_facts() -> None:
     """Forget the cached facts (tests that switch the emulated device)."""
     with _lock:
         _facts.clear()
+        _by_context.clear()
