@@ -133,8 +133,8 @@ def gemm_colmajor(transa: str, transb: str, m: int, n: int, k: int, alpha, a_ptr
     pointers (``a_ptr``/``b_ptr``/``c_ptr`` are then ignored). ``alpha_ptr``/``beta_ptr``
     nonzero: the kernels read the scalars (of ``scalar_dtype(dtype)``) from device memory.
     ``algo``: force "naive", "tiled", "split_k", "gemv", "tensor_core", "wgmma", "dmma" (float64 on
-    tensor cores, sm_80+), or pass a
-    ``GemmTiledSpec``/``GemmNaiveSpec`` to run that exact configuration, or a split-K
+    tensor cores, sm_80+), or pass any registered ``GemmTiledSpec``/``GemmNaiveSpec``/
+    ``GemmDmmaSpec``/``GemmTensorCoreSpec``/``GemmWgmmaSpec`` to run that exact configuration, or a split-K
     ``GemmPlan`` from ``gemm_dispatch.split_k_plan`` (benchmark sweeps). One launch covers the
     whole batch (two for split_k). Raises ValueError on bad arguments, before any launch,
     among them pointers whose operand does not lie inside one device allocation of the current
@@ -259,6 +259,8 @@ def _validated_plan(transa, transb, m, n, k, alpha, a_ptr, lda, b_ptr, ldb, beta
     elif isinstance(algo, GemmDmmaSpec):
         _check_forced_dmma(algo, problem)
         plan = GemmPlan("dmma", algo)
+    elif isinstance(algo, (gemm_tensorcore.GemmTensorCoreSpec, gemm_wgmma.GemmWgmmaSpec)):
+        plan = GemmPlan(_check_forced_tensor_core(algo, problem), algo)
     else:
         plan = _cached_choice(problem, info, algo)
     call_plan = GemmCallPlan(plan, problem, info)
@@ -440,6 +442,21 @@ def _check_forced_dmma(spec: GemmDmmaSpec, p: GemmProblem) -> None:
     for name, v, align in (("vec_a", spec.vec_a, p.align_a), ("vec_b", spec.vec_b, p.align_b)):
         if v > 1 and align < 8 * v:
             raise ValueError(f"gemm: forced spec {name}={v} needs {8 * v}-byte aligned operands; got {align}")
+
+
+def _check_forced_tensor_core(spec, p: GemmProblem) -> str:
+    """A forced mma.sync or wgmma spec must be one its family would run for this call (dtype,
+    compute, operand layouts, C type) on a device it supports; returns the family's algo."""
+    module = gemm_wgmma if isinstance(spec, gemm_wgmma.GemmWgmmaSpec) else gemm_tensorcore
+    if not module.supports(p) or (p.mixed and not getattr(module, "MIXED_C", False)):
+        raise ValueError(f"gemm: forced spec {spec.key()} cannot run this call (dtype {p.dtype}, compute "
+                         f"{p.compute}, alignment {p.alignment}, arch {p.arch}, c_dtype {p.c_dtype or p.dtype})")
+    natural = module.choose_spec(p)
+    fields = ("dtype", "a_kmajor", "b_kmajor") + (("c_f32",) if module is gemm_tensorcore else ())
+    if any(getattr(spec, f) != getattr(natural, f) for f in fields):
+        raise ValueError(f"gemm: forced spec {spec.key()} has {[(f, getattr(spec, f)) for f in fields]}; this call "
+                         f"needs {[(f, getattr(natural, f)) for f in fields]}")
+    return module.ALGO
 
 
 def _check_forced_plan(plan: GemmPlan, p: GemmProblem) -> None:

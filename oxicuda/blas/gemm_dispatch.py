@@ -45,6 +45,15 @@ from .gemm_problem import GemmProblem
 from .gemm_splitk import GemmSplitKReduceSpec, reduce_groups, reduce_spec  # noqa: F401  (reduce_groups re-exported)
 from .gemm_tiled import SPLIT_K_TILES, TILE_CONFIGS, GemmTiledSpec, TileConfig, spec_for
 
+#: table -> the committed sweep it was read from (tests check they exist and replay them)
+SOURCES = {
+    "TILES": "benches/results/2026-11-29-h200-session3/call2-sweep-blas.json",
+    "DMMA_TILES": "benches/results/2026-11-29-h200-session3/call3-sweep-blas.json",
+    "VARIANTS": "benches/results/2026-11-29-h200-session3/call3-sweep-blas.json",
+    "TILE_RATE": "benches/results/2026-11-29-h200-session3/call2-sweep-blas.json",
+    "SPLIT_K_VARIANTS": "benches/results/2026-11-29-h200-session4/call2-sweep-skinny.json",
+}
+
 #: Branch thresholds; how they were checked: the module docstring.
 THRESHOLDS = {
     "naive_max_work": 32 * 32 * 32,    # m*n*k at or below this runs the naive kernel

@@ -52,6 +52,9 @@ IGEMM_TILES = tuple(IGEMM_TILE_MODEL)
 #: measured winners: shape key (see ``shape_key``) -> (algo, tile or None, splits or None).
 #: From `python3 benches/sweep_conv.py` on the H200 (2026-11-29 18:50 UTC, NVIDIA H200, 132 SMs;
 #: benches/results/2026-11-29-h200-session2/sweep-conv.json): the fastest correct variant per shape.
+#: the committed measurements MEASURED was read from (tests check they exist)
+MEASURED_SOURCE = ("benches/results/2026-11-29-h200-session2/sweep-conv.json",
+                   "benches/results/2026-11-30-h200-session5/call7-bench-conv.json")
 MEASURED: dict[tuple, tuple[str, str | None, int | None]] = {
     ('f32', 32, 64, 56, 56, 64, 3, 3, (1, 1), (1, 1), (1, 1), 1): ('winograd_4x4', None, None),
     # call plans (2026-11-30, session 5) took the host out of these two: bench-conv at dc1aaa6

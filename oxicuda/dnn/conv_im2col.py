@@ -158,9 +158,9 @@ def _im2col_configurations(arch: str) -> list[Im2colSpec]:
 
 
 def _bias_act_configurations(arch: str) -> list[BiasActivationSpec]:
-    return ([BiasActivationSpec(arch=arch, activation=a) for a in ACTIVATIONS]
-            + [BiasActivationSpec(arch=arch, activation=a, bias=False) for a in ACTIVATIONS[1:]]
-            + [BiasActivationSpec(arch=arch, dtype=d) for d in ("f16", "bf16")])
+    """Every dtype with each epilogue that runs after the GEMM (bias, activation or both)."""
+    return [BiasActivationSpec(arch=arch, dtype=d, activation=a, bias=b) for d in ELEMENT_BYTES
+            for a in ACTIVATIONS for b in (False, True) if b or a != "none"]
 
 
 registry.register_family(FAMILY_IM2COL, Im2colSpec, generate_im2col, _im2col_configurations)

@@ -29,6 +29,7 @@ Launch: block ``threads``, grid (ceil(M/bm), ceil(Kg/bn), groups * splits).
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import ClassVar
@@ -568,19 +569,17 @@ def prepare_implicit_gemm_f32(geo, ptrs: tuple[int, int, int], has_bias: bool, a
 
 
 def configurations(arch: str) -> list[ConvFpropF32Spec]:
-    """Every tile in both layouts with the vector paths, the scalar fallbacks, each epilogue and
-    the split-K partial kernels."""
+    """Every kernel a call launches: each tile and layout, each operand's load width as
+    ``plan_vectors`` picks it (x vectors in NHWC only), each fused epilogue, and the split-K
+    partial kernels (whose epilogue runs in the reduction)."""
     out = []
+    epilogues = [(a, b, False) for a in ACTIVATIONS for b in (False, True)] + [("none", False, True)]
     for cfg in TILES.values():
         t = {"bm": cfg.bm, "bn": cfg.bn, "bk": cfg.bk, "tm": cfg.tm, "tn": cfg.tn}
-        out += [ConvFpropF32Spec(arch=arch, layout="NCHW", vec_b=W, vec_y=W, **t),
-                ConvFpropF32Spec(arch=arch, layout="NHWC", vec_a=W, vec_b=W, vec_y=W, **t),
-                ConvFpropF32Spec(arch=arch, layout="NCHW", vec_b=W, vec_y=W, split_k=True, **t),
-                ConvFpropF32Spec(arch=arch, layout="NHWC", vec_a=W, vec_b=W, vec_y=W, split_k=True, **t)]
-    small = {"bm": 64, "bn": 64, "bk": 8, "tm": 4, "tn": 4}
-    out += [ConvFpropF32Spec(arch=arch, layout=lay, **small) for lay in LAYOUTS]
-    out += [ConvFpropF32Spec(arch=arch, layout="NCHW", vec_b=W, vec_y=W, activation=a, bias=True, **small)
-            for a in ACTIVATIONS]
+        for layout in LAYOUTS:
+            for va, vb, vy in itertools.product((1, W) if layout == "NHWC" else (1,), (1, W), (1, W)):
+                out += [ConvFpropF32Spec(arch=arch, layout=layout, vec_a=va, vec_b=vb, vec_y=vy, activation=a,
+                                         bias=b, split_k=sk, **t) for a, b, sk in epilogues]
     return out
 
 

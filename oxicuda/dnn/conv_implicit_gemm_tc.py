@@ -53,6 +53,7 @@ opt-in). Tiles, the large-tile and split-K thresholds are provisional until meas
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -297,23 +298,20 @@ def _epilogue(kb: KernelBuilder, spec: ConvTensorCoreSpec, p: Params, yg: Value,
 
 # -- configurations, the choice of kernel, launch --------------------------------------------------
 def configurations(arch: str) -> list[ConvTensorCoreSpec]:
-    """Every kernel ``choose_spec`` can pick for ``arch`` without an epilogue (types x layouts x
-    load paths x tiles x paired stores), their split-K partial kernels, and each fused epilogue
-    on the fast path."""
+    """Every kernel ``choose_spec`` can pick for ``arch``: types x layouts x load paths x tiles,
+    paired stores where y is NHWC (an NCHW-layout kernel writes NCHW y), each fused epilogue, and
+    the split-K partial kernels (no epilogue, no pairs: the reduction finishes them)."""
     out = []
-    for dtype in DTYPES:
-        for layout in LAYOUTS:
-            for a_async in ((False, True) if layout == "NHWC" else (False,)):
-                for b_async in (False, True):
-                    for tile in _tiles_for(a_async, b_async):
-                        bm, bn, wm, wn, st = TILES[tile]
-                        for y_pairs in (False, True):
-                            out.append(ConvTensorCoreSpec(arch=arch, dtype=dtype, layout=layout, a_async=a_async,
-                                                          b_async=b_async, y_pairs=y_pairs, block_m=bm, block_n=bn,
-                                                          warps_m=wm, warps_n=wn, stages=st))
-    out += [dataclasses.replace(spec, split_k=True) for spec in out if not spec.y_pairs]
-    out += [ConvTensorCoreSpec(arch=arch, activation=a, bias=True, y_pairs=yp) for a in ACTIVATIONS
-            for yp in (False, True)]
+    for dtype, layout in itertools.product(DTYPES, LAYOUTS):
+        for a_async, b_async in itertools.product((False, True) if layout == "NHWC" else (False,), (False, True)):
+            for tile in _tiles_for(a_async, b_async):
+                bm, bn, wm, wn, st = TILES[tile]
+                base = ConvTensorCoreSpec(arch=arch, dtype=dtype, layout=layout, a_async=a_async, b_async=b_async,
+                                          block_m=bm, block_n=bn, warps_m=wm, warps_n=wn, stages=st)
+                out.append(dataclasses.replace(base, split_k=True))
+                for y_pairs in (False, True) if layout == "NHWC" else (False,):
+                    out += [dataclasses.replace(base, y_pairs=y_pairs, activation=a, bias=b)
+                            for a in ACTIVATIONS for b in (False, True)]
     return out
 
 

@@ -387,11 +387,10 @@ def _input_configurations(arch: str) -> list[WinogradInputSpec]:
 
 
 def _output_configurations(arch: str) -> list[WinogradSpec]:
-    out = [WinogradSpec(arch=arch, dtype=d, tile=m) for d in ELEMENT_BYTES for m in TRANSFORMS]
-    out += [WinogradSpec(arch=arch, tile=m, activation=a, bias=True) for m in TRANSFORMS for a in ACTIVATIONS]
-    out += [WinogradSpec(arch=arch, dtype=d, tile=m, row_vectors=True) for d in ELEMENT_BYTES for m in TRANSFORMS]
-    out += [WinogradSpec(arch=arch, tile=m, activation="gelu", bias=True, row_vectors=True) for m in TRANSFORMS]
-    return out
+    """Every dtype and tile with each fused epilogue, with and without row vectors."""
+    return [WinogradSpec(arch=arch, dtype=d, tile=m, activation=a, bias=b, row_vectors=rv)
+            for d in ELEMENT_BYTES for m in TRANSFORMS for a in ACTIVATIONS for b in (False, True)
+            for rv in (False, True)]
 
 
 registry.register_family(FAMILY_FILTER, WinogradFilterSpec, generate_filter, _filter_configurations)
