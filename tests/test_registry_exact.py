@@ -26,6 +26,7 @@ import oxicuda
 from oxicuda import dnn
 from oxicuda.blas import gemm_core
 from oxicuda.blas.gemm_core import gemm_colmajor
+from oxicuda.blas.transpose_kernels import TransposeSpec
 from oxicuda.dnn import conv as conv_module
 from oxicuda.dnn.attention import attention  # (dnn.attention is the module once it is imported)
 from oxicuda.dnn.attention_kernels import REGISTERED_HEAD_DIMS
@@ -60,7 +61,7 @@ def launched(monkeypatch):
     """Specs launched by public calls, with no kernel generated or run."""
     log: list = []
     monkeypatch.setattr(cache, "load", lambda spec: _Recorded(spec, log))
-    for mod in ("oxicuda.blas.gemm_splitk", "oxicuda.blas.transpose_kernels", "oxicuda.blas.gemv"):
+    for mod in ("oxicuda.blas.transpose_kernels",):  # modules that bound ``cache`` itself
         with contextlib.suppress(AttributeError):
             monkeypatch.setattr(sys.modules[mod].cache, "load", lambda spec: _Recorded(spec, log))
     clear_plans()
@@ -146,6 +147,15 @@ def _gemm_matrix():
     return buf
 
 
+def _transpose_matrix():
+    buf = oxicuda.empty((1 << 16,), np.float64)
+    for es, (rows, cols), off, tile in itertools.product((2, 4, 8), ((8, 12), (6, 10), (5, 7), (64, 3)), (0, 1),
+                                                         (32, 64)):
+        with _refused():
+            oxicuda.blas.transpose(rows, cols, buf.ptr + off * es, rows + off, buf.ptr + (1 << 18), cols,
+                                   elem_bytes=es, tile=tile)
+
+
 def _dnn_matrix():
     rng = np.random.default_rng(0)
     for dt in (np.float32, np.float16, BFLOAT16):
@@ -223,6 +233,7 @@ def _conv_matrix():
 
 def test_every_configuration_public_calls_launch_is_registered(launched):
     keep = _gemm_matrix()
+    _transpose_matrix()
     _dnn_matrix()
     _conv_matrix()
     del keep
@@ -292,13 +303,17 @@ def _reach(spec, buf):
         cdt = "float32" if getattr(spec, "c_f32", False) else None
         gemm_colmajor(ta, tb, 64, 64, 64, 1.0, a, 64, b, 64, 0.0, c, 64, dtype=dtype,
                       compute="tf32" if spec.dtype == "tf32" else None, c_dtype=cdt, algo=spec)
+    elif isinstance(spec, TransposeSpec):
+        # sizes whose widest whole, aligned vector is exactly the spec's: 3 x the width
+        rows, cols = 3 * spec.vec_in, 3 * spec.vec_out
+        oxicuda.blas.transpose(rows, cols, a, rows, c, cols, elem_bytes=spec.elem_bytes, tile=spec.tile)
     else:  # attention
         q = oxicuda.asarray(np.zeros((1, 2, 40, spec.head_dim), _NP[spec.dtype]))
         attention(q, q, q, causal=spec.causal, return_lse=spec.lse, config=spec)
 
 
 #: families whose every registered configuration a public call takes explicitly
-EXPLICIT = ("gemm_tiled", "gemm_naive", "gemm_dmma", "gemm_splitk_reduce", "gemm_tensor_core", "gemm_wgmma",
+EXPLICIT = ("transpose", "gemm_tiled", "gemm_naive", "gemm_dmma", "gemm_splitk_reduce", "gemm_tensor_core", "gemm_wgmma",
             "attention_fwd_simt", "attention_fwd_mma", "attention_fwd_wgmma")
 
 
