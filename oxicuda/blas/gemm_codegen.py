@@ -85,17 +85,6 @@ def load(kb: KernelBuilder, kind: ElementKind, addr: Value, *, space: str = "glo
     return widen(kb, kind, (kb.ld(space, kind.storage, addr),))
 
 
-def load_into(kb: KernelBuilder, kind: ElementKind, dst: Element, addr: Value, pred: Value,
-              *, conj: bool = False) -> None:
-    """``dst = pred ? [addr] : 0`` (dst registers are overwritten either way)."""
-    for d in dst:
-        kb.assign(d, 0.0)
-    with kb.if_(pred):
-        got = load(kb, kind, addr, conj=conj)
-        for d, g in zip(dst, got):
-            kb.assign(d, g)
-
-
 def store(kb: KernelBuilder, kind: ElementKind, addr: Value, value: Element, *, space: str = "global",
           raw: bool = False) -> None:
     """Store an accumulator element to ``[addr]`` (narrowed to the storage type unless ``raw``)."""

@@ -418,11 +418,6 @@ def split_k_choice(problem: GemmProblem, device: DeviceFacts) -> tuple[TileConfi
     return cfg, (splits if splits >= 2 else 1)
 
 
-def split_k_count(problem: GemmProblem, device: DeviceFacts) -> int:
-    """How many K splits dispatch uses (1 means: do not split); see ``split_k_choice``."""
-    return split_k_choice(problem, device)[1]
-
-
 def split_k_chunk(problem: GemmProblem, splits: int, bk: int) -> int:
     """K per split: a multiple of the tile's BK (so vector loads along K stay aligned)."""
     chunk = math.ceil(problem.k / splits)

@@ -34,6 +34,7 @@ from ._common import (
     as_float_array,
     contiguous,
     dtype_name_of,
+    int_pair,
     load_kernel,
     stream_of,
 )
@@ -84,15 +85,6 @@ def element_strides_nchw(arr: DeviceArray, layout: str) -> tuple[int, int, int, 
     return s if layout == "NCHW" else (s[0], s[3], s[1], s[2])
 
 
-def _pair(value: object, name: str, op: str, minimum: int) -> tuple[int, int]:
-    vals = tuple(value) if isinstance(value, (tuple, list)) else (value, value)
-    if len(vals) != 2 or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in vals):
-        raise TypeError(f"{op}: {name}={value!r}; expected an int or a pair of ints")
-    if any(v < minimum for v in vals):
-        raise ValueError(f"{op}: {name}={value!r}; each value must be >= {minimum}")
-    return int(vals[0]), int(vals[1])
-
-
 def make_geometry(x_shape: tuple[int, ...], w_shape: tuple[int, ...], stride: object, padding: object,
                   dilation: object, groups: object, layout: str, dtype: str, op: str) -> ConvGeometry:
     """Validate sizes and parameters (nothing touches the device) and return the geometry."""
@@ -103,7 +95,7 @@ def make_geometry(x_shape: tuple[int, ...], w_shape: tuple[int, ...], stride: ob
     if len(w_shape) != 4:
         raise ValueError(f"{op}: w has shape {tuple(w_shape)}; it must be 4-D "
                          f"({'K, C/groups, R, S' if layout == 'NCHW' else 'K, R, S, C/groups'})")
-    st, pad, dil = _pair(stride, "stride", op, 1), _pair(padding, "padding", op, 0), _pair(dilation, "dilation", op, 1)
+    st, pad, dil = int_pair(stride, "stride", op, 1), int_pair(padding, "padding", op, 0), int_pair(dilation, "dilation", op, 1)
     if not isinstance(groups, (int, np.integer)) or isinstance(groups, bool) or groups < 1:
         raise ValueError(f"{op}: groups={groups!r}; it must be an int >= 1")
     groups = int(groups)

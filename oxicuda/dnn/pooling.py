@@ -143,17 +143,6 @@ def plan(problem: PoolProblem, device) -> LaunchPlan:
 PLANS = PlanCache("pool")
 
 
-def _pair(value: object, name: str, op: str, minimum: int) -> tuple[int, int]:
-    pair = (value, value) if isinstance(value, (int, np.integer)) else tuple(value) if isinstance(
-        value, (tuple, list)) else None
-    if pair is None or len(pair) != 2 or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-                                                 for v in pair):
-        raise TypeError(f"{op}: {name}={value!r} must be an int or a pair of ints")
-    if any(v < minimum for v in pair):
-        raise ValueError(f"{op}: {name}={value!r}; each value must be >= {minimum}")
-    return int(pair[0]), int(pair[1])
-
-
 def _pool(kind: str, x: object, kernel_size: object, stride: object, padding: object, layout: str,
           count_include_pad: bool, op: str) -> DeviceArray:
     xa = C.as_float_array(x, op)
@@ -161,9 +150,9 @@ def _pool(kind: str, x: object, kernel_size: object, stride: object, padding: ob
         raise ValueError(f"{op}: layout={layout!r}; allowed 'NCHW' or 'NHWC'")
     if xa.ndim != 4:
         raise ValueError(f"{op}: x has shape {tuple(xa.shape)}; it must be 4-d ({layout})")
-    kh, kw = _pair(kernel_size, "kernel_size", op, 1)
-    sh, sw = _pair(kernel_size if stride is None else stride, "stride", op, 1)
-    ph, pw = _pair(padding, "padding", op, 0)
+    kh, kw = C.int_pair(kernel_size, "kernel_size", op, 1)
+    sh, sw = C.int_pair(kernel_size if stride is None else stride, "stride", op, 1)
+    ph, pw = C.int_pair(padding, "padding", op, 0)
     if ph > kh // 2 or pw > kw // 2:
         raise ValueError(f"{op}: padding=({ph}, {pw}) must be at most half the kernel size ({kh}, {kw})")
     if layout == "NCHW":
