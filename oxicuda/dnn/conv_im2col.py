@@ -19,6 +19,7 @@ from oxicuda.ptx.spec import KernelSpec
 
 from ._common import ELEMENT_BYTES, dtype_name_of, load_f32, load_kernel, store_f32, stream_of
 from .conv_epilogue import ACTIVATIONS, emit_activation
+from .conv_geometry import element_strides_nchw
 
 FAMILY_IM2COL = "conv_im2col"
 FAMILY_BIAS_ACT = "conv_bias_activation"
@@ -119,7 +120,6 @@ def run_im2col(geo, x: DeviceArray, w: DeviceArray, y: DeviceArray, bias: Device
     """conv2d forward by im2col + GEMM over validated, C-contiguous x, w, y (see conv.py)."""
     from oxicuda.blas.gemm_core import gemm_colmajor
 
-    from .conv import element_strides_nchw
 
     p = geo.problem
     cg, kg = p.c // p.groups, p.k // p.groups

@@ -518,19 +518,13 @@ def _make_plan(geo, tile: str, splits: int, vecs: tuple[int, int, int], has_bias
                  splits * total if split_k else 0)
 
 
-def igemm_plan(geo, ptrs: tuple[int, int, int], has_bias: bool, activation: str, tile: str | None = None,
-               splits: int | None = None) -> _Plan:
+def igemm_plan(geo, ptrs: tuple[int, int, int], has_bias: bool, activation: str, tile: str,
+               splits: int) -> _Plan:
     """The launch plan for ``geo`` with x, w, y at ``ptrs`` (their alignment picks the vector
-    paths); ``tile``/``splits`` default to ``conv_dispatch.choose_igemm_tile``. Cached per
-    problem and context. ``plan.workspace_count``: float32 elements of split-K partials (0: none)."""
+    paths), tile and split count from the caller (``conv_dispatch.choose_igemm_tile``). Cached
+    per problem and context. ``plan.workspace_count``: float32 elements of split-K partials (0: none)."""
     from oxicuda.driver.context import ensure_context
 
-    from .conv_dispatch import choose_igemm_tile
-
-    if tile is None or splits is None:
-        auto_tile, auto_splits = choose_igemm_tile(geo.problem, device_facts().sm_count)
-        tile = auto_tile if tile is None else tile
-        splits = auto_splits if splits is None else splits
     if tile not in TILES:
         raise ValueError(f"conv2d: tile={tile!r}; allowed {tuple(TILES)}")
     vecs = plan_vectors(geo, *ptrs)
@@ -555,8 +549,8 @@ def launch_igemm(plan: _Plan, x: DeviceArray | int, w: DeviceArray | int, y: Dev
     plan.reduce_fn(plan.reduce_grid, REDUCE_BLOCK, [partials, y, zero_or_bias, *plan.reduce_tail], stream=stream)
 
 
-def prepare_implicit_gemm_f32(geo, ptrs: tuple[int, int, int], has_bias: bool, activation: str,
-                              tile: str | None = None, splits: int | None = None):
+def prepare_implicit_gemm_f32(geo, ptrs: tuple[int, int, int], has_bias: bool, activation: str, tile: str,
+                              splits: int):
     """``run(x_ptr, w_ptr, y_ptr, bias_ptr, stream)`` for pointers of the alignment of ``ptrs``."""
     plan = igemm_plan(geo, ptrs, has_bias, activation, tile, splits)
     count = plan.workspace_count

@@ -37,7 +37,10 @@ from oxicuda.ptx.builder import KernelBuilder, Value
 from oxicuda.ptx.spec import KernelSpec
 
 from ._common import ELEMENT_BYTES, load_f32, load_kernel, store_f32
+from .conv_dispatch import choose_igemm_tile
 from .conv_epilogue import ACTIVATIONS, emit_activation
+from .conv_geometry import make_geometry
+from .conv_implicit_gemm_f32 import igemm_plan, launch_igemm
 
 FAMILY_FILTER = "conv_winograd_filter"
 FAMILY_INPUT = "conv_winograd_input"
@@ -310,7 +313,6 @@ def winograd_chunk(n: int, c: int, k: int, tiles_per_image: int, tile: int) -> i
 def winograd_gemm_geometry(problem, tile: int, tiles: int):
     """The transformed-domain GEMM of ``tiles`` output tiles as conv geometry: a grouped 1x1 NHWC
     conv of a 1 x tiles image with (tile+2)^2 * groups groups (its MEASURED key picks its tile)."""
-    from .conv import make_geometry
 
     t2 = (tile + 2) ** 2
     p = problem
@@ -331,7 +333,6 @@ def prepare_winograd(geo, xs: tuple, ws: tuple, ys: tuple, y_ptr: int, has_bias:
     (kernels, chunks, GEMM plans, workspace layout, launch geometry, checked once), as
     ``run(x_ptr, w_ptr, y_ptr, bias_ptr, stream)``. ``xs``, ``ws``, ``ys``: element strides in
     (n, c, h, w) order; ``y_ptr`` stands for every y of its alignment (16-byte row stores)."""
-    from .conv_implicit_gemm_f32 import igemm_plan, launch_igemm
 
     p = geo.problem
     cg = p.c // p.groups
@@ -352,7 +353,9 @@ def prepare_winograd(geo, xs: tuple, ws: tuple, ys: tuple, y_ptr: int, has_bias:
     for n0 in range(0, p.n, chunk):
         nt = min(chunk, p.n - n0) * per_img
         # M[p][t][k] = sum_c V[p][t][c] U[t][k][c]: a grouped 1x1 NHWC conv of a 1 x nt image
-        plan = igemm_plan(winograd_gemm_geometry(p, tile, nt), (0, 0, 0), False, "none")
+        gemm_geo = winograd_gemm_geometry(p, tile, nt)
+        plan = igemm_plan(gemm_geo, (0, 0, 0), False, "none",
+                          *choose_igemm_tile(gemm_geo.problem, device_facts().sm_count))
         u_len, v_len, m_len = _aligned(t2 * p.k * cg), _aligned(nt * t2 * p.c), _aligned(nt * t2 * p.k)
         count = u_len + v_len + m_len + plan.workspace_count
         # U, V, M and the partials at byte offsets of one workspace per chunk size; the filter
