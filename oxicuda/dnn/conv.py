@@ -20,12 +20,10 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
-
 from oxicuda.driver import context as _context
 from oxicuda.driver.facts import device_facts
 from oxicuda.memory.array import DeviceArray, empty
-from oxicuda.memory.workspace import workspace_ptr
+from oxicuda.ptx.launch_plan import KernelStep, LaunchPlan
 
 from . import conv_implicit_gemm_tc as tc
 from ._common import (
@@ -36,7 +34,7 @@ from ._common import (
     load_kernel,
     stream_of,
 )
-from .channels_last import launch_channels_last
+from .channels_last import channels_last_step
 from .conv_dispatch import ALGOS, ConvProblem, choose_algo, choose_igemm_tile
 from .conv_epilogue import check_activation
 from .conv_geometry import LAYOUTS, ConvGeometry, element_strides_nchw, make_geometry
@@ -45,7 +43,7 @@ from .conv_geometry import LAYOUTS, ConvGeometry, element_strides_nchw, make_geo
 from .conv_im2col import run_im2col
 from .conv_implicit_gemm import THREADS, ConvImplicitGemmSpec
 from .conv_implicit_gemm_f32 import prepare_implicit_gemm_f32
-from .conv_tc_split_k import reduce as split_k_reduce
+from .conv_tc_split_k import reduce_step as split_k_reduce_step
 from .conv_winograd import prepare_winograd
 
 #: algo names beyond dispatch's that pin one implicit-GEMM kernel
@@ -110,7 +108,7 @@ def conv2d(x: object, w: object, bias: object = None, stride: object = 1, paddin
         tile, splits = choose_igemm_tile(geo.problem, device_facts().sm_count)
         run = prepare_implicit_gemm_f32(geo, (xa.ptr, wa.ptr, y.ptr), ba is not None, act, tile, splits)
     elif chosen == "implicit_gemm_tc":
-        run = prepare_tensor_core(geo, int(xa.ptr), int(wa.ptr), int(y.ptr), ba is not None, act)
+        run = _plan_runner(prepare_tensor_core(geo, int(xa.ptr), int(wa.ptr), int(y.ptr), ba is not None, act))
     if run is not None:
         run(xa.ptr, wa.ptr, y.ptr, ba.ptr if ba is not None else 0, stream_of(y))
         if key is not None:
@@ -123,6 +121,18 @@ def conv2d(x: object, w: object, bias: object = None, stride: object = 1, paddin
     else:
         run_im2col(geo, xa, wa, y, ba, act)
     return y
+
+
+def _plan_runner(plan: LaunchPlan):
+    """A call plan's ``run(x, w, y, bias, stream)`` over a LaunchPlan whose pointers are (x, w, y,
+    bias or 0)."""
+    run = plan.run
+
+    def runner(x: int, w: int, y: int, bias: int, stream: object) -> None:
+        run((x, w, y, bias), (), stream)
+
+    runner.plan = plan
+    return runner
 
 
 #: conv2d call plans by signature (``_call_key``); cleared whole at the limit
@@ -209,49 +219,66 @@ def _contiguous_strides(shape: tuple[int, ...], layout: str) -> tuple[int, int, 
     return s if layout == "NCHW" else (s[0], s[3], s[1], s[2])
 
 
-def prepare_tensor_core(geo: ConvGeometry, x_ptr: int, w_ptr: int, y_ptr: int, has_bias: bool, activation: str):
-    """The tensor-core forward pass of ``geo`` for C-contiguous x, w, y of the alignment of these
-    pointers, as ``run(x_ptr, w_ptr, y_ptr, bias_ptr, stream)``. An NCHW problem that
-    ``tc.nchw_via_channels_last`` accepts first has x and w transposed to NHWC in a workspace
-    (two ``channels_last`` launches), then runs the NHWC kernel writing y in NCHW. A grid short
-    of one wave with a long reduction runs split-K (``tc.choose_splits``)."""
-    p, arch = geo.problem, device_facts().arch
+def prepare_tensor_core(geo: ConvGeometry, x_ptr: int, w_ptr: int, y_ptr: int, has_bias: bool,
+                        activation: str) -> LaunchPlan:
+    """The launch plan of the tensor-core forward pass of ``geo`` for C-contiguous x, w, y of the
+    alignment of these pointers; ``run`` takes pointers (x, w, y, bias or 0). An NCHW problem that
+    ``tc.nchw_via_channels_last`` accepts first has x and w transposed to NHWC in the workspace
+    (two ``channels_last`` steps), then runs the NHWC kernel writing y in NCHW. A grid short of
+    one wave with a long reduction runs split-K (``tc.choose_splits``): float32 partial sums in
+    y-shaped workspace slabs, then one step adds them with the epilogue."""
+    p, device = geo.problem, device_facts()
+    arch = device.arch
     x_aligned, w_aligned = x_ptr % tc.COPY_BYTES == 0, w_ptr % tc.COPY_BYTES == 0
     layout, x_strides = geo.layout, _contiguous_strides(geo.x_shape, geo.layout)
-    cg = p.c // p.groups
+    cg, kg = p.c // p.groups, p.k // p.groups
     via_channels_last = layout == "NCHW" and tc.nchw_via_channels_last(p, x_aligned, w_aligned)
-    cl_arch, x_bytes, cl_bytes = tc.spec_arch(arch), 0, 0
+    x_bytes = cl_bytes = 0
     if via_channels_last:
         x_bytes = -(-p.n * p.c * p.h * p.w * 2 // tc.COPY_BYTES) * tc.COPY_BYTES
-        cl_bytes = x_bytes + p.k * cg * p.r * p.s * 2
+        cl_bytes = -(-(x_bytes + p.k * cg * p.r * p.s * 2) // 256) * 256
         layout, x_strides = "NHWC", (p.h * p.w * p.c, 1, p.w * p.c, p.c)
-    sm_count = device_facts().sm_count
     spec = tc.choose_spec(p, layout, arch, x_aligned=x_aligned, w_aligned=w_aligned, activation=activation,
-                          bias=has_bias, y_layout=geo.layout, y_aligned=y_ptr % 4 == 0, sm_count=sm_count)
+                          bias=has_bias, y_layout=geo.layout, y_aligned=y_ptr % 4 == 0, sm_count=device.sm_count)
     y_strides = _contiguous_strides(geo.y_shape, geo.layout)
-    splits = tc.choose_splits(p, spec, sm_count)
-    total = p.n * p.k * p.oh * p.ow
-    inner = p.oh * p.ow if geo.layout == "NCHW" else 1
+    splits = tc.choose_splits(p, spec, device.sm_count)
     if splits > 1:
-        # split-K: float32 partial sums in y-shaped slabs, then one kernel adds them with the epilogue
         spec = dataclasses.replace(spec, split_k=True, activation="none", bias=False, y_pairs=False)
+    total = p.n * p.k * p.oh * p.ow
+    gm, gk = p.n * p.oh * p.ow, cg * p.r * p.s
+    ktiles = -(-gk // tc.BLOCK_K)
+    chunk = -(-ktiles // splits)
+    splits = -(-ktiles // chunk)  # no empty split
+    grid = (-(-gm // spec.block_m), -(-kg // spec.block_n), p.groups * splits)
+    if grid[1] > 65535 or grid[2] > 65535:
+        raise ValueError(f"conv2d: K/groups={kg}, groups={p.groups} and {splits} splits give a grid of {grid}; "
+                         "at most 65535 CTAs in y and z")
+    tail = (gm, kg, gk, cg, p.h, p.w, p.r, p.s, p.oh, p.ow, p.stride[0], p.stride[1], p.padding[0],
+            p.padding[1], p.dilation[0], p.dilation[1], *x_strides, *y_strides, p.groups, chunk, gm * p.k)
+    steps = []
+    if via_channels_last:
+        steps += [channels_last_step(tc.spec_arch(arch), lambda ptr, ws: ptr[0], lambda ptr, ws: ws, p.n, p.c,
+                                     p.h * p.w),
+                  channels_last_step(tc.spec_arch(arch), lambda ptr, ws: ptr[1], lambda ptr, ws: ws + x_bytes,
+                                     p.k, cg, p.r * p.s)]
 
-    def run(xp: int, wp: int, yp: int, bias_ptr: int, stream: object) -> None:
-        x_arg, w_arg = xp, wp
-        if via_channels_last:
-            x_arg = workspace_ptr(cl_bytes, stream)
-            w_arg = x_arg + x_bytes
-            launch_channels_last(cl_arch, xp, x_arg, p.n, p.c, p.h * p.w, stream)
-            launch_channels_last(cl_arch, wp, w_arg, p.k, cg, p.r * p.s, stream)
-        if splits == 1:
-            tc.launch(spec, p, x_arg, w_arg, yp, bias_ptr or None, x_strides, y_strides, stream=stream)
-            return
-        partials = workspace_ptr((np.float32, splits * total), stream)
-        done = tc.launch(spec, p, x_arg, w_arg, partials, None, x_strides, y_strides, stream=stream, splits=splits)
-        split_k_reduce(spec.arch, p.dtype, activation, partials, yp, bias_ptr or None, total, done, inner, p.k,
-                       stream=stream)
+    def operand(ptr, ws):
+        return (ws, ws + x_bytes) if via_channels_last else (ptr[0], ptr[1])
 
-    return run
+    if splits == 1:
+        def bind(ptr, s, ws):
+            return (*operand(ptr, ws), ptr[2], ptr[3], *tail)
+
+        steps.append(KernelStep(spec, grid, spec.threads, bind, spec.shared_bytes))
+        return LaunchPlan("conv2d_tc", steps, cl_bytes)
+
+    def bind_partials(ptr, s, ws):
+        return (*operand(ptr, ws), ws + cl_bytes, 0, *tail)
+
+    steps.append(KernelStep(spec, grid, spec.threads, bind_partials, spec.shared_bytes))
+    steps.append(split_k_reduce_step(spec.arch, p.dtype, activation, has_bias, lambda ptr, ws: ws + cl_bytes, total,
+                                     splits, p.oh * p.ow if geo.layout == "NCHW" else 1, p.k))
+    return LaunchPlan("conv2d_tc", steps, cl_bytes + 4 * splits * total)
 
 
 def run_implicit_gemm(mode: str, geo: ConvGeometry, x: DeviceArray, w: DeviceArray, y: DeviceArray,

@@ -60,10 +60,9 @@ from typing import ClassVar
 from oxicuda.blas.gemm_tensorcore import ACC_PLAN, PLANS, quad_select, warp_coords
 from oxicuda.ptx import registry
 from oxicuda.ptx.builder import KernelBuilder, Value
-from oxicuda.ptx.builder_base import STATIC_SHARED_LIMIT
 from oxicuda.ptx.spec import KernelSpec
 
-from ._common import load_f32, load_kernel, store_f32
+from ._common import load_f32, store_f32
 from .conv_epilogue import ACTIVATIONS, emit_activation
 from .conv_implicit_gemm_tc_loads import BLOCK_K, COPY_BYTES, ROW_BYTES, Loader, Params, divmod_u32
 
@@ -378,33 +377,3 @@ def choose_splits(problem, spec: ConvTensorCoreSpec, sm_count: int) -> int:
     if ctas >= sm_count or ktiles < 2 * SPLIT_MIN_KTILES:
         return 1
     return max(1, min(-(-2 * sm_count // ctas), ktiles // SPLIT_MIN_KTILES, SPLIT_MAX))
-
-
-def launch(spec: ConvTensorCoreSpec, problem, x, w, y, bias, x_strides: tuple[int, int, int, int],
-           y_strides: tuple[int, int, int, int], stream: object = None, splits: int = 1) -> int:
-    """Run ``spec`` on C-contiguous x, w, y (device arrays or pointers) and an optional bias;
-    ``x_strides``/``y_strides``: element strides in (n, c, h, w) order. A ``split_k`` spec takes
-    ``splits`` and writes float32 partial sums: ``y`` is then a workspace of ``splits`` y-shaped
-    slabs (``conv_tc_split_k.reduce`` finishes them). Returns the splits launched (requested
-    splits that would leave a split without k-tiles are merged)."""
-    p = problem
-    cg, kg = p.c // p.groups, p.k // p.groups
-    gm, gk = p.n * p.oh * p.ow, cg * p.r * p.s
-    ktiles = -(-gk // BLOCK_K)
-    if spec.split_k != (splits > 1):
-        raise ValueError(f"conv tc launch: splits={splits} with split_k={spec.split_k}; a split-K spec takes "
-                         "splits > 1, any other splits == 1")
-    chunk = -(-ktiles // splits)
-    splits = -(-ktiles // chunk)  # no empty split
-    fn = load_kernel(spec)
-    if spec.shared_bytes > STATIC_SHARED_LIMIT:  # the opt-in runs once per function; later calls return
-        fn.set_max_dynamic_shared_memory(spec.shared_bytes)
-    args = [x, w, y, bias if bias is not None else 0, gm, kg, gk, cg, p.h, p.w, p.r, p.s, p.oh, p.ow,
-            p.stride[0], p.stride[1], p.padding[0], p.padding[1], p.dilation[0], p.dilation[1],
-            *x_strides, *y_strides, p.groups, chunk, gm * p.k]
-    grid = (-(-gm // spec.block_m), -(-kg // spec.block_n), p.groups * splits)
-    if grid[1] > 65535 or grid[2] > 65535:
-        raise ValueError(f"conv2d: K/groups={kg}, groups={p.groups} and {splits} splits give a grid of {grid}; "
-                         "at most 65535 CTAs in y and z")
-    fn(grid, spec.threads, args, shared_mem=spec.shared_bytes, stream=stream)
-    return splits
