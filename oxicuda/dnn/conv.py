@@ -106,7 +106,8 @@ def conv2d(x: object, w: object, bias: object = None, stride: object = 1, paddin
                                tile=4 if chosen == "winograd_4x4" else 2)
     elif chosen == "implicit_gemm_simt" and geo.problem.dtype == "f32":
         tile, splits = choose_igemm_tile(geo.problem, device_facts().sm_count)
-        run = prepare_implicit_gemm_f32(geo, (xa.ptr, wa.ptr, y.ptr), ba is not None, act, tile, splits)
+        run = _plan_runner(prepare_implicit_gemm_f32(geo, (xa.ptr, wa.ptr, y.ptr), ba is not None, act, tile,
+                                                     splits))
     elif chosen == "implicit_gemm_tc":
         run = _plan_runner(prepare_tensor_core(geo, int(xa.ptr), int(wa.ptr), int(y.ptr), ba is not None, act))
     if run is not None:

@@ -38,9 +38,9 @@ import numpy as np
 
 from oxicuda.driver.facts import device_facts
 from oxicuda.memory.array import DeviceArray, asarray
-from oxicuda.memory.workspace import workspace_ptr
 from oxicuda.ptx import registry
 from oxicuda.ptx.builder import KernelBuilder, Value
+from oxicuda.ptx.launch_plan import KernelStep, LaunchPlan
 from oxicuda.ptx.spec import KernelSpec
 
 from ._common import load_kernel
@@ -550,16 +550,29 @@ def launch_igemm(plan: _Plan, x: DeviceArray | int, w: DeviceArray | int, y: Dev
 
 
 def prepare_implicit_gemm_f32(geo, ptrs: tuple[int, int, int], has_bias: bool, activation: str, tile: str,
-                              splits: int):
-    """``run(x_ptr, w_ptr, y_ptr, bias_ptr, stream)`` for pointers of the alignment of ``ptrs``."""
+                              splits: int) -> LaunchPlan:
+    """The launch plan of ``geo`` for pointers of the alignment of ``ptrs``; ``run`` takes pointers
+    (x, w, y, bias or 0). Split-K writes float32 partials to the plan's workspace, then the
+    reduction applies bias and activation into y."""
     plan = igemm_plan(geo, ptrs, has_bias, activation, tile, splits)
-    count = plan.workspace_count
+    table, tail = plan.table.ptr, plan.tail
+    if plan.reduce_fn is None:
+        def bind(ptr, s, ws):
+            return (ptr[0], ptr[1], ptr[2], ptr[3], table, *tail)
 
-    def run(x_ptr: int, w_ptr: int, y_ptr: int, bias_ptr: int, stream: object) -> None:
-        partials = workspace_ptr(("float32", count), stream) if count else None
-        launch_igemm(plan, x_ptr, w_ptr, y_ptr, bias_ptr or None, stream, partials)
+        step = KernelStep(plan.fn.spec, plan.grid, plan.threads, bind, function=plan.fn)
+        return LaunchPlan("conv2d_igemm_f32", [step], keep=(plan.table,))
+    reduce_tail = plan.reduce_tail
 
-    return run
+    def bind_partials(ptr, s, ws):
+        return (ptr[0], ptr[1], ws, 0, table, *tail)
+
+    def bind_reduce(ptr, s, ws):
+        return (ws, ptr[2], ptr[3], *reduce_tail)
+
+    steps = [KernelStep(plan.fn.spec, plan.grid, plan.threads, bind_partials, function=plan.fn),
+             KernelStep(plan.reduce_fn.spec, plan.reduce_grid, REDUCE_BLOCK, bind_reduce, function=plan.reduce_fn)]
+    return LaunchPlan("conv2d_igemm_f32", steps, 4 * plan.workspace_count, keep=(plan.table,))
 
 
 def configurations(arch: str) -> list[ConvFpropF32Spec]:
