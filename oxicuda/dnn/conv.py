@@ -101,9 +101,9 @@ def conv2d(x: object, w: object, bias: object = None, stride: object = 1, paddin
     y = _output(out, geo.y_shape, xa, op)
     run = None
     if chosen.startswith("winograd"):
-        run = prepare_winograd(geo, element_strides_nchw(xa, layout), element_strides_nchw(wa, layout),
+        run = _plan_runner(prepare_winograd(geo, element_strides_nchw(xa, layout), element_strides_nchw(wa, layout),
                                element_strides_nchw(y, layout), int(y.ptr), ba is not None, act,
-                               tile=4 if chosen == "winograd_4x4" else 2)
+                               tile=4 if chosen == "winograd_4x4" else 2))
     elif chosen == "implicit_gemm_simt" and geo.problem.dtype == "f32":
         tile, splits = choose_igemm_tile(geo.problem, device_facts().sm_count)
         run = _plan_runner(prepare_implicit_gemm_f32(geo, (xa.ptr, wa.ptr, y.ptr), ba is not None, act, tile,

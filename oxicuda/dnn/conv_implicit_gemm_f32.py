@@ -537,18 +537,6 @@ def igemm_plan(geo, ptrs: tuple[int, int, int], has_bias: bool, activation: str,
     return plan
 
 
-def launch_igemm(plan: _Plan, x: DeviceArray | int, w: DeviceArray | int, y: DeviceArray | int,
-                 bias: DeviceArray | int | None, stream: object, partials: DeviceArray | int | None = None) -> None:
-    """Run ``plan`` on device arrays or addresses (``partials``: at least ``plan.workspace_count``
-    float32 elements when it splits K)."""
-    zero_or_bias = bias if bias is not None else 0
-    if plan.reduce_fn is None:
-        plan.fn(plan.grid, plan.threads, [x, w, y, zero_or_bias, plan.table, *plan.tail], stream=stream)
-        return
-    plan.fn(plan.grid, plan.threads, [x, w, partials, 0, plan.table, *plan.tail], stream=stream)
-    plan.reduce_fn(plan.reduce_grid, REDUCE_BLOCK, [partials, y, zero_or_bias, *plan.reduce_tail], stream=stream)
-
-
 def prepare_implicit_gemm_f32(geo, ptrs: tuple[int, int, int], has_bias: bool, activation: str, tile: str,
                               splits: int) -> LaunchPlan:
     """The launch plan of ``geo`` for pointers of the alignment of ``ptrs``; ``run`` takes pointers
