@@ -19,11 +19,12 @@ SIMT for every dtype.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 from oxicuda.driver import context as _context
-from oxicuda.driver.facts import device_facts
+from oxicuda.driver.facts import current_device_facts, device_facts
 from oxicuda.memory.array import DeviceArray, empty
-from oxicuda.ptx.launch_plan import KernelStep, LaunchPlan
+from oxicuda.ptx.launch_plan import KernelStep, LaunchPlan, PlanCache
 
 from . import conv_implicit_gemm_tc as tc
 from ._common import (
@@ -31,7 +32,6 @@ from ._common import (
     as_float_array,
     contiguous,
     dtype_name_of,
-    load_kernel,
     stream_of,
 )
 from .channels_last import channels_last_step
@@ -282,28 +282,56 @@ def prepare_tensor_core(geo: ConvGeometry, x_ptr: int, w_ptr: int, y_ptr: int, h
     return LaunchPlan("conv2d_tc", steps, cl_bytes + 4 * splits * total)
 
 
-def run_implicit_gemm(mode: str, geo: ConvGeometry, x: DeviceArray, w: DeviceArray, y: DeviceArray,
-                      bias: DeviceArray | None, activation: str) -> None:
-    """Launch one implicit-GEMM kernel over validated, C-contiguous x, w, y (``mode`` decides
-    which two are read and which one is written). The float32 forward pass has its own kernel
-    (``prepare_implicit_gemm_f32``, through conv2d's call plans)."""
-    p = geo.problem
+@dataclass(frozen=True)
+class ImplicitGemmProblem:
+    """One SIMT implicit-GEMM launch: the mode (fwd, bwd_data, bwd_filter), the geometry, the
+    element strides of x, w and y in (n, c, h, w) order, the epilogue."""
+
+    mode: str
+    geo: ConvGeometry
+    strides: tuple[int, ...]
+    activation: str
+    has_bias: bool
+
+
+def implicit_gemm_plan(problem: ImplicitGemmProblem, device) -> LaunchPlan:
+    """The launch plan of one SIMT implicit-GEMM kernel; ``run`` takes pointers (x, w, y, bias or
+    0): ``mode`` decides which two are read and which one is written."""
+    q, p = problem, problem.geo.problem
     cg, kg = p.c // p.groups, p.k // p.groups
-    if mode == "fwd":
+    if q.mode == "fwd":
         gm, gn, gk = p.n * p.oh * p.ow, kg, cg * p.r * p.s
-    elif mode == "bwd_data":
+    elif q.mode == "bwd_data":
         gm, gn, gk = p.n * p.h * p.w, cg, kg * p.r * p.s
     else:
         gm, gn, gk = kg, cg * p.r * p.s, p.n * p.oh * p.ow
-    spec = ConvImplicitGemmSpec(arch=device_facts().arch, mode=mode, dtype=p.dtype, layout=geo.layout,
-                                activation=activation, bias=bias is not None)
-    fn = load_kernel(spec)
-    args = [x, w, y, bias if bias is not None else 0, gm, gn, gk, p.n, cg, p.h, p.w, kg, p.r, p.s, p.oh, p.ow,
-            p.stride[0], p.stride[1], p.padding[0], p.padding[1], p.dilation[0], p.dilation[1],
-            *element_strides_nchw(x, geo.layout), *element_strides_nchw(w, geo.layout),
-            *element_strides_nchw(y, geo.layout)]
+    spec = ConvImplicitGemmSpec(arch=device.arch, mode=q.mode, dtype=p.dtype, layout=q.geo.layout,
+                                activation=q.activation, bias=q.has_bias)
+    tail = (gm, gn, gk, p.n, cg, p.h, p.w, kg, p.r, p.s, p.oh, p.ow, p.stride[0], p.stride[1], p.padding[0],
+            p.padding[1], p.dilation[0], p.dilation[1], *q.strides)
+
+    def bind(ptr, s, ws):
+        return (*ptr, *tail)
+
     grid = ((gm + spec.bm - 1) // spec.bm, (gn + spec.bn - 1) // spec.bn, p.groups)
-    fn(grid, THREADS, args, stream=stream_of(y))
+    return LaunchPlan("conv_implicit_gemm", [KernelStep(spec, grid, THREADS, bind)])
+
+
+#: implicit-GEMM plans by (problem, device ordinal)
+IMPLICIT_GEMM_PLANS = PlanCache("conv_implicit_gemm")
+
+
+def run_implicit_gemm(mode: str, geo: ConvGeometry, x: DeviceArray, w: DeviceArray, y: DeviceArray,
+                      bias: DeviceArray | None, activation: str) -> None:
+    """Launch one implicit-GEMM kernel over validated, C-contiguous x, w, y (``mode`` decides
+    which two are read and which one is written) through its cached plan. The float32 forward
+    pass has its own kernel (``prepare_implicit_gemm_f32``, through conv2d's call plans)."""
+    strides = (*element_strides_nchw(x, geo.layout), *element_strides_nchw(w, geo.layout),
+               *element_strides_nchw(y, geo.layout))
+    problem = ImplicitGemmProblem(mode, geo, strides, activation, bias is not None)
+    device = current_device_facts()
+    plan = IMPLICIT_GEMM_PLANS.get_or_build((problem, device.ordinal), lambda: implicit_gemm_plan(problem, device))
+    plan.run((x.ptr, w.ptr, y.ptr, 0 if bias is None else bias.ptr), (), stream_of(y))
 
 
 def conv2d_backward_data(dy: object, w: object, x_shape: tuple[int, ...], stride: object = 1, padding: object = 0,
