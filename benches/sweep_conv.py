@@ -100,8 +100,8 @@ def main() -> int:
     from oxicuda.dnn import conv_dispatch
     from oxicuda.dnn.conv import conv2d, make_geometry
     from oxicuda.dnn.conv_dispatch import choose_algo, choose_igemm_tile, shape_key
-    from oxicuda.driver.facts import device_facts
     from oxicuda.dnn.conv_winograd import winograd_gemm_geometry, winograd_tiles_per_chunk
+    from oxicuda.driver.facts import device_facts
 
     if oxicuda.get_backend() != "cuda" and not args.smoke:
         print("sweep_conv: the live backend is the emulator; run this on a GPU (or pass --smoke)",

@@ -6,17 +6,17 @@ over float16/bfloat16 data, and dispatch's choices for issue 5's shapes on an H2
 from __future__ import annotations
 
 import dataclasses
+
 import numpy as np
 import pytest
 from test_blas_gemm import check, from_device, host_random, op, run_case, to_device
 
 import oxicuda
 from oxicuda.blas import gemm_core, gemm_dmma
-from oxicuda.blas.gemm_tiled import SPLIT_K_TILES
 from oxicuda.blas import gemm_dispatch as gd
 from oxicuda.blas.gemm_core import gemm_colmajor
 from oxicuda.blas.gemm_splitk import GemmSplitKReduceSpec
-from oxicuda.blas.gemm_tiled import TILE_CONFIGS, spec_for
+from oxicuda.blas.gemm_tiled import SPLIT_K_TILES, TILE_CONFIGS, spec_for
 from oxicuda.driver.facts import board_facts, device_facts
 
 H200 = board_facts("h200")

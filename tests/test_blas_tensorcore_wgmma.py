@@ -21,10 +21,10 @@ from test_blas_tensorcore import Operands, _check, _launch_or_skip, _live_arch
 
 import oxicuda
 from oxicuda.blas import gemm_tensorcore as tc
-from oxicuda.blas.gemm_problem import column_major_problem
 from oxicuda.blas import gemm_wgmma as wg
-from oxicuda.ptx import registry
+from oxicuda.blas.gemm_problem import column_major_problem
 from oxicuda.driver.facts import device_facts
+from oxicuda.ptx import registry
 
 LAYOUTS = [(True, False), (False, False), (True, True), (False, True)]  # (transa, transb)
 SMALL = (64, 64, 1, 2, 2)

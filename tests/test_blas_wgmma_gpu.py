@@ -11,8 +11,8 @@ from test_blas_tensorcore import TOLERANCE, Operands, _live_arch
 
 import oxicuda
 from oxicuda.blas import gemm_tensorcore as tc
-from oxicuda.blas.gemm_problem import column_major_problem
 from oxicuda.blas import gemm_wgmma as wg
+from oxicuda.blas.gemm_problem import column_major_problem
 
 pytestmark = pytest.mark.gpu
 

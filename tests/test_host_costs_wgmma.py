@@ -80,7 +80,7 @@ def test_cached_bf16_wgmma_call_runs_its_plan_without_redeciding(benchmark, rng,
         monkeypatch.setattr(wg, name, refuse)
     benchmark.pedantic(call, rounds=100, iterations=10, warmup_rounds=1)
     assert len(encodes) == 2  # the same pointers: the maps encoded by the first call
-    func, grid, block, raw = launches[-1]
+    func, _, block, raw = launches[-1]
     assert func == fn.handle and block == (fn.spec.threads, 1, 1)
     head = fn.packer.pack([a.ptr, b.ptr, c.ptr, size, size, size, size, size, size, 1.5, 0.0, 0, 0, 0, 0, 0,
                            b"\0" * 128, b"\0" * 128])

@@ -22,7 +22,8 @@ from .emulator_devices import EmulatedDevice, device_attributes, emulated_device
 from .emulator_memory import DeviceHeap, host_view
 from .emulator_tensormap import TensorMapInfo, encode_tensor_map
 from .enums import FUNCTION_ATTRIBUTES as FA
-from .enums import MEMORY_TYPES, POINTER_ATTRIBUTES as PA
+from .enums import MEMORY_TYPES
+from .enums import POINTER_ATTRIBUTES as PA
 from .errors import CudaError, raise_for
 
 PRIMARY_CONTEXT = 0xC0DE01
