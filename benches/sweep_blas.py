@@ -221,8 +221,9 @@ def sweep(args) -> dict:
     from oxicuda.bench.record import environment
     from oxicuda.blas import gemm_dispatch as gd
     from oxicuda.blas.gemm_core import clear_plan_cache
+    from oxicuda.driver.facts import device_facts
 
-    info = gd.device_info(0)
+    info = device_facts(0)
     vendor = Vendor(args.tiny)
     start = time.perf_counter()
     record = {"environment": environment(), "vendor": vendor.name, "repeats": args.repeats,

@@ -99,8 +99,9 @@ def main() -> int:
     from oxicuda.bench.timing import time_device
     from oxicuda.dnn import conv_dispatch
     from oxicuda.dnn.conv import conv2d, make_geometry
-    from oxicuda.dnn.conv_dispatch import choose_algo, choose_igemm_tile, device_sm_count, shape_key
+    from oxicuda.dnn.conv_dispatch import choose_algo, choose_igemm_tile, shape_key
     from oxicuda.dnn.conv_winograd import winograd_gemm_geometry, winograd_tiles_per_chunk
+    from oxicuda.driver.facts import device_facts
 
     if oxicuda.get_backend() != "cuda" and not args.smoke:
         print("sweep_conv: the live backend is the emulator; run this on a GPU (or pass --smoke)",
@@ -112,7 +113,7 @@ def main() -> int:
 
         torch.backends.cudnn.allow_tf32 = False
         torch.backends.cuda.matmul.allow_tf32 = False
-    sms = device_sm_count()
+    sms = device_facts().sm_count
     dev = oxicuda.Device(0)
     records: list[dict] = []
     winners: dict[tuple, tuple[str, str | None, int | None]] = {}

@@ -98,14 +98,14 @@ class EmulatorOperands:
 
 def _sweep_kind(kind: str, s: int, repeats: int, ops) -> list[dict]:
     from oxicuda.bench.timing import time_device
-    from oxicuda.blas import gemm_tensorcore as tc
     from oxicuda.blas import gemm_wgmma as wg
     from oxicuda.blas.gemm_core import gemm_colmajor
+    from oxicuda.blas.gemm_problem import column_major_problem
     from oxicuda.ptx.target import device_arch
 
     dtype, transa, transb = LAYOUT[kind]
     compute = "tf32" if kind == "tf32" else "f32"
-    problem = tc.GemmProblem(s, s, s, dtype, compute, transa, transb, s, s, s, 16, device_arch())
+    problem = column_major_problem(s, s, s, dtype, compute, transa, transb, s, s, s, 16, device_arch())
     flops = 2.0 * s ** 3
 
     def mma_sync(i: int) -> None:

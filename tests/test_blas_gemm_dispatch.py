@@ -11,9 +11,10 @@ from oxicuda.blas import gemm, matmul
 from oxicuda.blas import gemm_dispatch as gd
 from oxicuda.blas.gemm_batched import gemm_batched, gemm_strided_batched
 from oxicuda.blas.gemm_core import gemm_colmajor
+from oxicuda.driver.facts import board_facts, device_facts
 
-H200 = gd.DeviceInfo(arch="sm_90", sm_count=132, max_threads_per_sm=2048)
-A4000 = gd.DeviceInfo(arch="sm_86", sm_count=48, max_threads_per_sm=1536)
+H200 = board_facts("h200")
+A4000 = board_facts("rtx-a4000")
 
 
 def problem(m, n, k, dtype="float32", **kw):
@@ -122,9 +123,7 @@ def _run(m, n, k, rng, **kw):
 def test_launch_branches_follow_dispatch(rng, monkeypatch):
     assert _run(5, 6, 7, rng)[0] == ["gemm_naive"]
     assert _run(40, 1, 7, rng)[0] == ["gemv"]
-    from oxicuda.driver.context import current_device_ordinal
-
-    live_arch = gd.device_info(current_device_ordinal()).arch.rstrip("a")
+    live_arch = device_facts().arch.rstrip("a")
     # float64 runs on DMMA tensor cores where that was measured faster (sm_90), else SIMT
     assert _run(40, 37, 33, rng)[0] == ["gemm_dmma" if live_arch in gd.THRESHOLDS["float64_dmma"] else "gemm_tiled"]
     monkeypatch.setitem(gd.THRESHOLDS, "split_k_min_k", 64)
@@ -196,8 +195,8 @@ def test_batched_wrappers(rng):
 
 # -- bad input: raises before any launch, C untouched ------------------------------------------
 
-def _bad(call, match):
-    with oxicuda.trace() as t, pytest.raises(ValueError, match=match):
+def _bad(call, match, error=ValueError):
+    with oxicuda.trace() as t, pytest.raises(error, match=match):
         call()
     assert t.launches == []
 
@@ -212,7 +211,7 @@ def test_bad_pointer_level_arguments_raise_before_launch():
     _bad(lambda: gemm_colmajor("N", "N", -1, 8, 8, 1.0, p, 8, p, 8, 0.0, hi, 8, **args), "m=-1")
     _bad(lambda: gemm_colmajor("X", "N", 8, 8, 8, 1.0, p, 8, p, 8, 0.0, hi, 8, **args), "transa='X'")
     _bad(lambda: gemm_colmajor("N", "N", 8, 8, 8, 1.0, p, 8, p, 8, 0.0, hi, 7, **args), "ldc=7")
-    _bad(lambda: gemm_colmajor("N", "N", 8, 8, 8, 1.0, p, 8, p, 8, 0.0, hi, 8, dtype="int32"), "dtype")
+    _bad(lambda: gemm_colmajor("N", "N", 8, 8, 8, 1.0, p, 8, p, 8, 0.0, hi, 8, dtype="int32"), "dtype", TypeError)
     _bad(lambda: gemm_colmajor("N", "N", 8, 8, 8, 1.0, 0, 8, p, 8, 0.0, hi, 8, **args), "a_ptr is 0")
     _bad(lambda: gemm_colmajor("N", "N", 8, 8, 8, 1.0, p, 8, p, 8, 0.0, p + 4 * 4, 8, **args), "overlaps input A")
     _bad(lambda: gemm_colmajor("N", "N", 8, 8, 8, 1.0, p, 8, p, 8, 0.0, hi, 8, compute="tf16", **args), "compute")
@@ -238,10 +237,33 @@ def test_bad_array_arguments_raise_before_launch():
     b = oxicuda.full((5, 3), 1.0, np.float32)
     c = oxicuda.full((6, 3), 3.0, np.float32)
     _bad(lambda: gemm(a, b, c), "op\\(a\\) has 4 columns but op\\(b\\) has 5 rows")
-    _bad(lambda: gemm(a, oxicuda.full((4, 3), 1.0, np.float64)), "dtype")
+    _bad(lambda: gemm(a, oxicuda.full((4, 3), 1.0, np.float64)), "dtype", TypeError)
+    _bad(lambda: gemm(a, a.T, oxicuda.full((6, 6), 1.0, np.float64)), "c has dtype float64", TypeError)
+    ints = oxicuda.asarray(np.ones((4, 4), np.int32))
+    _bad(lambda: gemm(ints, ints), "dtype int32 is not supported", TypeError)
     _bad(lambda: gemm(a, a.T, oxicuda.full((6, 5), 1.0, np.float32)), "c has shape")
     _bad(lambda: gemm(a, a.T, beta=1.0), "beta")
     _bad(lambda: gemm(a, oxicuda.full((4, 3), 1.0, np.float32), c, transa="Q"), "transa")
     aliased = oxicuda.full((6, 6), 1.0, np.float32)
     _bad(lambda: gemm(aliased, aliased, aliased), "overlaps")
     assert (c.get() == 3.0).all() and (aliased.get() == 1.0).all()
+
+
+@pytest.mark.parametrize("algo", ["split_k", "tiled", "naive", None])
+def test_k_zero_writes_beta_c_for_every_algo(rng, algo):
+    C = rng.standard_normal((9, 7)).astype(np.float32)
+    a = oxicuda.asarray(np.ones((9, 0), np.float32))
+    b = oxicuda.asarray(np.ones((0, 7), np.float32))
+    c = oxicuda.asarray(C)
+    gemm(a, b, c, alpha=2.0, beta=0.5, algo=algo)
+    np.testing.assert_allclose(c.get(), 0.5 * C.astype(np.float64), rtol=1e-6)
+
+
+def test_row_major_overlap_names_the_users_operand():
+    buf = oxicuda.full((8, 8), 1.0, np.float32)
+    a = oxicuda.full((8, 8), 1.0, np.float32)
+    with oxicuda.trace() as t, pytest.raises(ValueError, match=r"output c .* overlaps input b "):
+        gemm(a, buf, buf)  # row-major: gemm_colmajor sees b first
+    with pytest.raises(ValueError, match=r"output c .* overlaps input a "):
+        gemm(buf, a, buf)
+    assert t.launches == []

@@ -5,19 +5,21 @@ over float16/bfloat16 data, and dispatch's choices for issue 5's shapes on an H2
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from test_blas_gemm import check, from_device, host_random, op, run_case, to_device
 
 import oxicuda
 from oxicuda.blas import gemm_core, gemm_dmma
-from oxicuda.blas.gemm_tiled import SPLIT_K_TILES
 from oxicuda.blas import gemm_dispatch as gd
 from oxicuda.blas.gemm_core import gemm_colmajor
 from oxicuda.blas.gemm_splitk import GemmSplitKReduceSpec
-from oxicuda.blas.gemm_tiled import TILE_CONFIGS, spec_for
+from oxicuda.blas.gemm_tiled import SPLIT_K_TILES, TILE_CONFIGS, spec_for
+from oxicuda.driver.facts import board_facts, device_facts
 
-H200 = gd.DeviceInfo(arch="sm_90", sm_count=132, max_threads_per_sm=2048)
+H200 = board_facts("h200")
 REAL_TRANS = [("N", "N"), ("T", "N"), ("N", "T"), ("T", "T")]
 
 
@@ -95,7 +97,7 @@ def test_dmma_is_reachable_by_algo_and_by_the_dispatch_flag(rng, monkeypatch):
     assert t.launches[0].spec.family == "gemm_dmma"
     check(got, ref, "float64", 9)
     p = _problem(4096, 4096, 4096, "float64")
-    a4000_info = gd.DeviceInfo(arch="sm_86", sm_count=48, max_threads_per_sm=1536)
+    a4000_info = board_facts("rtx-a4000")
     assert gd.choose_algo(p, a4000_info).algo == "tiled"  # DMMA only where measured ahead: the H200
     plan = gd.choose_algo(p, H200)
     assert plan.algo == "dmma" and plan.spec.arch == "sm_90"
@@ -250,8 +252,8 @@ def test_dispatch_does_not_split_when_tiles_fill_the_sms():
 @pytest.fixture
 def h200_like(monkeypatch):
     """Dispatch sees 132 SMs (as on the H200) with split-K thresholds scaled to emulator-sized K."""
-    info = gd.DeviceInfo(arch=oxicuda.Device(0).arch, sm_count=132, max_threads_per_sm=2048)
-    monkeypatch.setattr(gemm_core, "device_info", lambda ordinal: info)
+    info = dataclasses.replace(device_facts(), sm_count=132, max_threads_per_sm=2048)
+    monkeypatch.setattr(gemm_core, "device_facts", lambda ordinal=None: info)
     monkeypatch.setitem(gd.THRESHOLDS, "split_k_min_k", 64)
     monkeypatch.setitem(gd.THRESHOLDS, "split_k_min_chunk", 32)
     gemm_core.clear_plan_cache()
@@ -282,7 +284,7 @@ def test_split_k_with_every_candidate_partial_tile_matches_reference(rng, cfg):
     # dispatch's tile depends on the SM count and problems that fill an H200 are too big for the
     # emulator: each candidate forced on a small problem, transposed operands, beta != 0
     m, n, k = 100, 20, 72
-    info = gemm_core.device_info(0)
+    info = device_facts(0)
     p = gd.GemmProblem(m, n, k, "float32", transa="T", transb="T", lda=k, ldb=n, ldc=m, align_a=16, align_b=16,
                        align_c=16, arch=info.arch)
     plan = gd.split_k_plan(p, info, 3, cfg)
@@ -302,7 +304,7 @@ def test_split_k_with_the_sweeps_extra_partial_tiles_matches_reference(rng):
     loader = importlib.util.spec_from_file_location("sweep_blas", path)
     sweep = importlib.util.module_from_spec(loader)
     loader.loader.exec_module(sweep)
-    info = gemm_core.device_info(0)
+    info = device_facts(0)
     for i, cfg in enumerate(sweep.EXTRA_SPLIT_TILES["float32"]):
         m, n, k, ta = (64, 300, 96, "N") if i % 2 == 0 else (40, 260, 100, "T")
         p = gd.GemmProblem(m, n, k, "float32", transa=ta, lda=m if ta == "N" else k, ldb=k, ldc=m,
@@ -318,7 +320,7 @@ def test_split_k_with_the_sweeps_extra_partial_tiles_matches_reference(rng):
 def test_split_k_with_the_registered_loop_variant_partials_matches_reference(rng, cfg):
     # dispatch's SPLIT_K_VARIANTS on sm_90: prefetching (and interior) partials; K slices with a
     # tail, M and N past one tile, transposed A, beta != 0
-    info = gemm_core.device_info(0)
+    info = device_facts(0)
     for m, n, k, ta in ((cfg.bm + 4, cfg.bn + 5, 200, "N"), (cfg.bm - 8, 2 * cfg.bn - 3, 172, "T")):
         p = gd.GemmProblem(m, n, k, "float32", transa=ta, lda=m if ta == "N" else k, ldb=k, ldc=m,
                            align_a=16, align_b=16, align_c=16, arch=info.arch)
@@ -436,7 +438,7 @@ def test_mixed_output_refuses_what_cannot_write_it(rng):
         with pytest.raises(ValueError, match=why):
             gemm_colmajor("N", "N", 4, 4, 4, 1.0, a.ptr, 4, a.ptr, 4, 0.0, c.ptr, 4, dtype="float16",
                           c_dtype="float32", algo=algo)
-    with pytest.raises(ValueError, match="c_dtype=float64"):
+    with pytest.raises(TypeError, match="c_dtype=float64"):
         gemm_colmajor("N", "N", 4, 4, 4, 1.0, a.ptr, 4, a.ptr, 4, 0.0, c.ptr, 4, dtype="float16", c_dtype="float64")
-    with pytest.raises(ValueError, match="c_dtype=float32 with float64"):
+    with pytest.raises(TypeError, match="c_dtype=float32 with float64"):
         gemm_colmajor("N", "N", 4, 4, 4, 1.0, a.ptr, 4, a.ptr, 4, 0.0, c.ptr, 4, dtype="float64", c_dtype="float32")

@@ -21,7 +21,7 @@ def _ptxas_or_skip():
 
 #: every n-th tiled configuration in CI (ptxas takes ~0.5 s on a 128 x 128 tile; all of them:
 #: python -m oxicuda kernels --validate sm_86,sm_90)
-TILED_SAMPLE = 5
+TILED_SAMPLE = 20
 
 
 @pytest.mark.slow

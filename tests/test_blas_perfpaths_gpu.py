@@ -13,6 +13,7 @@ from oxicuda.blas import gemm_dispatch as gd
 from oxicuda.blas import gemm_dmma
 from oxicuda.blas.gemm_core import gemm_colmajor
 from oxicuda.blas.gemm_tiled import SPLIT_K_TILES, TILE_CONFIGS, spec_for
+from oxicuda.driver.facts import device_facts
 from oxicuda.memory.dtypes import BFLOAT16, host_astype
 
 pytestmark = pytest.mark.gpu
@@ -107,7 +108,7 @@ def test_dispatch_splits_the_skinny_shapes_on_this_gpu(rng, m, n, k):
         gemm_colmajor("N", "N", m, n, k, 1.0, dA.ptr, m, dB.ptr, k, 0.0, dC.ptr, m, dtype="float32")
     fams = [x.spec.family for x in t.launches]
     assert fams == ["gemm_tiled", "gemm_splitk_reduce"], fams
-    info = gd.device_info(0)
+    info = device_facts(0)
     part = t.launches[0]
     assert part.spec.raw_out and part.grid[2] > 1
     ctas = part.grid[0] * part.grid[1] * part.grid[2]
@@ -127,7 +128,7 @@ def test_split_k_loop_variant_partials_match_float64(rng, cfg, ta, tb):
     m, n, k, splits = 2 * cfg.bm + 4, 3 * cfg.bn - 8, 6152, 7
     A, B = _operands(rng, m, n, k, ta, tb, np.float32)
     C0 = rng.standard_normal((m, n)).astype(np.float32)
-    info = gd.device_info(0)
+    info = device_facts(0)
     p = gd.GemmProblem(m, n, k, "float32", transa=ta, transb=tb, lda=A.shape[0], ldb=B.shape[0], ldc=m,
                        align_a=16, align_b=16, align_c=16, arch=info.arch)
     plan = gd.split_k_plan(p, info, splits, cfg)
@@ -155,7 +156,7 @@ def test_strided_batch_runs_the_wave_models_tile_on_this_gpu(rng, batch):
     with oxicuda.trace() as t:
         gemm_colmajor("N", "N", m, n, k, 1.0, dA.ptr, m, dB.ptr, k, 0.0, dC.ptr, m, dtype="float32", batch=batch,
                       stride_a=m * k, stride_b=k * n, stride_c=m * n)
-    info = gd.device_info(0)
+    info = device_facts(0)
     want = gd.batched_tile(gd.GemmProblem(m, n, k, "float32", lda=m, ldb=k, ldc=m, batch=batch, arch=info.arch), info)
     assert len(t.launches) == 1 and t.launches[0].grid == (m // want.bm, n // want.bn, batch)
     got = dC.get()
@@ -166,7 +167,7 @@ def test_strided_batch_runs_the_wave_models_tile_on_this_gpu(rng, batch):
 @pytest.mark.parametrize("splits,beta", [(200, 0.0), (37, 0.75)])
 def test_forced_split_k_plans_with_grouped_reductions(rng, splits, beta):
     m, n, k = 256, 96, 24000
-    info = gd.device_info(0)
+    info = device_facts(0)
     A, B = _operands(rng, m, n, k, "T", "N", np.float32)
     C = rng.standard_normal((m, n)).astype(np.float32)
     problem = gd.GemmProblem(m, n, k, "float32", transa="T", lda=k, ldb=k, ldc=m, arch=info.arch)

@@ -11,6 +11,7 @@ import pytest
 
 import oxicuda
 from oxicuda.blas import gemm_tensorcore as tc
+from oxicuda.blas.gemm_problem import column_major_problem
 from oxicuda.memory.dtypes import bfloat16_bits_to_float32, float32_to_bfloat16_bits
 from oxicuda.ptx import fragments, registry
 
@@ -76,7 +77,7 @@ class Operands:
 
 def _problem(ops: Operands, transa, transb, compute=None) -> tc.GemmProblem:
     compute = compute or ("tf32" if ops.dtype == "float32" else "f32")
-    return tc.GemmProblem(ops.m, ops.n, ops.k, ops.dtype, compute, transa, transb, ops.lda, ops.ldb, ops.ldc, 16,
+    return column_major_problem(ops.m, ops.n, ops.k, ops.dtype, compute, transa, transb, ops.lda, ops.ldb, ops.ldc, 16,
                           _live_arch())
 
 
@@ -157,11 +158,11 @@ def test_supports_accepts_half_and_tf32_and_rejects_what_it_cannot_do():
     assert not tc.supports({**base, "arch": "sm_75"})
     assert not tc.supports({**base, "lda": 32})  # lda < m
     with pytest.raises(ValueError, match="transa"):
-        tc.GemmProblem(1, 1, 1, transa="X")
+        column_major_problem(1, 1, 1, transa="X")
 
 
 def test_launch_rejects_an_unsupported_problem_before_touching_the_device():
-    p = tc.GemmProblem(8, 8, 8, "float32", "f32", lda=8, ldb=8, ldc=8, arch="sm_86")
+    p = column_major_problem(8, 8, 8, "float32", "f32", lda=8, ldb=8, ldc=8, arch="sm_86")
     with pytest.raises(ValueError, match="tf32|compute"):
         tc.launch(p, 1.0, 0, 8, 0, 8, 0.0, 0, 8)
 

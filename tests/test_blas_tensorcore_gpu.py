@@ -11,13 +11,14 @@ from test_blas_tensorcore import TOLERANCE, Operands, _live_arch
 import oxicuda
 from oxicuda.blas import gemm_tensorcore as tc
 from oxicuda.blas import gemm_wgmma as wg
+from oxicuda.blas.gemm_problem import column_major_problem
 
 pytestmark = pytest.mark.gpu
 
 
 def _problem(ops: Operands, transa: bool, transb: bool) -> tc.GemmProblem:
     compute = "tf32" if ops.dtype == "float32" else "f32"
-    return tc.GemmProblem(ops.m, ops.n, ops.k, ops.dtype, compute, transa, transb, ops.lda, ops.ldb, ops.ldc, 16,
+    return column_major_problem(ops.m, ops.n, ops.k, ops.dtype, compute, transa, transb, ops.lda, ops.ldb, ops.ldc, 16,
                           _live_arch())
 
 
@@ -66,7 +67,7 @@ def test_tensor_core_gemm_matches_torch_cublas_on_4096_bf16(algo):
     a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, generator=g)
     b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16, generator=g)
     c = torch.full((n, m), float("nan"), device="cuda", dtype=torch.bfloat16)
-    p = tc.GemmProblem(m, n, k, "bfloat16", "f32", True, False, k, k, m, 16, _live_arch())
+    p = column_major_problem(m, n, k, "bfloat16", "f32", True, False, k, k, m, 16, _live_arch())
     module = wg if algo == "wgmma" else tc
     module.launch(p, 1.0, a.data_ptr(), k, b.data_ptr(), k, 0.0, c.data_ptr(), m)
     torch.cuda.synchronize()

@@ -10,6 +10,7 @@ run too (128x256 with two consumers for every layout, 128x128 once)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -21,6 +22,8 @@ from test_blas_tensorcore import Operands, _check, _launch_or_skip, _live_arch
 import oxicuda
 from oxicuda.blas import gemm_tensorcore as tc
 from oxicuda.blas import gemm_wgmma as wg
+from oxicuda.blas.gemm_problem import column_major_problem
+from oxicuda.driver.facts import device_facts
 from oxicuda.ptx import registry
 
 LAYOUTS = [(True, False), (False, False), (True, True), (False, True)]  # (transa, transb)
@@ -36,7 +39,7 @@ def _skip_unless_sm90():
 
 def _problem(ops: Operands, transa: bool, transb: bool) -> tc.GemmProblem:
     compute = "tf32" if ops.dtype == "float32" else "f32"
-    return tc.GemmProblem(ops.m, ops.n, ops.k, ops.dtype, compute, transa, transb, ops.lda, ops.ldb, ops.ldc, 16,
+    return column_major_problem(ops.m, ops.n, ops.k, ops.dtype, compute, transa, transb, ops.lda, ops.ldb, ops.ldc, 16,
                           _live_arch())
 
 
@@ -92,10 +95,9 @@ def test_wgmma_persistent_tiles_share_one_stage_ring(rng, monkeypatch, m, n, k):
     """Two CTAs loop over 6 (or 8, 1) output tiles; with k=40 (one K tile, 2 stages) the
     prologue already loads the next output tile, with k=0 only beta * C is written."""
     _skip_unless_sm90()
-    from oxicuda.blas import gemm_dispatch
-
-    monkeypatch.setattr(gemm_dispatch, "device_info", lambda ordinal: gemm_dispatch.DeviceInfo("sm_90", 2, 2048))
-    monkeypatch.setattr(wg.GemmWgmmaSpec, "ctas_per_sm", property(lambda self: 1))  # a 2-CTA wave
+    two_sms = dataclasses.replace(device_facts(), sm_count=2)
+    monkeypatch.setattr(wg, "device_facts", lambda ordinal=None: two_sms)
+    monkeypatch.setattr(wg.GemmWgmmaSpec, "ctas_per_sm", lambda self, device: 1)  # a 2-CTA wave
     ops = Operands(rng, m, n, k, "bfloat16", False, True, poison=k > 0)
     old = ops.c_host.copy()
     with oxicuda.trace() as tr:
@@ -186,10 +188,11 @@ def test_wgmma_supports_every_layout_for_f16_bf16_and_tf32_on_sm90():
 
 
 def test_dispatch_routes_tf32_in_every_layout_to_wgmma_on_sm90_and_mma_sync_on_sm86():
-    from oxicuda.blas.gemm_dispatch import DeviceInfo, GemmProblem, choose_algo
+    from oxicuda.blas.gemm_dispatch import GemmProblem, choose_algo
+    from oxicuda.driver.facts import board_facts
 
-    h200 = DeviceInfo(arch="sm_90", sm_count=132, max_threads_per_sm=2048)
-    a4000 = DeviceInfo(arch="sm_86", sm_count=48, max_threads_per_sm=1536)
+    h200 = board_facts("h200")
+    a4000 = board_facts("rtx-a4000")
     for ta, tb in (("N", "N"), ("T", "T"), ("N", "T"), ("T", "N")):
         for dtype, compute in (("float32", "tf32"), ("bfloat16", "f32")):
             p = GemmProblem(4096, 4096, 4096, dtype, compute, ta, tb, 4096, 4096, 4096, arch="sm_90")

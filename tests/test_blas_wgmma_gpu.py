@@ -12,6 +12,7 @@ from test_blas_tensorcore import TOLERANCE, Operands, _live_arch
 import oxicuda
 from oxicuda.blas import gemm_tensorcore as tc
 from oxicuda.blas import gemm_wgmma as wg
+from oxicuda.blas.gemm_problem import column_major_problem
 
 pytestmark = pytest.mark.gpu
 
@@ -26,7 +27,7 @@ def _needs_sm90():
 
 def _problem(ops: Operands, transa: bool, transb: bool) -> tc.GemmProblem:
     compute = "tf32" if ops.dtype == "float32" else "f32"
-    return tc.GemmProblem(ops.m, ops.n, ops.k, ops.dtype, compute, transa, transb, ops.lda, ops.ldb, ops.ldc, 16,
+    return column_major_problem(ops.m, ops.n, ops.k, ops.dtype, compute, transa, transb, ops.lda, ops.ldb, ops.ldc, 16,
                           _live_arch())
 
 
@@ -133,7 +134,7 @@ def test_wgmma_4096_matches_torch_matmul_in_every_layout(dtype, transa, transb):
     op_a = a_st if transa else a_st.T  # (m, k)
     op_b = b_st.T if not transb else b_st  # (k, n)
     c = torch.full((n, m), float("nan"), device="cuda", dtype=tdt)
-    p = tc.GemmProblem(m, n, k, dtype, "f32", transa, transb, k if transa else m, n if transb else k, m, 16,
+    p = column_major_problem(m, n, k, dtype, "f32", transa, transb, k if transa else m, n if transb else k, m, 16,
                        _live_arch())
     with oxicuda.trace() as tr:
         wg.launch(p, 1.0, a_st.data_ptr(), p.lda, b_st.data_ptr(), p.ldb, 0.0, c.data_ptr(), m)
@@ -155,7 +156,7 @@ def test_wgmma_tf32_4096_tn_matches_torch():
     a = torch.randn(m, k, device="cuda", generator=g)  # column-major A^T (k x m)
     b = torch.randn(n, k, device="cuda", generator=g)  # column-major B (k x n)
     c = torch.full((n, m), float("nan"), device="cuda")
-    p = tc.GemmProblem(m, n, k, "float32", "tf32", True, False, k, k, m, 16, _live_arch())
+    p = column_major_problem(m, n, k, "float32", "tf32", True, False, k, k, m, 16, _live_arch())
     wg.launch(p, 1.0, a.data_ptr(), k, b.data_ptr(), k, 0.0, c.data_ptr(), m)
     torch.cuda.synchronize()
     ref = (a.double() @ b.double().T).T

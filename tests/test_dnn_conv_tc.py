@@ -3,6 +3,8 @@ references on every load path and tile, and the routing between the tensor-core 
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from test_dnn_conv_reference import as_float64, conv2d_ref, to_dtype
@@ -13,6 +15,9 @@ from oxicuda.dnn import conv_implicit_gemm_tc as tc
 from oxicuda.dnn.conv import conv2d
 from oxicuda.dnn.conv_dispatch import ConvProblem
 from oxicuda.dnn.conv_epilogue import reference_activation
+from oxicuda.driver.facts import board_facts, device_facts
+
+H200_SMS = board_facts("h200").sm_count
 
 #: round-to-nearest relative error of one stored element (2^-11 for float16, 2^-8 for bfloat16)
 ROUNDING = {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}
@@ -194,7 +199,8 @@ def test_float32_implicit_gemm_stays_simt_and_tc_refuses_it(rng):
 
 
 def test_pre_ampere_devices_use_simt_and_refuse_tc(rng, monkeypatch):
-    monkeypatch.setattr(conv_mod, "current_arch", lambda: "sm_75")
+    turing = dataclasses.replace(device_facts(), cc=(7, 5))
+    monkeypatch.setattr(conv_mod, "device_facts", lambda ordinal=None: turing)
     x, w = _half_inputs(rng)
     with oxicuda.trace() as t:
         conv2d(x, w, algo="implicit_gemm")
@@ -209,19 +215,19 @@ def _problem(n=2, c=64, h=56, k=64, groups=1, r=3, dtype="f16"):
 
 
 def test_choose_spec_takes_cp_async_only_where_layout_channels_and_alignment_allow():
-    spec = tc.choose_spec(_problem(32), "NHWC", "sm_90", True, True)
+    spec = tc.choose_spec(_problem(32), "NHWC", "sm_90", True, True, sm_count=H200_SMS)
     assert (spec.a_async, spec.b_async, spec.block_n, spec.arch) == (True, True, 64, "sm_90")
-    assert tc.choose_spec(_problem(32, 128, 28, 128), "NHWC", "sm_86", True, True).block_n == 128
-    assert tc.choose_spec(_problem(8, 512, 7, 512), "NHWC", "sm_90", True, True).block_n == 64  # 16 large CTAs
-    assert not tc.choose_spec(_problem(), "NCHW", "sm_90", True, True).a_async
-    assert not tc.choose_spec(_problem(), "NHWC", "sm_90", False, True).a_async
-    assert not tc.choose_spec(_problem(), "NHWC", "sm_90", True, False).b_async
-    odd = tc.choose_spec(_problem(c=3), "NHWC", "sm_90", True, True)
+    assert tc.choose_spec(_problem(32, 128, 28, 128), "NHWC", "sm_86", True, True, sm_count=H200_SMS).block_n == 128
+    assert tc.choose_spec(_problem(8, 512, 7, 512), "NHWC", "sm_90", True, True, sm_count=H200_SMS).block_n == 64  # 16 large CTAs
+    assert not tc.choose_spec(_problem(), "NCHW", "sm_90", True, True, sm_count=H200_SMS).a_async
+    assert not tc.choose_spec(_problem(), "NHWC", "sm_90", False, True, sm_count=H200_SMS).a_async
+    assert not tc.choose_spec(_problem(), "NHWC", "sm_90", True, False, sm_count=H200_SMS).b_async
+    odd = tc.choose_spec(_problem(c=3), "NHWC", "sm_90", True, True, sm_count=H200_SMS)
     assert (odd.a_async, odd.b_async, odd.block_m) == (False, False, 64)  # gk = 27
-    assert tc.choose_spec(_problem(1, 8, 4, 8), "NHWC", "sm_90", True, True).block_m == 64  # a small grid
+    assert tc.choose_spec(_problem(1, 8, 4, 8), "NHWC", "sm_90", True, True, sm_count=H200_SMS).block_m == 64  # a small grid
     # 196 CTAs of the large tile: one wave on the H200's 132 SMs, not on a 264-SM device
     assert tc.choose_spec(_problem(32, 128, 28, 128), "NHWC", "sm_90", True, True, sm_count=264).block_m == 64
-    assert tc.choose_spec(_problem(), "NHWC", "sm_90a", True, True).arch == "sm_90"
+    assert tc.choose_spec(_problem(), "NHWC", "sm_90a", True, True, sm_count=H200_SMS).arch == "sm_90"
 
 
 def test_spec_rejects_what_it_cannot_generate():
@@ -257,11 +263,11 @@ def test_split_k_partials_and_reduce_match_reference(rng, monkeypatch, layout, d
 
 
 def test_choose_splits_only_for_short_grids_with_long_reductions():
-    small = tc.choose_spec(_problem(8, 512, 7, 512), "NHWC", "sm_90", True, True)
+    small = tc.choose_spec(_problem(8, 512, 7, 512), "NHWC", "sm_90", True, True, sm_count=H200_SMS)
     assert tc.choose_splits(_problem(8, 512, 7, 512), small, 132) == 5  # 56 CTAs, 144 k-tiles
-    big = tc.choose_spec(_problem(32), "NHWC", "sm_90", True, True)
+    big = tc.choose_spec(_problem(32), "NHWC", "sm_90", True, True, sm_count=H200_SMS)
     assert tc.choose_splits(_problem(32), big, 132) == 1  # 784 CTAs
-    short = tc.choose_spec(_problem(1, 16, 4, 8), "NHWC", "sm_90", True, True)
+    short = tc.choose_spec(_problem(1, 16, 4, 8), "NHWC", "sm_90", True, True, sm_count=H200_SMS)
     assert tc.choose_splits(_problem(1, 16, 4, 8), short, 132) == 1  # 5 k-tiles
     with pytest.raises(ValueError, match="split"):
         tc.ConvTensorCoreSpec(split_k=True, bias=True)

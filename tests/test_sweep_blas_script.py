@@ -12,9 +12,10 @@ import pytest
 
 import oxicuda
 from oxicuda.blas import gemm_dispatch as gd
+from oxicuda.driver.facts import board_facts
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benches" / "sweep_blas.py"
-H200 = gd.DeviceInfo(arch="sm_90", sm_count=132, max_threads_per_sm=2048)
+H200 = board_facts("h200")
 
 
 def _load():

@@ -258,3 +258,48 @@ register_case(Case("blas", "sgemm_64_host_cost", _host_cost_prepare, unit="us", 
 register_case(Case("blas", "dgemm_4096_dmma", _gemm_case(4096, 4096, 4096, "float64", algo="dmma"),
                    flops=_flops(4096, 4096, 4096), quick=False,
                    note="float64 on DMMA tensor cores (mma.sync m16n8k8 on sm_90, m8n8k4 before)"))
+
+
+def _bf16_host_cost_prepare(size: int):
+    """Host microseconds of one cached bf16 size^3 GEMM through dispatch (the wgmma path on
+    sm_90) against torch.mm (or cupy.matmul) into a preallocated output."""
+
+    def prepare(quick: bool) -> Prepared:
+        import oxicuda
+        from oxicuda.blas.gemm_core import gemm_colmajor
+        from oxicuda.memory.dtypes import BFLOAT16
+
+        host = np.random.default_rng(0).standard_normal((size, size)).astype(BFLOAT16)
+        a = oxicuda.asarray(np.asfortranarray(host))
+        c = oxicuda.empty((size, size), BFLOAT16, order="F")
+
+        def ours(i: int) -> None:
+            gemm_colmajor("N", "N", size, size, size, 1.0, a.ptr, size, a.ptr, size, 0.0, c.ptr, size,
+                          dtype="bfloat16")
+
+        def check() -> float:
+            ours(0)
+            h = host.astype(np.float64)
+            ref = h @ h
+            return float(np.max(np.abs(np.asarray(c.get(), np.float64) - ref)) / np.max(np.abs(ref)))
+
+        prepared = Prepared(ours=ours, check=check, tolerance=TOL["bfloat16"])
+        torch = _torch()
+        if torch is not None:
+            ta = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
+            tc = torch.empty_like(ta)
+            prepared.vendor, prepared.vendor_name = (lambda i: torch.mm(ta, ta, out=tc)), "PyTorch torch.mm(out=)"
+        elif (cupy := _cupy()) is not None:
+            ca = cupy.asarray(np.asarray(host, np.float32)).astype(cupy.float16)
+            cc = cupy.empty_like(ca)
+            prepared.vendor, prepared.vendor_name = (lambda i: cupy.matmul(ca, ca, out=cc)), "CuPy matmul (fp16)"
+        return prepared
+
+    return prepare
+
+
+for _size in (64, 512):
+    register_case(Case("blas", f"bf16_gemm_{_size}_host_cost", _bf16_host_cost_prepare(_size), unit="us",
+                       timing="host", gpu_only=True,
+                       note=f"host microseconds of one cached bf16 {_size}^3 gemm through dispatch (wgmma on "
+                            "sm_90) vs torch.mm"))

@@ -150,7 +150,8 @@ def gemm_arrays(a: object, b: object, c: object = None, *, alpha=1.0, beta=0.0, 
             p1, p2 = (b.ptr, a.ptr) if plan.swap else (a.ptr, b.ptr)
             gemm_colmajor(plan.op1, plan.op2, plan.rows, plan.cols, plan.k, alpha, p1, plan.ld1, p2, plan.ld2, beta,
                           c.ptr, plan.ldc, dtype=plan.dtype, batch=plan.batch, stride_a=plan.stride1,
-                          stride_b=plan.stride2, stride_c=plan.stride_c, stream=stream, algo=algo, _owned=True)
+                          stride_b=plan.stride2, stride_c=plan.stride_c, stream=stream, algo=algo, _owned=True,
+                          _swapped=plan.swap)
             return c
     return _gemm_arrays_checked(a, b, c, alpha, beta, transa, transb, algo, stream, batched, key)
 
@@ -163,10 +164,10 @@ def _gemm_arrays_checked(a, b, c, alpha, beta, transa, transb, algo, stream, bat
     ta, ca = _op_flag(transa, "transa")
     tb, cb = _op_flag(transb, "transb")
     if a.dtype != b.dtype:
-        raise ValueError(f"gemm: a has dtype {dtype_name(a.dtype)} and b has {dtype_name(b.dtype)}; they must match")
+        raise TypeError(f"gemm: a has dtype {dtype_name(a.dtype)} and b has {dtype_name(b.dtype)}; they must match")
     dt = dtype_name(a.dtype)
     if dt not in cg.ELEMENT_KINDS:
-        raise ValueError(f"gemm: dtype {dt} is not supported; allowed: {cg.GEMM_DTYPES}")
+        raise TypeError(f"gemm: dtype {dt} is not supported; allowed: {cg.GEMM_DTYPES}")
     nd = 3 if batched else 2
     for name, x in (("a", a), ("b", b)):
         if x.ndim != nd:
@@ -193,7 +194,7 @@ def _gemm_arrays_checked(a, b, c, alpha, beta, transa, transb, algo, stream, bat
         if c.shape != out_shape:
             raise ValueError(f"gemm: c has shape {c.shape}; op(a) @ op(b) has shape {out_shape}")
         if c.dtype != a.dtype:
-            raise ValueError(f"gemm: c has dtype {dtype_name(c.dtype)}; it must be {dt} like a and b")
+            raise TypeError(f"gemm: c has dtype {dtype_name(c.dtype)}; it must be {dt} like a and b")
         if c.readonly:
             raise ValueError("gemm: c is read-only")
     co = as_operand(c, "c", batched)
@@ -225,7 +226,7 @@ def _gemm_arrays_checked(a, b, c, alpha, beta, transa, transb, algo, stream, bat
     (o1, o2), (op1, op2) = resolved, ops
     gemm_colmajor(op1, op2, rows, cols, ka, alpha, o1.ptr, o1.ld, o2.ptr, o2.ld, beta, co.ptr, co.ld, dtype=dt,
                   batch=batch, stride_a=o1.stride, stride_b=o2.stride, stride_c=co.stride,
-                  stream=stream, algo=algo, _owned=True)
+                  stream=stream, algo=algo, _owned=True, _swapped=co.stored_t)
     if key is not None and not copied:
         if len(_layout_plans) >= LAYOUT_PLAN_LIMIT:
             _layout_plans.clear()

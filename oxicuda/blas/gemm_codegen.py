@@ -85,17 +85,6 @@ def load(kb: KernelBuilder, kind: ElementKind, addr: Value, *, space: str = "glo
     return widen(kb, kind, (kb.ld(space, kind.storage, addr),))
 
 
-def load_into(kb: KernelBuilder, kind: ElementKind, dst: Element, addr: Value, pred: Value,
-              *, conj: bool = False) -> None:
-    """``dst = pred ? [addr] : 0`` (dst registers are overwritten either way)."""
-    for d in dst:
-        kb.assign(d, 0.0)
-    with kb.if_(pred):
-        got = load(kb, kind, addr, conj=conj)
-        for d, g in zip(dst, got):
-            kb.assign(d, g)
-
-
 def store(kb: KernelBuilder, kind: ElementKind, addr: Value, value: Element, *, space: str = "global",
           raw: bool = False) -> None:
     """Store an accumulator element to ``[addr]`` (narrowed to the storage type unless ``raw``)."""
@@ -199,3 +188,40 @@ def epilogue(kb: KernelBuilder, kind: ElementKind, addr: Value, acc: Element, al
         else:
             kb.fma(beta[0], old[0], out[0], out=out[0])
     store(kb, kind, addr, out)
+
+
+# -- launch-plan binds --------------------------------------------------------------------------
+#: the largest grid.z of one launch; longer batches run as several steps
+MAX_GRID_Z = 65535
+
+
+def batch_chunks(p) -> list[tuple[int, int, int, int, int]]:
+    """(z0, count, a_offset, b_offset, c_offset) per launch of a batched SIMT GEMM (grid.z at most
+    MAX_GRID_Z): byte offsets of the operands (of the pointer arrays, 8 bytes per entry, for
+    pointer-array batches)."""
+    kind = kind_of(p.dtype)
+    if p.pointer_array:
+        steps = (8, 8, 8)
+    else:
+        steps = (p.stride_a * kind.nbytes, p.stride_b * kind.nbytes, p.stride_c * p.c_kind.nbytes)
+    return [(z0, min(MAX_GRID_Z, p.batch - z0), z0 * steps[0], z0 * steps[1], z0 * steps[2])
+            for z0 in range(0, p.batch, MAX_GRID_Z)]
+
+
+def simt_bind(kind: ElementKind, head, offsets: tuple[int, int, int] = (0, 0, 0)):
+    """The ``bind`` of a SIMT GEMM step: ``head(a, b, c, workspace)`` gives the kernel's leading
+    arguments for the operand addresses (the call's pointers plus ``offsets``), then the scalars as
+    ``scalar_params`` declares them (alpha parts, alpha_ptr, beta parts, beta_ptr) from the call's
+    scalars (alpha, beta; complex: alpha.re, alpha.im, beta.re, beta.im) and pointers."""
+    offsets = tuple(offsets)
+    oa, ob, oc = offsets
+    if kind.complex:
+        def bind(ptr, s, ws):
+            return (*head(ptr[0] + oa, ptr[1] + ob, ptr[2] + oc, ws), s[0], s[1], ptr[3], s[2], s[3], ptr[4])
+    elif offsets == (0, 0, 0):
+        def bind(ptr, s, ws):
+            return (*head(ptr[0], ptr[1], ptr[2], ws), s[0], ptr[3], s[1], ptr[4])
+    else:
+        def bind(ptr, s, ws):
+            return (*head(ptr[0] + oa, ptr[1] + ob, ptr[2] + oc, ws), s[0], ptr[3], s[1], ptr[4])
+    return bind

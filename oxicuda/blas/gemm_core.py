@@ -11,24 +11,24 @@ layers map that to CUBLAS_STATUS_INVALID_VALUE).
 from __future__ import annotations
 
 import functools
-import math
 import numbers
 
 from oxicuda.driver import backend as _backend
 from oxicuda.driver import context as _context
-from oxicuda.driver.context import current_device_ordinal
+from oxicuda.driver.facts import DeviceFacts, device_facts
 from oxicuda.memory.dtypes import dtype_name, normalize_dtype
-from oxicuda.memory.workspace import workspace
-from oxicuda.ptx import cache
+from oxicuda.ptx.launch_plan import LaunchPlan
 
 from . import gemm_codegen as cg
-from .gemm_dispatch import DeviceInfo, GemmPlan, GemmProblem, choose_algo, device_info
+from . import gemm_tensorcore, gemm_wgmma
+from .gemm_dispatch import GemmPlan, GemmProblem, choose_algo
 from .gemm_dmma import GemmDmmaSpec
-from .gemm_naive import BLOCK as NAIVE_BLOCK
 from .gemm_naive import GemmNaiveSpec
-from .gemm_splitk import launch_reduce
+from .gemm_naive import plan as naive_plan
+from .gemm_splitk import plan as split_k_plan
 from .gemm_tiled import MIXED_OUTPUTS, GemmTiledSpec
-from .gemv import gemv_colmajor
+from .gemm_tiled import plan as tiled_plan
+from .gemv import plan as gemv_plan
 from .operands import check_span
 
 OPS = ("N", "T", "C")
@@ -120,7 +120,7 @@ def gemm_colmajor(transa: str, transb: str, m: int, n: int, k: int, alpha, a_ptr
                   batch: int = 1, stride_a: int = 0, stride_b: int = 0, stride_c: int = 0,
                   a_array_ptr: int = 0, b_array_ptr: int = 0, c_array_ptr: int = 0,
                   alpha_ptr: int = 0, beta_ptr: int = 0, stream=None, algo: str | None = None,
-                  c_dtype=None, _owned: bool = False) -> None:
+                  c_dtype=None, _owned: bool = False, _swapped: bool = False) -> None:
     """``C = alpha * op(A) @ op(B) + beta * C`` for column-major A (lda), B (ldb), C (ldc, m x n).
 
     ``dtype``: float32, float64, float16, bfloat16, complex64 or complex128 (A, B and C alike).
@@ -133,13 +133,15 @@ def gemm_colmajor(transa: str, transb: str, m: int, n: int, k: int, alpha, a_ptr
     pointers (``a_ptr``/``b_ptr``/``c_ptr`` are then ignored). ``alpha_ptr``/``beta_ptr``
     nonzero: the kernels read the scalars (of ``scalar_dtype(dtype)``) from device memory.
     ``algo``: force "naive", "tiled", "split_k", "gemv", "tensor_core", "wgmma", "dmma" (float64 on
-    tensor cores, sm_80+), or pass a
-    ``GemmTiledSpec``/``GemmNaiveSpec`` to run that exact configuration, or a split-K
+    tensor cores, sm_80+), or pass any registered ``GemmTiledSpec``/``GemmNaiveSpec``/
+    ``GemmDmmaSpec``/``GemmTensorCoreSpec``/``GemmWgmmaSpec`` to run that exact configuration, or a split-K
     ``GemmPlan`` from ``gemm_dispatch.split_k_plan`` (benchmark sweeps). One launch covers the
     whole batch (two for split_k). Raises ValueError on bad arguments, before any launch,
     among them pointers whose operand does not lie inside one device allocation of the current
     context (freed, foreign or too short; ``GemmCallPlan.check_memory``). ``_owned``: the caller
     passes pointers of live DeviceArrays it has checked (``gemm_arrays``), which skips that check.
+    ``_swapped``: the caller is a row-major array call that passed its b as A and its a as B
+    (errors name them so).
     """
     # The hot path: a call whose signature (everything but pointer values, scalars and the
     # stream) was validated before reuses that call's plan. Only plain ints qualify (64.0 and
@@ -165,7 +167,8 @@ def gemm_colmajor(transa: str, transb: str, m: int, n: int, k: int, alpha, a_ptr
             return
     validated = _validated_plan(transa, transb, m, n, k, alpha, a_ptr, lda, b_ptr, ldb, beta, c_ptr, ldc, dtype,
                                 compute, batch, stride_a, stride_b, stride_c, a_array_ptr, b_array_ptr,
-                                c_array_ptr, alpha_ptr, beta_ptr, algo, c_dtype, check_memory=not _owned)
+                                c_array_ptr, alpha_ptr, beta_ptr, algo, c_dtype, check_memory=not _owned,
+                                swapped=_swapped)
     if validated is None:  # nothing to compute
         return
     plan, (a, b, c, alpha_p, beta_p) = validated
@@ -178,7 +181,7 @@ def gemm_colmajor(transa: str, transb: str, m: int, n: int, k: int, alpha, a_ptr
 
 def _validated_plan(transa, transb, m, n, k, alpha, a_ptr, lda, b_ptr, ldb, beta, c_ptr, ldc, dtype, compute,
                     batch, stride_a, stride_b, stride_c, a_array_ptr, b_array_ptr, c_array_ptr, alpha_ptr,
-                    beta_ptr, algo, c_dtype=None, check_memory=True) -> tuple[GemmCallPlan, tuple[int, ...]] | None:
+                    beta_ptr, algo, c_dtype=None, check_memory=True, swapped=False) -> tuple[GemmCallPlan, tuple[int, ...]] | None:
     """Every check of ``gemm_colmajor`` (raising ValueError before any launch), then the plan
     that runs this call with the validated (a, b, c, alpha_ptr, beta_ptr) pointers (the pointer
     arrays for pointer-array batches); None when there is nothing to compute (m, n or batch is 0).
@@ -190,9 +193,9 @@ def _validated_plan(transa, transb, m, n, k, alpha, a_ptr, lda, b_ptr, ldb, beta
         try:
             dt = dtype_name(normalize_dtype(dtype))
         except TypeError as exc:
-            raise ValueError(f"gemm: dtype={dtype!r} is not supported; allowed: {cg.GEMM_DTYPES}") from exc
+            raise TypeError(f"gemm: dtype={dtype!r} is not supported; allowed: {cg.GEMM_DTYPES}") from exc
     if dt not in cg.ELEMENT_KINDS:
-        raise ValueError(f"gemm: dtype={dt!r} is not supported; allowed: {cg.GEMM_DTYPES}")
+        raise TypeError(f"gemm: dtype={dt!r} is not supported; allowed: {cg.GEMM_DTYPES}")
     kind = cg.ELEMENT_KINDS[dt]
     cdt = _c_dtype(c_dtype, dt)
     ces = cg.ELEMENT_KINDS[cdt or dt].nbytes
@@ -237,7 +240,7 @@ def _validated_plan(transa, transb, m, n, k, alpha, a_ptr, lda, b_ptr, ldb, beta
     if batch > 1 and not pointer_array and stride_c < ldc * (n - 1) + m:
         raise ValueError(f"gemm: stride_c={stride_c} makes batch entries of C overlap; it must be >= "
                          f"ldc * (n - 1) + m = {ldc * (n - 1) + m} (or use batch=1)")
-    info = device_info(current_device_ordinal())
+    info = device_facts()
     if pointer_array:
         align_a = align_b = align_c = min(8, es)
     else:
@@ -245,7 +248,8 @@ def _validated_plan(transa, transb, m, n, k, alpha, a_ptr, lda, b_ptr, ldb, beta
         align_b = _align(ptrs["b_ptr"], ldb * es, stride_b * es)
         align_c = _align(ptrs["c_ptr"], ldc * ces, stride_c * ces)
     problem = GemmProblem(m, n, k, dt, compute, ta, tb, lda, ldb, ldc, batch, pointer_array,
-                          bool(ptrs["alpha_ptr"] or ptrs["beta_ptr"]), align_a, align_b, align_c, info.arch, cdt)
+                          bool(ptrs["alpha_ptr"] or ptrs["beta_ptr"]), align_a, align_b, align_c, info.arch, cdt,
+                          stride_a, stride_b, stride_c)
     if isinstance(algo, (GemmTiledSpec, GemmNaiveSpec)):
         plan = GemmPlan("tiled" if isinstance(algo, GemmTiledSpec) else "naive", algo)
         _check_forced_spec(algo, problem)
@@ -255,9 +259,11 @@ def _validated_plan(transa, transb, m, n, k, alpha, a_ptr, lda, b_ptr, ldb, beta
     elif isinstance(algo, GemmDmmaSpec):
         _check_forced_dmma(algo, problem)
         plan = GemmPlan("dmma", algo)
+    elif isinstance(algo, (gemm_tensorcore.GemmTensorCoreSpec, gemm_wgmma.GemmWgmmaSpec)):
+        plan = GemmPlan(_check_forced_tensor_core(algo, problem), algo)
     else:
         plan = _cached_choice(problem, info, algo)
-    call_plan = GemmCallPlan(plan, problem, info, stride_a, stride_b, stride_c)
+    call_plan = GemmCallPlan(plan, problem, info)
     if check_memory:
         if pointer_array:
             call_plan.check_memory(*arrays, ptrs["alpha_ptr"], ptrs["beta_ptr"])
@@ -267,6 +273,11 @@ def _validated_plan(transa, transb, m, n, k, alpha, a_ptr, lda, b_ptr, ldb, beta
         c_ext = (*_extent(ptrs["c_ptr"], m, n, ldc, ces, batch, stride_c), ldc * ces, m * ces, n, batch)
         for name, rows, cols, ld, stride in (("a", rows_a, cols_a, lda, stride_a), ("b", rows_b, cols_b, ldb, stride_b)):
             ext = (*_extent(ptrs[f"{name}_ptr"], rows, cols, ld, es, batch, stride), ld * es, rows * es, cols, batch)
+            if _overlaps(c_ext, ext) and swapped:  # a row-major array call: A here is its b
+                user = "b" if name == "a" else "a"
+                raise ValueError(f"gemm: the output c (0x{ptrs['c_ptr']:x}) overlaps input {user} "
+                                 f"(0x{ptrs[name + '_ptr']:x}); cuBLAS results would be undefined: pass a "
+                                 "separate output")
             if _overlaps(c_ext, ext):
                 raise ValueError(f"gemm: the output C (0x{ptrs['c_ptr']:x}, {m}x{n}, ldc={ldc}) overlaps input "
                                  f"{name.upper()} (0x{ptrs[name + '_ptr']:x}, {rows}x{cols}, ld{name}={ld}); "
@@ -295,29 +306,27 @@ def plan_cache_size() -> int:
 
 
 class GemmCallPlan:
-    """What one validated call signature runs: the dispatch choice, the launch geometry checked
-    once, an argument builder for the single-launch SIMT kernels (naive, tiled), and the byte
-    spans of A, B and C for the per-call overlap test. Pointer values, scalars and the stream
-    come with each call."""
+    """What one validated call signature runs: the dispatch choice (``gemm_plan``), its
+    ``LaunchPlan`` (kernels loaded, geometry checked, argument binds fixed once) and the byte
+    spans of A, B and C for the per-call overlap and memory checks. Pointer values, scalars and
+    the stream come with each call."""
 
-    __slots__ = ("_args", "_launch", "_names", "a_span", "b_span", "c_span", "gemm_plan", "info", "is_complex",
-                 "problem", "reads_ab", "scalar_bytes", "strides")
+    __slots__ = ("_names", "_run", "a_span", "b_span", "c_span", "gemm_plan", "info", "is_complex",
+                 "launch_plan", "problem", "reads_ab", "scalar_bytes")
 
-    def __init__(self, plan: GemmPlan, problem: GemmProblem, info: DeviceInfo, stride_a: int, stride_b: int,
-                 stride_c: int) -> None:
+    def __init__(self, plan: GemmPlan, problem: GemmProblem, info: DeviceFacts) -> None:
         p = problem
         kind = cg.ELEMENT_KINDS[p.dtype]
         es = kind.nbytes
         ces = p.c_kind.nbytes
         self.gemm_plan, self.problem, self.info = plan, p, info
-        self.strides = (stride_a, stride_b, stride_c)
         self.is_complex = kind.complex
         self.reads_ab = p.k > 0
         rows_a, cols_a = (p.m, p.k) if p.transa == "N" else (p.k, p.m)
         rows_b, cols_b = (p.k, p.n) if p.transb == "N" else (p.n, p.k)
-        self.a_span = _extent(0, rows_a, cols_a, p.lda, es, p.batch, stride_a)[1]
-        self.b_span = _extent(0, rows_b, cols_b, p.ldb, es, p.batch, stride_b)[1]
-        self.c_span = _extent(0, p.m, p.n, p.ldc, ces, p.batch, stride_c)[1]
+        self.a_span = _extent(0, rows_a, cols_a, p.lda, es, p.batch, p.stride_a)[1]
+        self.b_span = _extent(0, rows_b, cols_b, p.ldb, es, p.batch, p.stride_b)[1]
+        self.c_span = _extent(0, p.m, p.n, p.ldc, ces, p.batch, p.stride_c)[1]
         self.scalar_bytes = cg.ELEMENT_KINDS[scalar_dtype(p.dtype)].nbytes
         batch = f", batch={p.batch}" if p.batch > 1 else ""
         if p.pointer_array:
@@ -326,31 +335,8 @@ class GemmCallPlan:
             self._names = (f"gemm: A ({rows_a}x{cols_a}, lda={p.lda}{batch})",
                            f"gemm: B ({rows_b}x{cols_b}, ldb={p.ldb}{batch})",
                            f"gemm: C ({p.m}x{p.n}, ldc={p.ldc}{batch})")
-        self._launch = self._args = None
-        if plan.algo in ("naive", "tiled", "dmma") and p.batch <= MAX_GRID_Z and not p.pointer_array:
-            _check_32bit_indexing(p)
-            self._prepare_simt_launch(plan, p, info, stride_a, stride_b, stride_c)
-
-    def _prepare_simt_launch(self, plan: GemmPlan, p: GemmProblem, info: DeviceInfo, sa: int, sb: int,
-                             sc: int) -> None:
-        fn = cache.load(plan.spec)
-        m, n, k, lda, ldb, ldc = p.m, p.n, p.k, p.lda, p.ldb, p.ldc
-        if plan.algo == "naive":
-            a_si, a_sk = (1, lda) if p.transa == "N" else (lda, 1)
-            b_sk, b_sj = (1, ldb) if p.transb == "N" else (ldb, 1)
-            blocks = min(math.ceil(m * n / NAIVE_BLOCK), info.sm_count * info.max_threads_per_sm // NAIVE_BLOCK)
-            self._launch = fn.prepared_launch((max(1, blocks), 1, p.batch), (NAIVE_BLOCK,))
-
-            def args(a: int, b: int, c: int, scalars: tuple) -> tuple:
-                return (m, n, k, a, a_si, a_sk, b, b_sk, b_sj, c, ldc, sa, sb, sc, *scalars)
-        else:
-            spec = plan.spec
-            grid = (math.ceil(m / spec.bm), math.ceil(n / spec.bn), p.batch)
-            self._launch = fn.prepared_launch(grid, (spec.threads,))
-
-            def args(a: int, b: int, c: int, scalars: tuple) -> tuple:
-                return (m, n, k, 0, a, lda, b, ldb, c, ldc, sa, sb, sc, *scalars)
-        self._args = args
+        self.launch_plan = family_plan(plan, p, info)
+        self._run = self.launch_plan.runner()
 
     def accepts(self, a: int, b: int, c: int, alpha_ptr: int, beta_ptr: int) -> bool:
         """Whether these pointers pass the pointer checks by plain arithmetic (none negative, C
@@ -388,26 +374,34 @@ class GemmCallPlan:
     def run(self, alpha, beta, a: int, b: int, c: int, alpha_ptr: int, beta_ptr: int, stream) -> None:
         """Launch this plan on validated pointers; alpha/beta are checked here (ValueError
         before any launch)."""
-        launch = self._launch
-        if launch is not None:
-            if self.is_complex:
-                al = alpha if type(alpha) is complex else _scalar(alpha, "alpha", True)
-                be = beta if type(beta) is complex else _scalar(beta, "beta", True)
-                scalars = (al.real, al.imag, alpha_ptr, be.real, be.imag, beta_ptr)
-            else:
-                al = alpha if type(alpha) is float else _scalar(alpha, "alpha", False)
-                be = beta if type(beta) is float else _scalar(beta, "beta", False)
-                scalars = (al, alpha_ptr, be, beta_ptr)
-            launch(self._args(a, b, c, scalars), stream)
-            return
-        alpha = _scalar(alpha, "alpha", self.is_complex)
-        beta = _scalar(beta, "beta", self.is_complex)
-        if self.problem.pointer_array:
-            ptrs = {"a_array_ptr": a, "b_array_ptr": b, "c_array_ptr": c, "a_ptr": 0, "b_ptr": 0, "c_ptr": 0}
+        if self.is_complex:
+            al = alpha if type(alpha) is complex else _scalar(alpha, "alpha", True)
+            be = beta if type(beta) is complex else _scalar(beta, "beta", True)
+            self._run((a, b, c, alpha_ptr, beta_ptr), (al.real, al.imag, be.real, be.imag), stream)
         else:
-            ptrs = {"a_ptr": a, "b_ptr": b, "c_ptr": c, "a_array_ptr": 0, "b_array_ptr": 0, "c_array_ptr": 0}
-        ptrs["alpha_ptr"], ptrs["beta_ptr"] = alpha_ptr, beta_ptr
-        run_plan(self.gemm_plan, self.problem, self.info, alpha, beta, ptrs, *self.strides, stream)
+            al = alpha if type(alpha) is float else _scalar(alpha, "alpha", False)
+            be = beta if type(beta) is float else _scalar(beta, "beta", False)
+            self._run((a, b, c, alpha_ptr, beta_ptr), (al, be), stream)
+
+
+def family_plan(choice: GemmPlan, p: GemmProblem, info: DeviceFacts) -> LaunchPlan:
+    """The LaunchPlan of dispatch's ``choice`` for ``p``: each family's ``plan`` (the one place
+    where the algo name selects code)."""
+    algo = choice.algo
+    if algo == "gemv":
+        return gemv_plan(p, info)
+    if algo in TENSOR_CORE_PLANS:
+        return TENSOR_CORE_PLANS[algo](p, info, choice.spec)
+    _check_32bit_indexing(p)
+    if algo == "split_k":
+        return split_k_plan(choice.spec, choice.reduce, choice.splits, p, info)
+    if algo == "naive":
+        return naive_plan(choice.spec, p, info)
+    return tiled_plan(choice.spec, p, info)  # tiled and dmma take the same arguments
+
+
+#: tensor-core algo -> its family's ``plan(problem, device, spec)``
+TENSOR_CORE_PLANS = {gemm_tensorcore.ALGO: gemm_tensorcore.plan, gemm_wgmma.ALGO: gemm_wgmma.plan}
 
 
 def _check_32bit_indexing(p: GemmProblem) -> None:
@@ -417,7 +411,7 @@ def _check_32bit_indexing(p: GemmProblem) -> None:
 
 
 @functools.lru_cache(maxsize=4096)
-def _cached_choice(problem: GemmProblem, info: DeviceInfo, algo: str | None) -> GemmPlan:
+def _cached_choice(problem: GemmProblem, info: DeviceFacts, algo: str | None) -> GemmPlan:
     """choose_algo is a pure function of its arguments, so repeated problems reuse the plan."""
     return choose_algo(problem, info, algo)
 
@@ -429,11 +423,11 @@ def _c_dtype(c_dtype: object, dt: str) -> str:
     try:
         cdt = dtype_name(normalize_dtype(c_dtype))
     except TypeError as exc:
-        raise ValueError(f"gemm: c_dtype={c_dtype!r} is not a dtype") from exc
+        raise TypeError(f"gemm: c_dtype={c_dtype!r} is not a dtype") from exc
     if cdt == dt:
         return ""
     if (dt, cdt) not in MIXED_OUTPUTS:
-        raise ValueError(f"gemm: c_dtype={cdt} with {dt} data is not supported; allowed: C of the data's dtype, "
+        raise TypeError(f"gemm: c_dtype={cdt} with {dt} data is not supported; allowed: C of the data's dtype, "
                          f"or the pairs (data, C) {MIXED_OUTPUTS}")
     return cdt
 
@@ -448,6 +442,21 @@ def _check_forced_dmma(spec: GemmDmmaSpec, p: GemmProblem) -> None:
     for name, v, align in (("vec_a", spec.vec_a, p.align_a), ("vec_b", spec.vec_b, p.align_b)):
         if v > 1 and align < 8 * v:
             raise ValueError(f"gemm: forced spec {name}={v} needs {8 * v}-byte aligned operands; got {align}")
+
+
+def _check_forced_tensor_core(spec, p: GemmProblem) -> str:
+    """A forced mma.sync or wgmma spec must be one its family would run for this call (dtype,
+    compute, operand layouts, C type) on a device it supports; returns the family's algo."""
+    module = gemm_wgmma if isinstance(spec, gemm_wgmma.GemmWgmmaSpec) else gemm_tensorcore
+    if not module.supports(p) or (p.mixed and not getattr(module, "MIXED_C", False)):
+        raise ValueError(f"gemm: forced spec {spec.key()} cannot run this call (dtype {p.dtype}, compute "
+                         f"{p.compute}, alignment {p.alignment}, arch {p.arch}, c_dtype {p.c_dtype or p.dtype})")
+    natural = module.choose_spec(p)
+    fields = ("dtype", "a_kmajor", "b_kmajor") + (("c_f32",) if module is gemm_tensorcore else ())
+    if any(getattr(spec, f) != getattr(natural, f) for f in fields):
+        raise ValueError(f"gemm: forced spec {spec.key()} has {[(f, getattr(spec, f)) for f in fields]}; this call "
+                         f"needs {[(f, getattr(natural, f)) for f in fields]}")
+    return module.ALGO
 
 
 def _check_forced_plan(plan: GemmPlan, p: GemmProblem) -> None:
@@ -492,84 +501,4 @@ def _check_forced_spec(spec, p: GemmProblem, raw_ok: bool = False) -> None:
                                  f"got {align}")
 
 
-def run_plan(plan: GemmPlan, p: GemmProblem, info: DeviceInfo, alpha, beta, ptrs: dict, stride_a: int,
-             stride_b: int, stride_c: int, stream) -> None:
-    """Launch ``plan`` for the validated problem ``p``."""
-    kind = cg.ELEMENT_KINDS[p.dtype]
-    if plan.algo == "gemv":
-        _run_gemv(p, alpha, beta, ptrs, stream)
-        return
-    if plan.algo not in ("naive", "tiled", "split_k", "dmma"):
-        module, tp = plan.spec
-        module.launch(tp, alpha, ptrs["a_ptr"], p.lda, ptrs["b_ptr"], p.ldb, beta, ptrs["c_ptr"], p.ldc,
-                      batch=p.batch, stride_a=stride_a, stride_b=stride_b, stride_c=stride_c,
-                      alpha_ptr=ptrs["alpha_ptr"], beta_ptr=ptrs["beta_ptr"], stream=stream)
-        return
-    _check_32bit_indexing(p)
-    scalars = [*cg.scalar_args(kind, alpha), ptrs["alpha_ptr"], *cg.scalar_args(kind, beta), ptrs["beta_ptr"]]
-    if p.pointer_array:
-        a, b, c = ptrs["a_array_ptr"], ptrs["b_array_ptr"], ptrs["c_array_ptr"]
-        strides = (8, 8, 8)  # batch chunks advance the pointer arrays
-    else:
-        a, b, c = ptrs["a_ptr"], ptrs["b_ptr"], ptrs["c_ptr"]
-        strides = (stride_a * kind.nbytes, stride_b * kind.nbytes, stride_c * p.c_kind.nbytes)
-    fn = cache.load(plan.spec)
-    if plan.algo == "split_k":
-        _run_split_k(fn, plan, p, info, kind, a, b, c, scalars, stream)
-        return
-    for z0 in range(0, p.batch, MAX_GRID_Z):
-        zb = min(MAX_GRID_Z, p.batch - z0)
-        az, bz, cz = a + z0 * strides[0], b + z0 * strides[1], c + z0 * strides[2]
-        if plan.algo == "naive":
-            a_si, a_sk = (1, p.lda) if p.transa == "N" else (p.lda, 1)
-            b_sk, b_sj = (1, p.ldb) if p.transb == "N" else (p.ldb, 1)
-            blocks = min(math.ceil(p.m * p.n / NAIVE_BLOCK), info.sm_count * info.max_threads_per_sm // NAIVE_BLOCK)
-            fn((max(1, blocks), 1, zb), (NAIVE_BLOCK,),
-               [p.m, p.n, p.k, az, a_si, a_sk, bz, b_sk, b_sj, cz, p.ldc, stride_a, stride_b, stride_c, *scalars],
-               stream=stream)
-        else:
-            spec = plan.spec
-            grid = (math.ceil(p.m / spec.bm), math.ceil(p.n / spec.bn), zb)
-            fn(grid, (spec.threads,), [p.m, p.n, p.k, 0, az, p.lda, bz, p.ldb, cz, p.ldc,
-                                       stride_a, stride_b, stride_c, *scalars], stream=stream)
-
-
-ACC_DTYPES = cg.ACC_DTYPES  # (re-exported: the tests and the split-K workspace read it here)
-
-
-def _run_split_k(fn, plan: GemmPlan, p: GemmProblem, info: DeviceInfo, kind: cg.ElementKind, a: int, b: int,
-                 c: int, scalars: list, stream) -> None:
-    """K in ``plan.splits`` slices over grid.z into a workspace, then the reduction applies alpha/beta."""
-    spec = plan.spec
-    chunk = math.ceil(p.k / plan.splits)
-    chunk = math.ceil(chunk / spec.bk) * spec.bk
-    splits = math.ceil(p.k / chunk)
-    if splits > MAX_GRID_Z:
-        raise ValueError(f"gemm: split_k with {splits} splits exceeds the grid's {MAX_GRID_Z} in z")
-    ws = workspace((ACC_DTYPES[p.dtype], splits * p.m * p.n), stream)
-    a_sk = p.lda if p.transa == "N" else 1
-    b_sk = 1 if p.transb == "N" else p.ldb
-    zeros = [0.0] * (kind.comps) + [0]
-    grid = (math.ceil(p.m / spec.bm), math.ceil(p.n / spec.bn), splits)
-    fn(grid, (spec.threads,), [p.m, p.n, p.k, chunk, a, p.lda, b, p.ldb, ws.ptr, p.m,
-                               chunk * a_sk, chunk * b_sk, p.m * p.n, *zeros, *zeros], stream=stream)
-    launch_reduce(plan.reduce, p.m, p.n, splits, ws.ptr, c, p.ldc, scalars, info.sm_count, stream)
-
-
-def _run_gemv(p: GemmProblem, alpha, beta, ptrs: dict, stream) -> None:
-    """m == 1 or n == 1 as one matrix-vector product (see gemm_dispatch)."""
-    a, b, c = ptrs["a_ptr"], ptrs["b_ptr"], ptrs["c_ptr"]
-    kw = {"dtype": p.dtype, "stream": stream, "alpha_ptr": ptrs["alpha_ptr"], "beta_ptr": ptrs["beta_ptr"],
-          "_owned": True}  # gemm_colmajor checked the operands' memory (or its caller did)
-    if p.n == 1:
-        # C[:, 0] = alpha * op(A) @ x + beta * C[:, 0], x = op(B)[:, 0] = B[p] (N) or B[p * ldb]
-        incx = 1 if p.transb == "N" else p.ldb
-        rows, cols = (p.m, p.k) if p.transa == "N" else (p.k, p.m)
-        gemv_colmajor("N" if p.transa == "N" else "T", rows, cols, alpha, a, p.lda, b, incx, beta, c, 1,
-                      conj_a=p.transa == "C", conj_x=p.transb == "C", **kw)
-        return
-    # m == 1: C[0, :] = op(B)^T @ x, x = op(A)[0, :]; op(B)^T is B^T (transb N), B (T), conj(B) (C)
-    incx = p.lda if p.transa == "N" else 1
-    rows, cols = (p.k, p.n) if p.transb == "N" else (p.n, p.k)
-    gemv_colmajor("T" if p.transb == "N" else "N", rows, cols, alpha, b, p.ldb, a, incx, beta, c, p.ldc,
-                  conj_a=p.transb == "C", conj_x=p.transa == "C", **kw)
+ACC_DTYPES = cg.ACC_DTYPES  # (re-exported: the tests and the split-K sweep read it here)

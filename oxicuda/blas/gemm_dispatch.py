@@ -5,7 +5,7 @@ dispatch uses lives in the tables of this module (their one owner): ``THRESHOLDS
 which branch), ``TILES`` (which SIMT CTA tile each role gets, per dtype), ``DMMA_TILES`` (float64
 tensor-core tiles), ``RESIDENT_CTAS`` (CTAs per SM of a tile, read off ptxas's register counts)
 and the wave model's ``TILE_RATE``/``OCCUPANCY_EXPONENT``/``ROUND_CLOCKS``/
-``MEMORY_BYTES_PER_CLOCK``, which price a tile and split count in SM clocks so that split-K
+the device facts' FP32 lanes and memory bytes per clock (``oxicuda.driver.facts``), which price a tile and split count in SM clocks so that split-K
 (tile and count) and strided batches (tile per batch count) take the candidate that finishes
 first. They were checked against the H200 with ``benches/sweep_blas.py`` (every candidate of
 ``gemm_tiled.TILE_CONFIGS`` / ``gemm_dmma.TILES`` and ladders of split counts on issue 5's shapes
@@ -38,9 +38,21 @@ import importlib
 import math
 from dataclasses import dataclass
 
+from oxicuda.driver.facts import DeviceFacts
+
 from . import gemm_codegen as cg
+from .gemm_problem import GemmProblem
 from .gemm_splitk import GemmSplitKReduceSpec, reduce_groups, reduce_spec  # noqa: F401  (reduce_groups re-exported)
 from .gemm_tiled import SPLIT_K_TILES, TILE_CONFIGS, GemmTiledSpec, TileConfig, spec_for
+
+#: table -> the committed sweep it was read from (tests check they exist and replay them)
+SOURCES = {
+    "TILES": "benches/results/2026-11-29-h200-session3/call2-sweep-blas.json",
+    "DMMA_TILES": "benches/results/2026-11-29-h200-session3/call3-sweep-blas.json",
+    "VARIANTS": "benches/results/2026-11-29-h200-session3/call3-sweep-blas.json",
+    "TILE_RATE": "benches/results/2026-11-29-h200-session3/call2-sweep-blas.json",
+    "SPLIT_K_VARIANTS": "benches/results/2026-11-29-h200-session4/call2-sweep-skinny.json",
+}
 
 #: Branch thresholds; how they were checked: the module docstring.
 THRESHOLDS = {
@@ -128,7 +140,7 @@ def resident_ctas(cfg: TileConfig) -> int:
 # run as a partial round whose SM throughput is (r'/r) ** OCCUPANCY_EXPONENT of a full one. Time
 # in SM clocks = rounds x K tiles per CTA x the tile's FMAs / (FP32 lanes x TILE_RATE), plus
 # ROUND_CLOCKS per round (a CTA's first loads and its C writes), plus, for split-K, the partial
-# slabs written and read back by the reduction at MEMORY_BYTES_PER_CLOCK.
+# slabs written and read back by the reduction at the device's memory bytes per clock.
 # Fitted to the H200 sweep benches/results/2026-11-29-h200-session3/call2-sweep-blas.json (34 split-K
 # variants of the three base tiles on the three skinny shapes; tests/test_blas_gemm_perfpaths.py
 # replays them): every count whose busiest SM runs whole rounds within 10% of its measurement
@@ -139,11 +151,9 @@ def resident_ctas(cfg: TileConfig) -> int:
 # 64x4096x16384 (39.4, the fastest). The same sweep priced the reduction (partial products alone):
 # 5% of the time at 128x128x131072, 2-3% on the other two.
 
-#: FP32 FMA lanes per SM, by arch (not exposed by the driver)
-FP32_LANES = {"sm_80": 64, "sm_86": 128, "sm_89": 128, "sm_90": 128}
-#: Chip-wide bytes per SM clock for split-K partials (write + reduction read; they mostly stay
-#: in L2): the copy bandwidth over the SM clock (H200 4.26 TB/s / 1.98 GHz; A4000 448 GB/s / 1.56 GHz).
-MEMORY_BYTES_PER_CLOCK = {"sm_80": 1000, "sm_86": 287, "sm_89": 400, "sm_90": 2150}
+# FP32 FMA lanes per SM and the chip-wide bytes per SM clock that split-K partials move (write +
+# reduction read; they mostly stay in L2) are the device facts' ``fp32_lanes_per_sm`` and
+# ``memory_bytes_per_clock`` (oxicuda.driver.facts.ARCH_RATES).
 #: Share of FP32 peak a tile's K loop reaches with a full SM (float32; fitted to the sweep above,
 #: 64x64 4x4 from its 29 of 66.9 TFLOP/s on 4096^3). Tiles missing here are not considered by the model.
 #: SPLIT_K_VARIANTS' loop-variant partial tiles (see there), the ones gemm_tiled registers as
@@ -163,20 +173,20 @@ ROUND_CLOCKS = 2000
 TILE_ROUND_CLOCKS = {_SK_128x128_8x16: 14000, _SK_128x64: 10000, _SK_64x128: 9000}
 
 
-def modelled_clocks(cfg: TileConfig, ctas: int, k_tiles: int, device: DeviceInfo) -> float:
+def modelled_clocks(cfg: TileConfig, ctas: int, k_tiles: int, device: DeviceFacts) -> float:
     """SM clocks the busiest SM needs for ``ctas`` CTAs of ``cfg`` that each run ``k_tiles`` K
     steps (the wave model above; ``cfg`` must be in TILE_RATE)."""
     r = resident_ctas(cfg)
     per_sm = -(-ctas // device.sm_count)
     full, rem = divmod(per_sm, r)
     ctas_time = full * r + (rem ** (1 - OCCUPANCY_EXPONENT) * r ** OCCUPANCY_EXPONENT if rem else 0.0)
-    lanes = FP32_LANES.get(device.arch.rstrip("a"), 128)
+    lanes = device.fp32_lanes_per_sm
     fma = cfg.bm * cfg.bn * cfg.bk
     rounds = full + (rem > 0)
     return ctas_time * k_tiles * fma / (lanes * TILE_RATE[cfg]) + TILE_ROUND_CLOCKS.get(cfg, ROUND_CLOCKS) * rounds
 
 
-def split_k_clocks(problem: GemmProblem, device: DeviceInfo, cfg: TileConfig, splits: int) -> float:
+def split_k_clocks(problem: GemmProblem, device: DeviceFacts, cfg: TileConfig, splits: int) -> float:
     """Modelled SM clocks of split-K with ``splits`` (rounded as split_k_plan rounds it) and tile ``cfg``:
     the partial products plus the slabs' traffic through the reduction."""
     k_tiles = -(-problem.k // cfg.bk)
@@ -184,8 +194,7 @@ def split_k_clocks(problem: GemmProblem, device: DeviceInfo, cfg: TileConfig, sp
     splits = -(-k_tiles // chunk)
     clocks = modelled_clocks(cfg, _tiles(problem, cfg) * splits, chunk, device)
     slab = problem.m * problem.n * cg.kind_of(problem.dtype).acc_nbytes
-    bw = MEMORY_BYTES_PER_CLOCK.get(device.arch.rstrip("a"), 287)
-    return clocks + 2 * splits * slab / bw
+    return clocks + 2 * splits * slab / device.memory_bytes_per_clock
 
 
 #: splits used when algo="split_k" is forced on a problem the thresholds would not split
@@ -198,58 +207,10 @@ AUTO_TENSOR_CORE_ALGOS = ("wgmma", "tensor_core")
 
 
 @dataclass(frozen=True)
-class DeviceInfo:
-    """The device facts dispatch reads (from the driver; tests build their own)."""
-
-    arch: str = "sm_86"
-    sm_count: int = 48
-    max_threads_per_sm: int = 1536
-
-
-@dataclass(frozen=True)
-class GemmProblem:
-    """One column-major GEMM call, as dispatch sees it. ``transa``/``transb`` are "N", "T" or "C"
-    ("C" only for complex dtypes; real "C" is normalized to "T"). ``align_a``/``align_b``/
-    ``align_c``: the largest power of two (<= 16) dividing the operand's pointer, leading
-    dimension and batch stride in bytes; ``alignment`` is their minimum."""
-
-    m: int
-    n: int
-    k: int
-    dtype: str
-    compute: str = "f32"
-    transa: str = "N"
-    transb: str = "N"
-    lda: int = 1
-    ldb: int = 1
-    ldc: int = 1
-    batch: int = 1
-    pointer_array: bool = False
-    device_scalars: bool = False
-    align_a: int = 16
-    align_b: int = 16
-    align_c: int = 16
-    arch: str = "sm_86"
-    c_dtype: str = ""
-
-    @property
-    def alignment(self) -> int:
-        return min(self.align_a, self.align_b, self.align_c)
-
-    @property
-    def mixed(self) -> bool:
-        """True when C's type differs from A's and B's (float32 C over float16/bfloat16 data)."""
-        return bool(self.c_dtype) and self.c_dtype != self.dtype
-
-    @property
-    def c_kind(self) -> cg.ElementKind:
-        return cg.kind_of(self.c_dtype or self.dtype)
-
-
-@dataclass(frozen=True)
 class GemmPlan:
-    """What runs: ``algo`` (naive, tiled, split_k, gemv, or a tensor-core ALGO), the kernel
-    ``spec`` for SIMT algos, ``splits`` (K splits for split_k) and the split-K ``reduce`` spec."""
+    """What runs: ``algo`` (naive, tiled, split_k, gemv, dmma or a tensor-core ALGO), its kernel
+    ``spec`` (None for gemv, whose plan picks it), ``splits`` (K splits for split_k) and the
+    split-K ``reduce`` spec."""
 
     algo: str
     spec: object = None
@@ -271,18 +232,6 @@ def tensor_core_module(name: str):
         raise
 
 
-@functools.cache
-def device_info(ordinal: int) -> DeviceInfo:
-    """The DeviceInfo of device ``ordinal``, read once from the driver (the one helper here that
-    touches the driver; choose_algo itself stays pure)."""
-    from oxicuda.driver import Device
-    from oxicuda.ptx.target import device_arch
-
-    dev = Device(ordinal)
-    return DeviceInfo(arch=device_arch(ordinal), sm_count=dev.multiprocessor_count,
-                      max_threads_per_sm=dev.max_threads_per_multiprocessor)
-
-
 def tensor_core_modules() -> list:
     """The importable tensor-core GEMM modules, preferred first."""
     return [m for m in (tensor_core_module(n) for n in TENSOR_CORE_MODULES) if m is not None]
@@ -293,23 +242,9 @@ def wants_tensor_cores(problem: GemmProblem) -> bool:
     return problem.dtype in ("float16", "bfloat16") or (problem.dtype == "float32" and problem.compute == "tf32")
 
 
-def tensor_core_problem(module, problem: GemmProblem):
-    """``problem`` in the tensor-core module's own ``GemmProblem`` type when it defines one."""
-    cls = getattr(module, "GemmProblem", None)
-    if cls is None or isinstance(problem, cls):
-        return problem
-    import dataclasses
-
-    names = {f.name for f in dataclasses.fields(cls)}
-    values = {name: getattr(problem, name) for name in names if hasattr(problem, name)}
-    if "alignment" in names:
-        values["alignment"] = problem.alignment
-    return cls(**values)
-
-
 def tensor_core_choice(problem: GemmProblem, algo: str | None = None):
-    """(module, its problem object) of the first tensor-core module that supports ``problem``
-    (restricted to ``algo`` when given), or None."""
+    """(module, spec) of the first tensor-core module that supports ``problem`` (restricted to
+    ``algo`` when given), or None."""
     if problem.pointer_array:
         return None
     for module in tensor_core_modules():
@@ -320,9 +255,8 @@ def tensor_core_choice(problem: GemmProblem, algo: str | None = None):
             continue
         if algo is None and name not in AUTO_TENSOR_CORE_ALGOS:
             continue
-        tp = tensor_core_problem(module, problem)
-        if module.supports(tp):
-            return module, tp
+        if module.supports(problem):
+            return module, module.choose_spec(problem)
     return None
 
 
@@ -378,13 +312,13 @@ SPLIT_K_VARIANTS: dict[TileConfig, tuple[tuple[str, ...], TileConfig]] = {
 }
 
 
-def split_k_candidates(problem: GemmProblem, device: DeviceInfo) -> list[TileConfig]:
+def split_k_candidates(problem: GemmProblem, device: DeviceFacts) -> list[TileConfig]:
     """TILES' split-K candidates for ``problem``, each replaced by its SPLIT_K_VARIANTS loop variant
     where that was measured faster on this arch and A and B get 16-byte loads."""
     return [_variant(problem, device, c, SPLIT_K_VARIANTS) for c in TILES[problem.dtype]["split_k"]]
 
 
-def _variant(problem: GemmProblem, device: DeviceInfo, cfg: TileConfig, table: dict | None = None) -> TileConfig:
+def _variant(problem: GemmProblem, device: DeviceFacts, cfg: TileConfig, table: dict | None = None) -> TileConfig:
     archs, better = (VARIANTS if table is None else table).get(cfg, ((), cfg))
     if problem.dtype != "float32" or device.arch.rstrip("a") not in archs or problem.pointer_array:
         return cfg
@@ -394,7 +328,7 @@ def _variant(problem: GemmProblem, device: DeviceInfo, cfg: TileConfig, table: d
     return better
 
 
-def tile_config(problem: GemmProblem, device: DeviceInfo, *, big: bool | None = None) -> TileConfig:
+def tile_config(problem: GemmProblem, device: DeviceFacts, *, big: bool | None = None) -> TileConfig:
     """The CTA tile for the tiled path: TILES' "large" one when its tiles give every SM work
     (or its measured loop variant, see VARIANTS)."""
     roles = TILES[problem.dtype]
@@ -406,7 +340,7 @@ def tile_config(problem: GemmProblem, device: DeviceInfo, *, big: bool | None = 
     return _variant(problem, device, roles["large"]) if big else roles["small"]
 
 
-def batched_tile(problem: GemmProblem, device: DeviceInfo) -> TileConfig:
+def batched_tile(problem: GemmProblem, device: DeviceFacts) -> TileConfig:
     """The tile of a batched problem: the "batched" candidate whose tiles x batch CTAs finish
     first in the wave model (ties: the first listed). H200 sweep, 64 x 512^3: 128x128 42.4,
     128x64 42.1, 64x128 41.6, 64x64 28.0 TFLOP/s; the model picks 128x128."""
@@ -435,7 +369,7 @@ def _vec_c(problem: GemmProblem, cfg: TileConfig, raw_out: bool) -> int:
     return w
 
 
-def tiled_spec(problem: GemmProblem, device: DeviceInfo, *, k_extent: int | None = None,
+def tiled_spec(problem: GemmProblem, device: DeviceFacts, *, k_extent: int | None = None,
                raw_out: bool = False, cfg: TileConfig | None = None) -> GemmTiledSpec:
     """The tiled-kernel spec for ``problem`` (``k_extent``: the K each CTA covers)."""
     cfg = cfg or tile_config(problem, device)
@@ -451,7 +385,7 @@ def tiled_spec(problem: GemmProblem, device: DeviceInfo, *, k_extent: int | None
     )
 
 
-def split_k_choice(problem: GemmProblem, device: DeviceInfo) -> tuple[TileConfig, int]:
+def split_k_choice(problem: GemmProblem, device: DeviceFacts) -> tuple[TileConfig, int]:
     """(tile, splits) for split-K; splits 1 means: do not split. Split only when K is long and
     the output tiles fill less than ``split_k_fill_fraction`` of the SMs. Tiles in TILE_RATE:
     the tile and count (each split keeping ``split_k_min_chunk`` of K, the slabs within
@@ -484,18 +418,13 @@ def split_k_choice(problem: GemmProblem, device: DeviceInfo) -> tuple[TileConfig
     return cfg, (splits if splits >= 2 else 1)
 
 
-def split_k_count(problem: GemmProblem, device: DeviceInfo) -> int:
-    """How many K splits dispatch uses (1 means: do not split); see ``split_k_choice``."""
-    return split_k_choice(problem, device)[1]
-
-
 def split_k_chunk(problem: GemmProblem, splits: int, bk: int) -> int:
     """K per split: a multiple of the tile's BK (so vector loads along K stay aligned)."""
     chunk = math.ceil(problem.k / splits)
     return math.ceil(chunk / bk) * bk
 
 
-def split_k_plan(problem: GemmProblem, device: DeviceInfo, splits: int, cfg: TileConfig | None = None) -> GemmPlan:
+def split_k_plan(problem: GemmProblem, device: DeviceFacts, splits: int, cfg: TileConfig | None = None) -> GemmPlan:
     """The split-K plan with ``splits`` (rounded so that no split is empty) and tile ``cfg``
     (default: ``split_k_tile``)."""
     cfg = cfg or split_k_tile(problem)
@@ -507,7 +436,7 @@ def split_k_plan(problem: GemmProblem, device: DeviceInfo, splits: int, cfg: Til
     return GemmPlan("split_k", spec, splits, red)
 
 
-def dmma_spec(problem: GemmProblem, device: DeviceInfo, tile: tuple | None = None):
+def dmma_spec(problem: GemmProblem, device: DeviceFacts, tile: tuple | None = None):
     """The DMMA spec for a float64 problem: DMMA_TILES' large tile when it fills the SMs."""
     from .gemm_dmma import TILES as DMMA_REGISTERED
     from .gemm_dmma import GemmDmmaSpec
@@ -528,11 +457,11 @@ def dmma_spec(problem: GemmProblem, device: DeviceInfo, tile: tuple | None = Non
                         vec_b=_vector_width(problem, "b", cfg, problem.k))
 
 
-def _dmma_ok(p: GemmProblem, device: DeviceInfo) -> bool:
+def _dmma_ok(p: GemmProblem, device: DeviceFacts) -> bool:
     return p.dtype == "float64" and not p.pointer_array and int(device.arch[3:].rstrip("a")) >= 80
 
 
-def choose_algo(problem: GemmProblem, device: DeviceInfo, algo: str | None = None) -> GemmPlan:
+def choose_algo(problem: GemmProblem, device: DeviceFacts, algo: str | None = None) -> GemmPlan:
     """The plan for ``problem`` on ``device``; ``algo`` forces a family (ValueError when that
     family cannot run the problem)."""
     if algo is not None and algo not in ALGOS:
@@ -550,7 +479,7 @@ def choose_algo(problem: GemmProblem, device: DeviceInfo, algo: str | None = Non
     if algo in ("tensor_core", "wgmma") or (algo is None and wants_tensor_cores(p)):
         choice = tensor_core_choice(p, algo)
         if choice is not None:
-            return GemmPlan(getattr(choice[0], "ALGO", "tensor_core"), choice)
+            return GemmPlan(getattr(choice[0], "ALGO", "tensor_core"), choice[1])
         if algo is not None:
             have = [getattr(m, "ALGO", m.__name__) for m in tensor_core_modules()]
             raise ValueError(f"gemm: algo={algo!r} cannot run this problem (dtype {p.dtype}, compute {p.compute}, "
@@ -566,6 +495,8 @@ def choose_algo(problem: GemmProblem, device: DeviceInfo, algo: str | None = Non
         if p.batch != 1 or p.pointer_array:
             raise ValueError(f"gemm: algo='split_k' needs batch 1 without pointer arrays; got batch={p.batch}, "
                              f"pointer_array={p.pointer_array}")
+        if p.k == 0:  # no K to split: the tiled kernel writes beta * C, as every algo does
+            return GemmPlan("tiled", tiled_spec(p, device))
         cfg, natural = split_k_choice(p, device)
         return split_k_plan(p, device, natural if natural > 1 else FORCED_SPLITS, cfg)
     if algo == "dmma":

@@ -22,6 +22,7 @@ doubles, so the 8 g-values and 4 t-values of a half-warp hit distinct banks.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -226,15 +227,14 @@ def tiles_for(arch: str) -> tuple[tuple, ...]:
 
 
 def configurations(arch: str) -> Iterable[GemmDmmaSpec]:
-    """Every tile ``arch`` has x storage order x load width (sm_80+)."""
+    """Every tile ``arch`` has x storage order x load width of A and of B (sm_80+; dispatch picks
+    each operand's width from its own alignment)."""
     if int(arch[3:].rstrip("a")) < 80:
         return
     for bm, bn, bk, wm, wn, shape in tiles_for(arch):
-        for ta in ("N", "T"):
-            for tb in ("N", "T"):
-                for v in (1, 2):
-                    yield GemmDmmaSpec(arch=arch.rstrip("a"), transa=ta, transb=tb, bm=bm, bn=bn, bk=bk, warps_m=wm,
-                                       warps_n=wn, vec_a=v, vec_b=v, shape=shape)
+        for ta, tb, va, vb in itertools.product(("N", "T"), ("N", "T"), (1, 2), (1, 2)):
+            yield GemmDmmaSpec(arch=arch.rstrip("a"), transa=ta, transb=tb, bm=bm, bn=bn, bk=bk, warps_m=wm,
+                               warps_n=wn, vec_a=va, vec_b=vb, shape=shape)
 
 
 register_family("gemm_dmma", GemmDmmaSpec, generate, configurations, archs=("sm_80", "sm_86", "sm_90"))

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from oxicuda.ptx.builder import KernelBuilder
+from oxicuda.ptx.launch_plan import KernelStep, LaunchPlan
 from oxicuda.ptx.registry import register_family
 from oxicuda.ptx.spec import KernelSpec
 
@@ -91,3 +92,20 @@ def configurations(arch: str) -> Iterable[GemmNaiveSpec]:
 
 
 register_family("gemm_naive", GemmNaiveSpec, generate, configurations)
+
+
+def plan(spec: GemmNaiveSpec, p, device) -> LaunchPlan:
+    """The launch plan of problem ``p`` with the naive kernel ``spec``: a grid-stride grid of at
+    most one wave of resident threads, grid.z over the batch (several steps past 65535)."""
+    a_si, a_sk = (1, p.lda) if p.transa == "N" else (p.lda, 1)
+    b_sk, b_sj = (1, p.ldb) if p.transb == "N" else (p.ldb, 1)
+    blocks = max(1, min(-(-p.m * p.n // BLOCK), device.sm_count * device.max_threads_per_sm // BLOCK))
+    m, n, k, ldc, sa, sb, sc = p.m, p.n, p.k, p.ldc, p.stride_a, p.stride_b, p.stride_c
+
+    def head(a, b, c, ws):
+        return (m, n, k, a, a_si, a_sk, b, b_sk, b_sj, c, ldc, sa, sb, sc)
+
+    kind = cg.kind_of(p.dtype)
+    steps = [KernelStep(spec, (blocks, 1, count), BLOCK, cg.simt_bind(kind, head, offsets))
+             for _, count, *offsets in cg.batch_chunks(p)]
+    return LaunchPlan("naive", steps)

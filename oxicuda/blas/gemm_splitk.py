@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from oxicuda.ptx import cache
 from oxicuda.ptx.builder import KernelBuilder
+from oxicuda.ptx.launch_plan import KernelStep, LaunchPlan
 from oxicuda.ptx.registry import register_family
 from oxicuda.ptx.spec import KernelSpec
 
@@ -222,3 +223,32 @@ def launch_reduce(spec: GemmSplitKReduceSpec, m: int, n: int, splits: int, ws_pt
     the caller; ``scalars`` as built by gemm_core: alpha parts, alpha_ptr, beta parts, beta_ptr)."""
     fn = cache.load(spec)
     fn((reduce_grid(spec, m, n, sm_count),), (BLOCK,), [m, n, splits, ws_ptr, c_ptr, ldc, *scalars], stream=stream)
+
+
+def plan(partial, reduce: GemmSplitKReduceSpec, splits: int, p, device) -> LaunchPlan:
+    """The launch plan of split-K for problem ``p`` (batch 1): the partial products of the tiled
+    kernel ``partial`` (``raw_out``) with K in ``splits`` slices of whole BK tiles over grid.z into
+    workspace slabs, then ``reduce`` applies alpha/beta into C. ValueError when the rounded split
+    count exceeds the grid's z limit."""
+    m, n, k, lda, ldb, ldc = p.m, p.n, p.k, p.lda, p.ldb, p.ldc
+    chunk = math.ceil(math.ceil(k / splits) / partial.bk) * partial.bk
+    splits = -(-k // chunk)
+    if splits > cg.MAX_GRID_Z:
+        raise ValueError(f"gemm: split_k with {splits} splits exceeds the grid's {cg.MAX_GRID_Z} in z")
+    kind = cg.kind_of(p.dtype)
+    slab_bytes = m * n * cg.kind_of(cg.ACC_DTYPES[p.dtype]).nbytes
+    a_step = chunk * (lda if p.transa == "N" else 1)
+    b_step = chunk * (1 if p.transb == "N" else ldb)
+    zeros = (0.0,) * kind.comps + (0,)
+    mn = m * n
+
+    def bind_partial(ptr, s, ws):
+        return (m, n, k, chunk, ptr[0], lda, ptr[1], ldb, ws, m, a_step, b_step, mn, *zeros, *zeros)
+
+    def head(a, b, c, ws):
+        return (m, n, splits, ws, c, ldc)
+
+    bind_reduce = cg.simt_bind(kind, head)
+    steps = [KernelStep(partial, (-(-m // partial.bm), -(-n // partial.bn), splits), partial.threads, bind_partial),
+             KernelStep(reduce, reduce_grid(reduce, m, n, device.sm_count), BLOCK, bind_reduce)]
+    return LaunchPlan("split_k", steps, splits * slab_bytes)

@@ -11,22 +11,27 @@ scalar ``ld.shared``). Which 8x8 matrix feeds which register is derived from the
 of ``oxicuda.ptx.fragments`` and checked against ``ldmatrix``'s lane mapping at import.
 Tails are zero-filled by ``cp.async`` with a short ``src-size``; the epilogue predicates stores.
 
-Interface used by ``gemm_core``/``gemm_dispatch``: ``GemmProblem``, ``supports(problem)``,
-``launch(problem, alpha, a_ptr, lda, b_ptr, ldb, beta, c_ptr, ldc, ...)``, ``ALGO``.
+Interface used by ``gemm_core``/``gemm_dispatch``: ``supports(problem)``, ``plan(problem, device)``
+(a LaunchPlan), ``launch(problem, alpha, a_ptr, lda, b_ptr, ldb, beta, c_ptr, ldc, ...)``, ``ALGO``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
-from oxicuda.ptx import fragments
+from oxicuda.driver.facts import device_facts
 from oxicuda.ptx.builder import KernelBuilder, Value
+from oxicuda.ptx.fragment_plans import accumulator_plan, operand_plan, quad_select
+from oxicuda.ptx.launch_plan import KernelStep, LaunchPlan, PlanCache
 from oxicuda.ptx.registry import register_family
 from oxicuda.ptx.spec import KernelSpec
+
+from .gemm_problem import GemmProblem, column_major_problem
 
 ALGO = "tensor_core"
 FAMILY = "gemm_tensor_core"
@@ -42,77 +47,14 @@ COPY_BYTES = 16  # one cp.async per 16-byte chunk: pointers and leading dims nee
 
 
 # -- the problem ---------------------------------------------------------------------------------
-def _trans_flag(value: object, name: str) -> bool:
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, str) and value.upper() in ("N", "T", "C"):
-        return value.upper() != "N"
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    raise ValueError(f"GemmProblem: {name}={value!r}; allowed False/True or 'N'/'T'/'C'")
-
-
-def _dtype_name(dtype: object) -> str:
-    from oxicuda.memory.dtypes import dtype_name, normalize_dtype
-
-    return dtype_name(normalize_dtype(dtype))
-
-
-@dataclass(frozen=True)
-class GemmProblem:
-    """One column-major GEMM as dispatch sees it: sizes, dtype name ("float16", "bfloat16",
-    "float32"), compute ("f32" or "tf32"), transposes (True = op is T), leading dimensions in
-    elements, ``alignment`` (bytes common to the three pointers and the leading dims, as a power
-    of two) and the device ``arch`` ("sm_86", "sm_90", ...)."""
-
-    m: int
-    n: int
-    k: int
-    dtype: str = "float16"
-    compute: str = "f32"
-    transa: bool = False
-    transb: bool = False
-    lda: int = 1
-    ldb: int = 1
-    ldc: int = 1
-    alignment: int = 16
-    arch: str = "sm_86"
-    c_dtype: str = ""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "dtype", _dtype_name(self.dtype))
-        if self.c_dtype not in ("", self.dtype) and not (self.c_dtype == "float32"
-                                                        and self.dtype in ("float16", "bfloat16")):
-            raise ValueError(f"GemmProblem: c_dtype={self.c_dtype!r} with dtype {self.dtype}; allowed '' or "
-                             "'float32' over float16/bfloat16 data")
-        object.__setattr__(self, "transa", _trans_flag(self.transa, "transa"))
-        object.__setattr__(self, "transb", _trans_flag(self.transb, "transb"))
-        for name in ("m", "n", "k", "lda", "ldb", "ldc", "alignment"):
-            v = getattr(self, name)
-            if not isinstance(v, (int, np.integer)) or v < 0:
-                raise ValueError(f"GemmProblem: {name}={v!r}; a non-negative int")
-            object.__setattr__(self, name, int(v))
-        if self.compute not in ("f32", "tf32", "f16"):
-            raise ValueError(f"GemmProblem: compute={self.compute!r}; allowed 'f32', 'tf32', 'f16'")
-
-    @property
-    def sm(self) -> int:
-        return int(self.arch[3:].rstrip("a"))
-
-
 def as_problem(problem: object) -> GemmProblem:
-    """``problem`` (a GemmProblem, a mapping, or an object with the same attributes) as a GemmProblem."""
+    """``problem`` as the one GemmProblem: itself, or a mapping of ``column_major_problem``'s
+    fields (m, n, k, dtype, compute, transa, transb, lda, ldb, ldc, alignment, arch, c_dtype)."""
     if isinstance(problem, GemmProblem):
         return problem
-    names = ("m", "n", "k", "dtype", "compute", "transa", "transb", "lda", "ldb", "ldc", "alignment", "arch",
-             "c_dtype")
     if isinstance(problem, Mapping):
-        fields = {k: problem[k] for k in names if k in problem}
-    else:
-        fields = {k: getattr(problem, k) for k in names if hasattr(problem, k)}
-    if fields.get("compute") is None:
-        fields.pop("compute", None)
-    return GemmProblem(**fields)
+        return column_major_problem(**{k: v for k, v in problem.items() if v is not None})
+    raise TypeError(f"gemm: problem {problem!r} ({type(problem).__name__}); a GemmProblem is required")
 
 
 # -- the spec ------------------------------------------------------------------------------------
@@ -181,88 +123,9 @@ class GemmTensorCoreSpec(KernelSpec):
         return self.stages * self.stage_bytes
 
 
-# -- fragment plans, derived from oxicuda.ptx.fragments ------------------------------------------
-def _lane_affine(values: list[int], what: str) -> tuple[int, int]:
-    """(cg, ct) such that values[lane] - values[0] == cg * (lane >> 2) + ct * (lane % 4)."""
-    cg, ct = values[4] - values[0], values[1] - values[0]
-    for lane, v in enumerate(values):
-        if v - values[0] != cg * (lane >> 2) + ct * (lane % 4):
-            raise AssertionError(f"{what}: the fragment is not affine in (groupID, threadID_in_group)")
-    return cg, ct
-
-
-@dataclass(frozen=True)
-class OperandPlan:
-    """How one operand's fragment maps onto shared memory, in (mn, k) element coordinates:
-    ``origins[r]``: the (mn, k) origin of the 8x8-b16 matrix that ldmatrix loads into register r;
-    ``elems[e]``: lane 0's (mn, k) of fragment element e; ``lane_mn``/``lane_k``: (cg, ct) lane
-    deltas; ``per_reg`` elements per register."""
-
-    origins: tuple[tuple[int, int], ...]
-    elems: tuple[tuple[int, int], ...]
-    lane_mn: tuple[int, int]
-    lane_k: tuple[int, int]
-    per_reg: int
-
-
-def operand_plan(dtype: str, operand: str) -> OperandPlan:
-    """The plan of operand "a" or "b" for mma input type ``dtype``, checked element by element
-    against the ldmatrix lane mapping of ``fragments.ldmatrix_elements``."""
-    shape = fragments.mma_shape(MMA_FOR[dtype][0], dtype, "f32")
-    frag = shape.a if operand == "a" else shape.b
-    es = 4 if dtype == "tf32" else 2
-    k_per_matrix = 16 // es
-
-    def mn_k(rc: tuple[int, int]) -> tuple[int, int]:
-        return rc if operand == "a" else (rc[1], rc[0])
-
-    coords = [[mn_k(rc) for rc in lane] for lane in frag.table]
-    origins = []
-    for r in range(frag.regs):
-        mn, k = coords[0][r * frag.per_reg]
-        origins.append((mn - mn % 8, k - k % k_per_matrix))
-    for lane in range(fragments.WARP):
-        for e, (mn, k) in enumerate(coords[lane]):
-            r, h = divmod(e, frag.per_reg)
-            row, col = fragments.ldmatrix_elements(lane)[h]
-            got = (origins[r][0] + row, origins[r][1] + (col if es == 2 else col // 2))
-            if got != (mn, k):
-                raise AssertionError(f"ldmatrix plan for {dtype} {operand}: lane {lane} element {e} "
-                                     f"would get {got}, the fragment table says {(mn, k)}")
-    lane_mn = _lane_affine([coords[lane][0][0] for lane in range(32)], f"{dtype} {operand} mn")
-    lane_k = _lane_affine([coords[lane][0][1] for lane in range(32)], f"{dtype} {operand} k")
-    for lane in range(32):
-        g, t = lane >> 2, lane % 4
-        for e in range(frag.elements):
-            mn0, k0 = coords[0][e]
-            want = (mn0 + lane_mn[0] * g + lane_mn[1] * t, k0 + lane_k[0] * g + lane_k[1] * t)
-            if coords[lane][e] != want:
-                raise AssertionError(f"{dtype} {operand}: element {e} is not lane-affine")
-    return OperandPlan(tuple(origins), tuple(coords[0]), lane_mn, lane_k, frag.per_reg)
-
-
-def accumulator_plan() -> tuple[tuple[tuple[int, int], ...], tuple[int, int], tuple[int, int]]:
-    """m16n8 f32 accumulator: lane 0's (row, col) per register and the (cg, ct) lane deltas."""
-    table = fragments.mma_shape("m16n8k16", "f16", "f32").c.table
-    rows = _lane_affine([table[lane][0][0] for lane in range(32)], "C row")
-    cols = _lane_affine([table[lane][0][1] for lane in range(32)], "C col")
-    return table[0], rows, cols
-
-
+# -- fragment plans: oxicuda.ptx.fragment_plans (shared with the conv and attention kernels) --------
 PLANS = {(d, op): operand_plan(d, op) for d in MMA_FOR for op in ("a", "b")}
 ACC_PLAN = accumulator_plan()
-
-
-def quad_select(kb: KernelBuilder, j: Value, values: list[int]) -> Value | int:
-    """values[j] for a lane quarter j in 0..3 (affine in j's two bits: checked). Shared with the
-    tensor-core conv kernel."""
-    v0, d1, d2 = values[0], values[1] - values[0], values[2] - values[0]
-    if values[3] != v0 + d1 + d2:
-        raise AssertionError(f"ldmatrix origins {values} are not affine in the matrix index bits")
-    out = kb.mul(kb.and_(j, 1), d1) if d1 else kb.mov(0, "u32")
-    if d2:
-        kb.mad(kb.shr(j, 1), d2, out, out=out)
-    return kb.add(out, v0) if v0 else out
 
 
 def warp_coords(kb: KernelBuilder, spec, tid: Value) -> tuple[Value, ...]:
@@ -565,11 +428,11 @@ def supports(problem: object) -> bool:
     compute or f32 data with tf32 compute, any transposes, sm_80+, 16-byte alignment of pointers
     and leading dimensions, sizes below 2**31."""
     p = as_problem(problem)
-    if _input_type(p) is None or p.sm < 80 or p.alignment < COPY_BYTES:
+    if _input_type(p) is None or p.sm < 80 or p.alignment < COPY_BYTES or p.pointer_array:
         return False
     if max(p.m, p.n, p.k, p.lda, p.ldb, p.ldc) >= 2**31:
         return False
-    rows_a, rows_b = (p.k if p.transa else p.m), (p.n if p.transb else p.k)
+    rows_a, rows_b = (p.k if p.a_transposed else p.m), (p.n if p.b_transposed else p.k)
     return p.lda >= max(1, rows_a) and p.ldb >= max(1, rows_b) and p.ldc >= max(1, p.m)
 
 
@@ -583,61 +446,73 @@ def choose_spec(problem: object) -> GemmTensorCoreSpec:
                          "allowed float16/bfloat16 with compute 'f32', float32 with compute 'tf32'")
     large, small = TILES[dtype]
     bm, bn, bk, wm, wn, st = small if p.m * p.n < SMALL_PROBLEM_MN else large
-    return GemmTensorCoreSpec(arch=_spec_arch(p.sm), dtype=dtype, a_kmajor=p.transa, b_kmajor=not p.transb,
-                              block_m=bm, block_n=bn, block_k=bk, warps_m=wm, warps_n=wn, stages=st,
-                              c_f32=p.c_dtype == "float32" and dtype != "tf32")
+    return GemmTensorCoreSpec(arch=_spec_arch(p.sm), dtype=dtype, a_kmajor=p.a_transposed,
+                              b_kmajor=not p.b_transposed, block_m=bm, block_n=bn, block_k=bk, warps_m=wm,
+                              warps_n=wn, stages=st, c_f32=p.c_dtype == "float32" and dtype != "tf32")
 
 
-_optin_done: dict[int, int] = {}
-
-
-def load_function(spec: KernelSpec, shared_bytes: int):
-    """The loaded kernel of ``spec`` with its dynamic shared memory opt-in raised (once)."""
-    from oxicuda.ptx import cache
-
-    fn = cache.load(spec)
-    if shared_bytes > 48 * 1024 and _optin_done.get(id(fn), 0) < shared_bytes:
-        fn.set_max_dynamic_shared_memory(shared_bytes)
-        _optin_done[id(fn)] = shared_bytes
-    return fn
-
-
-def check_launch(p: GemmProblem, grid: tuple[int, int, int], batch: int, name: str) -> None:
+def check_launch(p: GemmProblem, grid: tuple[int, int, int], name: str) -> None:
     """Raise ValueError for a problem the family does not take, or a grid over the limits."""
     if not supports(p):
         raise ValueError(f"{name} gemm does not support {p}; check supports(problem) first "
                          "(f16/bf16 with compute f32 or f32 with tf32, sm_80+, 16-byte alignment)")
-    if not isinstance(batch, (int, np.integer)) or batch < 0:
-        raise ValueError(f"{name} gemm: batch={batch!r}; a non-negative int")
     if grid[1] > 65535 or grid[2] > 65535:
         raise ValueError(f"{name} gemm: grid {grid} exceeds 65535 CTAs in y or z "
-                         f"(n={p.n}, batch={batch}); split the problem")
+                         f"(n={p.n}, batch={p.batch}); split the problem")
+
+
+def gemm_bind(m: int, n: int, k: int, lda: int, ldb: int, ldc: int, sa: int, sb: int, sc: int, extra=()):
+    """The ``bind`` of a tensor-core GEMM step: ``kernel_params``' order from the call's
+    (a, b, c, alpha_ptr, beta_ptr) pointers and (alpha, beta) scalars, ``extra`` appended."""
+    def bind(ptr, s, ws):
+        return (ptr[0], ptr[1], ptr[2], m, n, k, lda, ldb, ldc, s[0], s[1], ptr[3], ptr[4], sa, sb, sc, *extra)
+
+    return bind
+
+
+def plan(problem: object, device: object, spec: GemmTensorCoreSpec | None = None) -> LaunchPlan:
+    """The launch plan of ``problem`` (batch and strides included) on mma.sync tensor cores:
+    ``spec`` (default ``choose_spec``) over a (M tiles, N tiles, batch) grid. Its ``run`` takes
+    pointers (a, b, c, alpha_ptr, beta_ptr) and scalars (alpha, beta). Raises ValueError for
+    unsupported problems and batch strides that are not multiples of 16 bytes, before any launch."""
+    p = as_problem(problem)
+    spec = spec or choose_spec(p)
+    grid = (-(-p.m // spec.block_m), -(-p.n // spec.block_n), p.batch)
+    check_launch(p, grid, ALGO)
+    es = spec.elem_bytes
+    if p.batch > 1 and any((s * es) % COPY_BYTES for s in (p.stride_a, p.stride_b)):
+        raise ValueError(f"tensor_core gemm: batch strides ({p.stride_a}, {p.stride_b}) elements of {es} bytes; "
+                         f"A and B strides must be multiples of {COPY_BYTES} bytes")
+    if p.m == 0 or p.n == 0 or p.batch == 0:
+        return LaunchPlan(ALGO, ())
+    bind = gemm_bind(p.m, p.n, p.k, p.lda, p.ldb, p.ldc, p.stride_a, p.stride_b, p.stride_c)
+    return LaunchPlan(ALGO, [KernelStep(spec, grid, spec.threads, bind, spec.shared_bytes)])
 
 
 def launch(problem: object, alpha: float, a_ptr: int, lda: int, b_ptr: int, ldb: int, beta: float, c_ptr: int,
            ldc: int, *, batch: int = 1, stride_a: int = 0, stride_b: int = 0, stride_c: int = 0,
            alpha_ptr: int = 0, beta_ptr: int = 0, stream: object = None) -> None:
-    """C = alpha * op(A) @ op(B) + beta * C, column-major, on tensor cores (mma.sync).
+    """C = alpha * op(A) @ op(B) + beta * C, column-major, on tensor cores (mma.sync): ``plan``
+    for ``problem`` with these leading dimensions, batch and strides, then its ``run``.
 
-    ``problem``: a GemmProblem (or mapping) with the sizes, dtype, compute and transposes; the
-    leading dimensions given here override the problem's. Pointers are device addresses (ints)
-    of the first element of batch 0; ``stride_*`` are element strides between batches.
-    ``alpha_ptr``/``beta_ptr``: when nonzero, device addresses of float32 scalars read instead of
-    ``alpha``/``beta``. Asynchronous on ``stream``. Raises ValueError for unsupported problems."""
-    p = as_problem(problem)
-    if (p.lda, p.ldb, p.ldc) != (lda, ldb, ldc):
-        p = GemmProblem(p.m, p.n, p.k, p.dtype, p.compute, p.transa, p.transb, lda, ldb, ldc, p.alignment, p.arch,
-                        p.c_dtype)
-    spec = choose_spec(p)
-    grid = (-(-p.m // spec.block_m), -(-p.n // spec.block_n), int(batch))
-    check_launch(p, grid, batch, ALGO)
-    es = spec.elem_bytes
-    if batch > 1 and any((s * es) % COPY_BYTES for s in (stride_a, stride_b)):
-        raise ValueError(f"tensor_core gemm: batch strides ({stride_a}, {stride_b}) elements of {es} bytes; "
-                         f"A and B strides must be multiples of {COPY_BYTES} bytes")
-    if p.m == 0 or p.n == 0 or batch == 0:
-        return
-    fn = load_function(spec, spec.shared_bytes)
-    fn(grid, spec.threads, launch_args(a_ptr, b_ptr, c_ptr, p.m, p.n, p.k, lda, ldb, ldc, alpha, beta, alpha_ptr,
-                                       beta_ptr, stride_a, stride_b, stride_c),
-       shared_mem=spec.shared_bytes, stream=stream)
+    Pointers are device addresses (ints) of the first element of batch 0; ``stride_*`` are
+    element strides between batches. ``alpha_ptr``/``beta_ptr``: when nonzero, device addresses
+    of float32 scalars read instead of ``alpha``/``beta``. Asynchronous on ``stream``. Raises
+    ValueError for unsupported problems."""
+    p = with_call_layout(as_problem(problem), lda, ldb, ldc, batch, stride_a, stride_b, stride_c)
+    device = device_facts()
+    launch_plan = LAUNCH_PLANS.get_or_build((p, device.ordinal), lambda: plan(p, device))
+    launch_plan.run((a_ptr, b_ptr, c_ptr, alpha_ptr, beta_ptr), (alpha, beta), stream)
+
+
+#: plans of ``launch`` by (problem, device ordinal)
+LAUNCH_PLANS = PlanCache(FAMILY, maxsize=256)
+
+
+def with_call_layout(p: GemmProblem, lda: int, ldb: int, ldc: int, batch: int, stride_a: int, stride_b: int,
+                     stride_c: int) -> GemmProblem:
+    """``p`` with a launch call's leading dimensions, batch and strides (ValueError for a bad batch)."""
+    if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 0:
+        raise ValueError(f"gemm: batch={batch!r}; a non-negative int")
+    return dataclasses.replace(p, lda=int(lda), ldb=int(ldb), ldc=int(ldc), batch=int(batch),
+                               stride_a=int(stride_a), stride_b=int(stride_b), stride_c=int(stride_c))

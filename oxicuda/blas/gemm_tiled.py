@@ -41,10 +41,12 @@ gemm_dispatch's table.
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from oxicuda.ptx.builder import KernelBuilder, Value
+from oxicuda.ptx.launch_plan import KernelStep, LaunchPlan
 from oxicuda.ptx.registry import register_family
 from oxicuda.ptx.spec import KernelSpec
 
@@ -515,31 +517,55 @@ def spec_for(cfg: TileConfig, **fields) -> GemmTiledSpec:
 
 def configurations(arch: str) -> Iterable[GemmTiledSpec]:
     """The tiled configurations for ``arch``: every tile of TILE_CONFIGS for every dtype, both
-    storage orders of A and B (and conjugations for complex), scalar and vector loads (vector
-    loads come with vector C access), split-K partials (raw_out) for the real accumulating
-    dtypes (of the loop variants only SPLIT_K_TILES'), and the mixed-output variants
+    storage orders of A and B (and conjugations for complex), scalar or vector loads of A and of
+    B and scalar or vector C access, each as dispatch picks it from that operand's alignment
+    (``gemm_dispatch._vector_width``/``_vec_c``), split-K partials (raw_out) for every dtype (of the loop
+    variants only SPLIT_K_TILES'), pointer-array batches (scalar access), and the mixed-output variants
     (float16/bfloat16 data, float32 C)."""
     for dtype, cfgs in TILE_CONFIGS.items():
         kind = cg.kind_of(dtype)
         trans = ["N", "T", "C"] if kind.complex else ["N", "T"]
         vecs = [1] if kind.complex else [1, min(4, 16 // kind.nbytes)]
-        outs = [("", False)]
-        if dtype in ("float32", "float64"):
-            outs.append(("", True))
+        outs = [("", False), ("", True)]  # C, and split-K partials (dispatch splits every dtype)
         outs += [(c, False) for d, c in MIXED_OUTPUTS if d == dtype]
         split_k = SPLIT_K_TILES.get(dtype, ())
         for cfg in dict.fromkeys((*cfgs, *split_k)):
             cfg_outs = [o for o in outs if (o[1] and (not cfg.square_only or cfg in split_k))
                         or (not o[1] and cfg in cfgs)]
-            for ta in trans:
-                for tb in trans:
-                    for v in vecs:
-                        for c_dtype, raw in cfg_outs:
-                            probe = spec_for(cfg, arch=arch, dtype=dtype, c_dtype=c_dtype, raw_out=raw)
-                            vec_c = probe.smem_vector if v > 1 and probe.c_kind.nbytes >= 4 else 1
-                            yield spec_for(cfg, arch=arch, dtype=dtype, transa="N" if ta == "N" else "T",
-                                           transb="N" if tb == "N" else "T", conj_a=ta == "C", conj_b=tb == "C",
-                                           vec_a=v, vec_b=v, vec_c=vec_c, c_dtype=c_dtype, raw_out=raw)
+            for ta, tb, va, vb, (c_dtype, raw) in itertools.product(trans, trans, vecs, vecs, cfg_outs):
+                probe = spec_for(cfg, arch=arch, dtype=dtype, c_dtype=c_dtype, raw_out=raw)
+                wide_c = probe.smem_vector if probe.c_kind.nbytes >= 4 and not kind.complex else 1
+                for vec_c in dict.fromkeys((1, wide_c)):
+                    yield spec_for(cfg, arch=arch, dtype=dtype, transa="N" if ta == "N" else "T",
+                                   transb="N" if tb == "N" else "T", conj_a=ta == "C", conj_b=tb == "C",
+                                   vec_a=va, vec_b=vb, vec_c=vec_c, c_dtype=c_dtype, raw_out=raw)
+                if va == vb == 1 and not raw and cfg in cfgs:  # pointer-array batches: scalar access
+                    yield spec_for(cfg, arch=arch, dtype=dtype, transa="N" if ta == "N" else "T",
+                                   transb="N" if tb == "N" else "T", conj_a=ta == "C", conj_b=tb == "C",
+                                   c_dtype=c_dtype, pointer_array=True)
 
 
 register_family("gemm_tiled", GemmTiledSpec, generate, configurations)
+
+
+def plan(spec, p, device) -> LaunchPlan:
+    """The launch plan of problem ``p`` with a tiled kernel ``spec`` (a ``GemmTiledSpec``, or a
+    DMMA spec, which takes the same arguments): one CTA per bm x bn output tile, grid.z over the
+    batch (several steps past 65535)."""
+    m, n, k, lda, ldb, ldc = p.m, p.n, p.k, p.lda, p.ldb, p.ldc
+    sa, sb, sc = p.stride_a, p.stride_b, p.stride_c
+
+    def head(a, b, c, ws):
+        return (m, n, k, 0, a, lda, b, ldb, c, ldc, sa, sb, sc)
+
+    kind = cg.kind_of(p.dtype)
+    tiles = (-(-m // spec.bm), -(-n // spec.bn))
+    chunks = cg.batch_chunks(p)
+    if len(chunks) == 1 and not kind.complex:  # the common call, bound without a helper call
+        def bind(ptr, s, ws):
+            return (m, n, k, 0, ptr[0], lda, ptr[1], ldb, ptr[2], ldc, sa, sb, sc, s[0], ptr[3], s[1], ptr[4])
+
+        return LaunchPlan(spec.family, [KernelStep(spec, (*tiles, p.batch), spec.threads, bind)])
+    steps = [KernelStep(spec, (*tiles, count), spec.threads, cg.simt_bind(kind, head, offsets))
+             for _, count, *offsets in chunks]
+    return LaunchPlan(spec.family, steps)

@@ -16,7 +16,7 @@ Operand layouts (PTX ISA, "Asynchronous Warpgroup Level Canonical Layouts"), bot
   (LBO: the next 64 M/N elements); K rows are 128 bytes apart, 8-row groups 1024 (SBO); the
   descriptor start advances 16 rows (2048 bytes) per k16 step; wgmma reads it with imm-trans 1.
   tf32 has no transpose immediates (ISA restriction), so the tf32 kernels read K-major operands
-  only; ``launch`` first transposes an MN-major tf32 operand (A not transposed, B transposed)
+  only; the plan first transposes an MN-major tf32 operand (A not transposed, B transposed)
   into a K-major scratch buffer from the workspace cache with ``transpose_kernels`` (one launch
   per operand covering the whole batch, on the caller's stream), so ``supports`` takes tf32 in
   every layout. The transpose moves 2 x 4 bytes per element at near copy bandwidth: ~0.13 ms
@@ -53,30 +53,30 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import ClassVar
 
-from oxicuda.memory.workspace import workspace
+from oxicuda.driver.backend import api
+from oxicuda.driver.facts import DeviceFacts, device_facts, shared_optin_limit
 from oxicuda.ptx import fragments
 from oxicuda.ptx.builder import KernelBuilder
+from oxicuda.ptx.launch_plan import KernelStep, LaunchPlan, PlanCache
 from oxicuda.ptx.registry import register_family
 from oxicuda.ptx.spec import KernelSpec
 
+from .gemm_problem import GemmProblem
 from .gemm_tensorcore import (
     COPY_BYTES,
-    GemmProblem,
     _input_type,
     as_problem,
     batch_pointers,
-    check_launch,
     kernel_params,
-    launch_args,
-    load_function,
     load_scalars,
     offset_ptr,
+    with_call_layout,
 )
 from .gemm_tensorcore import (
     _load_as_f32 as load_as_f32,
 )
 from .transpose_kernels import DEFAULT_TILE as TRANSPOSE_TILE
-from .transpose_kernels import MAX_GRID_YZ, transpose
+from .transpose_kernels import MAX_GRID_YZ, transpose_step
 
 ALGO = "wgmma"
 FAMILY = "gemm_wgmma"
@@ -86,7 +86,8 @@ MN_BOX = 64  # elements of M/N per MN-major box: 128 bytes of 16-bit data
 #: CUtensorMapDataType per input type (tf32 loads f32 words; wgmma reads their tf32 bits)
 TMA_DATA_TYPE = {"f16": 6, "bf16": 9, "tf32": 7}
 TMA_SWIZZLE_128B, TMA_L2_PROMOTION_128B = 3, 2
-MAX_SHARED = 232448
+#: the opt-in shared memory per block of the one arch this family targets
+MAX_SHARED = shared_optin_limit((9, 0))
 
 
 @dataclass(frozen=True)
@@ -166,17 +167,18 @@ class GemmWgmmaSpec(KernelSpec):
     def shared_bytes(self) -> int:
         return self.stages * self.stage_bytes + 16 * self.stages + 1024  # + 2 barriers/stage + alignment slack
 
-    @property
-    def ctas_per_sm(self) -> int:
-        """Resident CTAs per sm_90 SM by shared memory (228 KB, 1 KB reserved per CTA) and threads."""
-        return max(1, min(233472 // (self.shared_bytes + 1024), 2048 // self.threads))
+    def ctas_per_sm(self, device: DeviceFacts) -> int:
+        """Resident CTAs per SM of ``device`` by shared memory (its reserve per CTA included) and
+        threads."""
+        per_cta = self.shared_bytes + device.reserved_smem_per_block
+        return max(1, min(device.smem_per_sm // per_cta, device.max_threads_per_sm // self.threads))
 
-    def grid(self, m: int, n: int, batch: int, sm_count: int = 132) -> tuple[int, int, int]:
+    def grid(self, m: int, n: int, batch: int, device: DeviceFacts) -> tuple[int, int, int]:
         """The launch grid of an m x n output with ``batch`` entries (persistent: at most one
-        wave of ``sm_count`` SMs)."""
+        wave of the device's SMs)."""
         tm, tn = -(-m // self.block_m), -(-n // self.block_n)
         if self.persistent:
-            return (max(1, min(tm * tn, sm_count * self.ctas_per_sm)), 1, batch)
+            return (max(1, min(tm * tn, device.sm_count * self.ctas_per_sm(device))), 1, batch)
         return (tm * tn, 1, batch) if self.raster else (tm, tn, batch)
 
 
@@ -426,18 +428,18 @@ register_family(FAMILY, GemmWgmmaSpec, generate, configurations, archs=ARCHS)
 def supports(problem: object) -> bool:
     """True for f16/bf16 (compute f32) or f32 (compute tf32) with any transposes, on an sm_90
     device, with 16-byte alignment of pointers and leading dimensions and sizes below 2**31
-    (tf32 operands that are not K-major are transposed into scratch inside ``launch``)."""
+    (tf32 operands that are not K-major are transposed into scratch by the plan)."""
     p = as_problem(problem)
     dtype = _input_type(p)
-    if p.sm != 90 or dtype is None or p.alignment < COPY_BYTES:
+    if p.sm != 90 or dtype is None or p.alignment < COPY_BYTES or p.pointer_array:
         return False
-    if getattr(p, "c_dtype", "") not in ("", p.dtype):  # C in the data's dtype only (no MIXED_C)
+    if p.c_dtype not in ("", p.dtype):  # C in the data's dtype only (no MIXED_C)
         return False
     if max(p.m, p.n, p.k, p.lda, p.ldb, p.ldc) >= 2**31:
         return False
     if any(needs_transpose(p)) and -(-p.k // TRANSPOSE_TILE) > MAX_GRID_YZ:  # the transpose's grid.y covers K
         return False
-    rows_a, rows_b = (p.k if p.transa else p.m), (p.n if p.transb else p.k)
+    rows_a, rows_b = (p.k if p.a_transposed else p.m), (p.n if p.b_transposed else p.k)
     return p.lda >= max(1, rows_a) and p.ldb >= max(1, rows_b) and p.ldc >= max(1, p.m)
 
 
@@ -451,44 +453,16 @@ def choose_spec(problem: object) -> GemmWgmmaSpec:
     tile = TILES[1] if p.m * p.n < SMALL_PROBLEM_MN else TILES[0]
     if dtype == "tf32":
         return _spec(dtype, True, True, tile)
-    return _spec(dtype, p.transa, not p.transb, tile)
+    return _spec(dtype, p.a_transposed, not p.b_transposed, tile)
 
 
 def needs_transpose(problem: object) -> tuple[bool, bool]:
-    """(A, B): whether ``launch`` transposes that operand into a K-major scratch buffer first
+    """(A, B): whether the plan transposes that operand into a K-major scratch buffer first
     (tf32 only: A not transposed, B transposed)."""
     p = as_problem(problem)
     if _input_type(p) != "tf32":
         return False, False
-    return not p.transa, p.transb
-
-
-def _kmajor_scratch(p: GemmProblem, a_ptr: int, lda: int, b_ptr: int, ldb: int, batch: int, stride_a: int,
-                    stride_b: int, stream: object) -> tuple[GemmProblem, tuple[int, int, int, int, int, int]]:
-    """Transpose the MN-major tf32 operands of ``p`` into one workspace (A's part, then B's; K
-    padded to 4 elements so each column starts 16-byte aligned, as TMA needs) and return the
-    K-major problem with (a_ptr, lda, stride_a, b_ptr, ldb, stride_b) over the scratch where
-    transposed. A batch stride of 0 (one operand shared by every batch entry) stays 0 and is
-    transposed once. Everything runs on ``stream``."""
-    ta, tb = needs_transpose(p)
-    kp = max(4, -(-p.k // 4) * 4)
-    count_a = p.m * kp * (batch if stride_a and batch > 1 else 1) if ta else 0
-    count_b = p.n * kp * (batch if stride_b and batch > 1 else 1) if tb else 0
-    ws = workspace(("float32", count_a + count_b), stream)
-    arch = p.arch.rstrip("a")
-    if ta:  # A: m x k column-major (lda) -> A^T: k x m (kp)
-        sa = p.m * kp if stride_a and batch > 1 else 0
-        transpose(p.m, p.k, a_ptr, lda, ws.ptr, kp, elem_bytes=4, batch=batch if sa else 1, stride_src=stride_a,
-                  stride_dst=sa, arch=arch, stream=stream)
-        a_ptr, lda, stride_a = ws.ptr, kp, sa
-    if tb:  # B: n x k column-major (ldb) -> B^T: k x n (kp)
-        sb = p.n * kp if stride_b and batch > 1 else 0
-        b_dst = ws.ptr + 4 * count_a
-        transpose(p.n, p.k, b_ptr, ldb, b_dst, kp, elem_bytes=4, batch=batch if sb else 1, stride_src=stride_b,
-                  stride_dst=sb, arch=arch, stream=stream)
-        b_ptr, ldb, stride_b = b_dst, kp, sb
-    kp_problem = GemmProblem(p.m, p.n, p.k, p.dtype, p.compute, True, False, lda, ldb, p.ldc, p.alignment, p.arch)
-    return kp_problem, (a_ptr, lda, stride_a, b_ptr, ldb, stride_b)
+    return not p.a_transposed, p.b_transposed
 
 
 def _check_spec(p: GemmProblem, spec: GemmWgmmaSpec | None) -> GemmWgmmaSpec:
@@ -508,8 +482,6 @@ def _tensor_map(dtype: str, ptr: int, inner: int, outer: int, ld: int, batch: in
                 box: tuple[int, int], es: int) -> bytes:
     """The 3-D (inner, outer, batch) tensor map of a column-major operand: ``inner`` contiguous
     elements per column, ``outer`` columns ``ld`` elements apart, batches ``stride`` apart."""
-    from oxicuda.driver.backend import api
-
     batch_stride = stride * es if batch > 1 else max(16, -(-ld * es * outer // 16) * 16)
     return api().tensor_map_encode_tiled(
         TMA_DATA_TYPE[dtype], 3, ptr, (max(inner, 1), max(outer, 1), max(batch, 1)), (ld * es, batch_stride),
@@ -527,48 +499,115 @@ def operand_map(spec: GemmWgmmaSpec, operand: str, ptr: int, mn: int, k: int, ld
     return _tensor_map(spec.dtype, ptr, mn, k, ld, batch, stride, (MN_BOX, spec.block_k), es)
 
 
-def launch(problem: object, alpha: float, a_ptr: int, lda: int, b_ptr: int, ldb: int, beta: float, c_ptr: int,
-           ldc: int, *, batch: int = 1, stride_a: int = 0, stride_b: int = 0, stride_c: int = 0,
-           alpha_ptr: int = 0, beta_ptr: int = 0, stream: object = None, spec: GemmWgmmaSpec | None = None) -> None:
-    """C = alpha * op(A) @ op(B) + beta * C, column-major, with wgmma + TMA (sm_90).
+#: tensor maps kept per pointer pair by each GEMM step (a map holds its operand's address)
+TENSOR_MAPS_PER_STEP = 64
 
-    Same arguments as ``gemm_tensorcore.launch``; the problem must satisfy ``supports``.
-    ``spec`` overrides the tile choice (its dtype and layouts must match the problem). Batches
-    whose A/B strides are not positive multiples of 16 bytes run as one launch per batch.
-    tf32 operands that are not K-major are first transposed into workspace scratch on ``stream``
-    (see ``needs_transpose``); the GEMM then reads the scratch.
-    Raises ValueError for unsupported problems, before any launch."""
+
+def _scratch_steps(p: GemmProblem, arch: str) -> tuple[list[KernelStep], int, tuple]:
+    """The transposes of the MN-major tf32 operands of ``p`` into one workspace (A's part, then
+    B's; K padded to 4 elements so each column starts 16-byte aligned, as TMA needs): the steps,
+    the workspace bytes and the K-major (lda, stride_a, ldb, stride_b, a_at, b_at) the GEMM then
+    reads, where ``a_at``/``b_at`` map (pointers, workspace) to the operand's address. A batch
+    stride of 0 (one operand shared by every batch entry) stays 0 and is transposed once."""
+    ta, tb = needs_transpose(p) if p.k else (False, False)  # k == 0 reads neither operand
+    batch = p.batch
+    kp = max(4, -(-p.k // 4) * 4)
+    count_a = p.m * kp * (batch if p.stride_a and batch > 1 else 1) if ta else 0
+    count_b = p.n * kp * (batch if p.stride_b and batch > 1 else 1) if tb else 0
+    steps = []
+    lda, sa, ldb, sb = p.lda, p.stride_a, p.ldb, p.stride_b
+
+    def a_at(ptr, ws):
+        return ptr[0]
+
+    def b_at(ptr, ws):
+        return ptr[1]
+
+    if ta:  # A: m x k column-major (lda) -> A^T: k x m (kp)
+        sa_dst = p.m * kp if p.stride_a and batch > 1 else 0
+        steps.append(transpose_step(p.m, p.k, p.lda, kp, elem_bytes=4, batch=batch if sa_dst else 1,
+                                    stride_src=p.stride_a, stride_dst=sa_dst, arch=arch,
+                                    src=lambda ptr, ws: ptr[0], dst=lambda ptr, ws: ws))
+        lda, sa = kp, sa_dst
+
+        def a_at(ptr, ws):
+            return ws
+    if tb:  # B: n x k column-major (ldb) -> B^T: k x n (kp)
+        sb_dst = p.n * kp if p.stride_b and batch > 1 else 0
+        b_off = 4 * count_a
+        steps.append(transpose_step(p.n, p.k, p.ldb, kp, elem_bytes=4, batch=batch if sb_dst else 1,
+                                    stride_src=p.stride_b, stride_dst=sb_dst, arch=arch, dst_offset=b_off,
+                                    src=lambda ptr, ws: ptr[1], dst=lambda ptr, ws: ws + b_off))
+        ldb, sb = kp, sb_dst
+
+        def b_at(ptr, ws):
+            return ws + b_off
+    return steps, 4 * (count_a + count_b), (lda, sa, ldb, sb, a_at, b_at)
+
+
+def _gemm_bind(spec: GemmWgmmaSpec, p: GemmProblem, layout: tuple, first: int, count: int):
+    """The bind of one GEMM launch over batch entries first..first+count: the kernel parameters
+    and the two tensor maps, encoded once per (A, B) address pair and kept (bounded)."""
+    lda, sa, ldb, sb, a_at, b_at = layout
+    es = spec.elem_bytes
+    m, n, k, ldc, sc = p.m, p.n, p.k, p.ldc, p.stride_c
+    maps: dict[tuple[int, int], tuple[bytes, bytes]] = {}
+
+    def bind(ptr, s, ws):
+        a0 = a_at(ptr, ws) + first * sa * es
+        b0 = b_at(ptr, ws) + first * sb * es
+        pair = maps.get((a0, b0))
+        if pair is None:
+            if len(maps) >= TENSOR_MAPS_PER_STEP:
+                maps.clear()
+            pair = maps[(a0, b0)] = (operand_map(spec, "a", a0, m, k, lda, count, sa),
+                                     operand_map(spec, "b", b0, n, k, ldb, count, sb))
+        return (a0, b0, ptr[2] + first * sc * es, m, n, k, lda, ldb, ldc, s[0], s[1], ptr[3], ptr[4], sa, sb, sc,
+                *pair)
+
+    return bind
+
+
+def plan(problem: object, device: DeviceFacts, spec: GemmWgmmaSpec | None = None) -> LaunchPlan:
+    """The launch plan of ``problem`` (batch and strides included) with wgmma + TMA (sm_90):
+    the transposes of MN-major tf32 operands into workspace scratch (see ``needs_transpose``),
+    then the GEMM; batches whose A/B strides are not positive multiples of 16 bytes take one
+    launch per batch entry. ``spec`` overrides the tile choice (its dtype and layouts must match
+    the problem). Raises ValueError for unsupported problems, before any launch."""
     p = as_problem(problem)
-    if (p.lda, p.ldb, p.ldc) != (lda, ldb, ldc):
-        p = GemmProblem(p.m, p.n, p.k, p.dtype, p.compute, p.transa, p.transb, lda, ldb, ldc, p.alignment, p.arch)
     if not supports(p):
         raise ValueError(f"wgmma gemm does not support {p} (needs sm_90, f16/bf16 with compute f32 or f32 "
                          "with compute tf32, 16-byte alignment)")
     spec = _check_spec(p, spec)
-    es = spec.elem_bytes
-    sm_count = 132
-    if spec.persistent:
-        from oxicuda.driver.context import current_device_ordinal
-
-        from .gemm_dispatch import device_info
-
-        sm_count = device_info(current_device_ordinal()).sm_count
-    grid = spec.grid(p.m, p.n, int(batch), sm_count)
-    check_launch(p, grid, batch, ALGO)
-    if grid[0] >= 2**31:
-        raise ValueError(f"wgmma gemm: {grid[0]} output tiles exceed the grid's x limit")
+    batch = p.batch
+    grid = spec.grid(p.m, p.n, batch, device)
+    if grid[1] > MAX_GRID_YZ or grid[2] > MAX_GRID_YZ or grid[0] >= 2**31:
+        raise ValueError(f"wgmma gemm: grid {grid} exceeds the launch limits (n={p.n}, batch={batch}); "
+                         "split the problem")
     if p.m == 0 or p.n == 0 or batch == 0:
-        return
-    if any(needs_transpose(p)):
-        p, (a_ptr, lda, stride_a, b_ptr, ldb, stride_b) = _kmajor_scratch(p, a_ptr, lda, b_ptr, ldb, batch,
-                                                                          stride_a, stride_b, stream)
-    fn = load_function(spec, spec.shared_bytes)
-    strided = batch == 1 or all(s > 0 and (s * es) % 16 == 0 for s in (stride_a, stride_b))
+        return LaunchPlan(ALGO, ())
+    steps, ws_bytes, layout = _scratch_steps(p, p.arch.rstrip("a"))
+    es = spec.elem_bytes
+    strided = batch == 1 or all(s > 0 and (s * es) % 16 == 0 for s in (layout[1], layout[3]))
     runs = [(0, batch)] if strided else [(i, 1) for i in range(batch)]
     for first, count in runs:
-        a0, b0, c0 = a_ptr + first * stride_a * es, b_ptr + first * stride_b * es, c_ptr + first * stride_c * es
-        tmaps = (operand_map(spec, "a", a0, p.m, p.k, lda, count, stride_a),
-                 operand_map(spec, "b", b0, p.n, p.k, ldb, count, stride_b))
-        args = launch_args(a0, b0, c0, p.m, p.n, p.k, lda, ldb, ldc, alpha, beta, alpha_ptr, beta_ptr, stride_a,
-                           stride_b, stride_c) + list(tmaps)
-        fn((grid[0], grid[1], count), spec.threads, args, shared_mem=spec.shared_bytes, stream=stream)
+        steps.append(KernelStep(spec, (grid[0], grid[1], count), spec.threads, _gemm_bind(spec, p, layout, first, count),
+                                spec.shared_bytes))
+    return LaunchPlan(ALGO, steps, ws_bytes)
+
+
+def launch(problem: object, alpha: float, a_ptr: int, lda: int, b_ptr: int, ldb: int, beta: float, c_ptr: int,
+           ldc: int, *, batch: int = 1, stride_a: int = 0, stride_b: int = 0, stride_c: int = 0,
+           alpha_ptr: int = 0, beta_ptr: int = 0, stream: object = None, spec: GemmWgmmaSpec | None = None) -> None:
+    """C = alpha * op(A) @ op(B) + beta * C, column-major, with wgmma + TMA (sm_90): ``plan`` for
+    ``problem`` with these leading dimensions, batch and strides (``spec``: an explicit
+    configuration, e.g. a sweep tile), then its ``run``. Same arguments as
+    ``gemm_tensorcore.launch``. Raises ValueError for unsupported problems, before any launch."""
+    p = with_call_layout(as_problem(problem), lda, ldb, ldc, batch, stride_a, stride_b, stride_c)
+    device = device_facts()
+    launch_plan = LAUNCH_PLANS.get_or_build((p, spec, device.ordinal), lambda: plan(p, device, spec))
+    launch_plan.run((a_ptr, b_ptr, c_ptr, alpha_ptr, beta_ptr), (alpha, beta), stream)
+
+
+#: plans of ``launch`` by (problem, spec, device ordinal)
+LAUNCH_PLANS = PlanCache(FAMILY, maxsize=256)

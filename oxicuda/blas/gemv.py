@@ -14,15 +14,15 @@ import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from oxicuda.driver.context import current_device_ordinal
+from oxicuda.driver.facts import device_facts
 from oxicuda.memory.dtypes import dtype_name, normalize_dtype
 from oxicuda.ptx import cache
 from oxicuda.ptx.builder import KernelBuilder, Value
+from oxicuda.ptx.launch_plan import KernelStep, LaunchPlan
 from oxicuda.ptx.registry import register_family
 from oxicuda.ptx.spec import KernelSpec
 
 from . import gemm_codegen as cg
-from .gemm_dispatch import device_info
 from .operands import check_span, matrix_span, vector_span
 
 WARPS = 8
@@ -232,10 +232,44 @@ def gemv_colmajor(trans: str, m: int, n: int, alpha, a_ptr: int, lda: int, x_ptr
     width = 1 if kind.complex else min(4, 16 // kind.nbytes)
     aligned = a_ptr % 16 == 0 and (lda * kind.nbytes) % 16 == 0 and m % width == 0
     vec = width if aligned and width > 1 else 1
-    info = device_info(current_device_ordinal())
-    spec = GemvSpec(arch=info.arch.rstrip("a"), dtype=dt, trans=op, conj_a=conj_a, conj_x=conj_x, vec=vec)
+    spec = GemvSpec(arch=device_facts().arch, dtype=dt, trans=op, conj_a=conj_a, conj_x=conj_x, vec=vec)
     fn = cache.load(spec)
     grid = math.ceil(n / WARPS) if op == "T" else math.ceil(m / (32 * vec))
     fn((max(1, grid),), (32 * WARPS,), [m, n, a_ptr, lda, x0, incx, y0, incy,
                                        *cg.scalar_args(kind, alpha), alpha_ptr,
                                        *cg.scalar_args(kind, beta), beta_ptr], stream=stream)
+
+
+def plan(problem, device) -> LaunchPlan:
+    """The launch plan of a GEMM problem with m == 1 or n == 1 (batch 1, no pointer arrays) as one
+    matrix-vector product; ``run`` takes the GEMM's pointers (a, b, c, alpha_ptr, beta_ptr) and
+    scalars (alpha, beta; complex ones as re, im, re, im).
+
+    n == 1: C[:, 0] = alpha * op(A) @ x + beta * C[:, 0] with x = op(B)[:, 0] (B's elements 1 or
+    ldb apart). m == 1: C[0, :] = op(B)^T @ x with x = op(A)[0, :]; op(B)^T is B^T (transb N), B
+    (T) or conj(B) (C), and C's row is ldc apart."""
+    p = problem
+    kind = cg.kind_of(p.dtype)
+    if p.n == 1:
+        trans, conj_a, conj_x = ("N" if p.transa == "N" else "T"), p.transa == "C", p.transb == "C"
+        rows, cols = (p.m, p.k) if p.transa == "N" else (p.k, p.m)
+        mat, vec_ptr, lda, incx, incy, align = 0, 1, p.lda, (1 if p.transb == "N" else p.ldb), 1, p.align_a
+    elif p.m == 1:
+        trans, conj_a, conj_x = ("T" if p.transb == "N" else "N"), p.transb == "C", p.transa == "C"
+        rows, cols = (p.k, p.n) if p.transb == "N" else (p.n, p.k)
+        mat, vec_ptr, lda, incx, incy, align = 1, 0, p.ldb, (p.lda if p.transa == "N" else 1), p.ldc, p.align_b
+    else:
+        raise ValueError(f"gemv: a GEMM of m={p.m}, n={p.n} is not a matrix-vector product")
+    conj_a, conj_x = conj_a and kind.complex, conj_x and kind.complex
+    width = 1 if kind.complex else min(4, 16 // kind.nbytes)
+    vec = width if width > 1 and align >= 16 and rows % width == 0 else 1
+    spec = GemvSpec(arch=device.arch, dtype=p.dtype, trans=trans, conj_a=conj_a, conj_x=conj_x, vec=vec)
+    grid = math.ceil(cols / WARPS) if trans == "T" else math.ceil(rows / (32 * vec))
+    if kind.complex:
+        def bind(ptr, s, ws):
+            return (rows, cols, ptr[mat], lda, ptr[vec_ptr], incx, ptr[2], incy, s[0], s[1], ptr[3], s[2], s[3],
+                    ptr[4])
+    else:
+        def bind(ptr, s, ws):
+            return (rows, cols, ptr[mat], lda, ptr[vec_ptr], incx, ptr[2], incy, s[0], ptr[3], s[1], ptr[4])
+    return LaunchPlan("gemv", [KernelStep(spec, max(1, grid), 32 * WARPS, bind)])

@@ -14,6 +14,7 @@ import numpy as np
 from ..driver.backend import api
 from ..driver.context import ensure_context
 from ..driver.errors import CudaError
+from ..driver.facts import device_facts as _device_facts
 from ..memory.pool import block_extent, freed_block, live_block_size
 from ..memory.stream_handle import stream_handle
 
@@ -26,13 +27,10 @@ BLAS_DTYPES = {
 INT32_MAX = 2**31 - 1
 _CTYPES = {"float32": ctypes.c_float, "float64": ctypes.c_double}
 
-_lock = threading.Lock()
 #: Held by every routine that runs several launches through a cached workspace (reductions,
 #: trsm/syrk/symm/trmm): workspaces are shared per (stream, dtype, size), so two threads
 #: interleaving their launches on one stream would read each other's partial results.
 workspace_sequence = threading.RLock()
-_arch_by_device: dict[int, str] = {}
-_sm_count_by_device: dict[int, int] = {}
 
 
 def dtype_name(dtype: object, what: str) -> str:
@@ -166,20 +164,9 @@ def stream_of(stream: object) -> int:
 
 
 def device_facts() -> tuple[str, int]:
-    """(arch, SM count) of the current device (read once per device)."""
-    from ..driver.context import current_device_ordinal
-
-    ordinal = current_device_ordinal()
-    arch = _arch_by_device.get(ordinal)
-    if arch is None:
-        from ..driver.device import Device
-        from ..ptx.target import device_arch
-
-        with _lock:
-            _arch_by_device[ordinal] = device_arch(ordinal)
-            _sm_count_by_device[ordinal] = int(Device(ordinal).multiprocessor_count)
-        arch = _arch_by_device[ordinal]
-    return arch, _sm_count_by_device[ordinal]
+    """(arch, SM count) of the current device, from ``oxicuda.driver.facts``."""
+    facts = _device_facts()
+    return facts.arch, facts.sm_count
 
 
 def load_kernel(spec):

@@ -21,11 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from oxicuda.driver.facts import device_facts
 from oxicuda.ptx import cache
 from oxicuda.ptx.builder import KernelBuilder
+from oxicuda.ptx.launch_plan import KernelStep
 from oxicuda.ptx.registry import register_family
 from oxicuda.ptx.spec import KernelSpec
-from oxicuda.ptx.target import device_arch
 
 FAMILY = "transpose"
 THREADS = 256
@@ -147,10 +148,10 @@ def generate(spec: TransposeSpec) -> str:
 
 
 def configurations(arch: str) -> list[TransposeSpec]:
-    """Every element size and tile, with scalar and the widest vector access on each side."""
+    """Every element size and tile (``transpose(tile=)``) with every access width on each side."""
     out = []
     for es in BIT_TYPES:
-        widths = sorted({1, max(TransposeSpec(elem_bytes=es).vec_widths)})
+        widths = TransposeSpec(elem_bytes=es).vec_widths  # each one ``choose_spec`` can pick
         for tile in TILES:
             for vi in widths:
                 for vo in widths:
@@ -158,7 +159,8 @@ def configurations(arch: str) -> list[TransposeSpec]:
     return out
 
 
-register_family(FAMILY, TransposeSpec, generate, configurations)
+#: transposes build for the plain arch (sm_90, never sm_90a): they use no Hopper-only instruction
+register_family(FAMILY, TransposeSpec, generate, configurations, archs=("sm_80", "sm_86", "sm_90"))
 
 
 def _widest(es: int, *counts: int) -> int:
@@ -171,26 +173,19 @@ def _widest(es: int, *counts: int) -> int:
 
 
 def choose_spec(arch: str, elem_bytes: int, rows: int, cols: int, src_ptr: int, ld_src: int, stride_src: int,
-                dst_ptr: int, ld_dst: int, stride_dst: int) -> TransposeSpec:
+                dst_ptr: int, ld_dst: int, stride_dst: int, tile: int = DEFAULT_TILE) -> TransposeSpec:
     """The kernel for one transpose: ``DEFAULT_TILE`` square tiles, the widest accesses whose vectors stay whole
     and aligned (rows, leading dimension, pointer and batch stride of each side)."""
     es = elem_bytes
     vec_in = _widest(es, rows, ld_src, stride_src, src_ptr // es) if src_ptr % es == 0 else 1
     vec_out = _widest(es, cols, ld_dst, stride_dst, dst_ptr // es) if dst_ptr % es == 0 else 1
-    return TransposeSpec(arch=arch.rstrip("a"), elem_bytes=es, tile=DEFAULT_TILE, vec_in=vec_in, vec_out=vec_out)
+    return TransposeSpec(arch=arch.rstrip("a"), elem_bytes=es, tile=tile, vec_in=vec_in, vec_out=vec_out)
 
 
-def transpose(rows: int, cols: int, src_ptr: int, ld_src: int, dst_ptr: int, ld_dst: int, *, elem_bytes: int,
-              batch: int = 1, stride_src: int = 0, stride_dst: int = 0, arch: str | None = None,
-              stream: object = None) -> None:
-    """``dst[z] = src[z]^T`` for z < ``batch``: ``src`` column-major ``rows x cols`` (``ld_src``),
-    ``dst`` column-major ``cols x rows`` (``ld_dst``); pointers are device addresses, leading
-    dimensions and batch strides in elements of ``elem_bytes`` (2, 4 or 8) bytes. One launch,
-    asynchronous on ``stream``. ``dst`` must not overlap ``src``.
-
-    Raises ValueError (before any launch) for negative sizes, leading dimensions below the
-    rows, misaligned pointers, batch entries of dst that would overlap, or a grid over the
-    limits (cols above 65535 tiles, batch above 65535)."""
+def _checked_spec(rows: int, cols: int, ld_src: int, ld_dst: int, elem_bytes: int, batch: int, stride_src: int,
+                  stride_dst: int, arch: str, src_ptr: int, dst_ptr: int,
+                  tile: int = DEFAULT_TILE) -> tuple[TransposeSpec, tuple]:
+    """The spec and grid of one transpose after every argument check (ValueError)."""
     for name, val in (("rows", rows), ("cols", cols), ("batch", batch), ("stride_src", stride_src),
                       ("stride_dst", stride_dst)):
         if not isinstance(val, int) or isinstance(val, bool) or val < 0:
@@ -205,13 +200,46 @@ def transpose(rows: int, cols: int, src_ptr: int, ld_src: int, dst_ptr: int, ld_
     if batch > 1 and stride_dst < ld_dst * (rows - 1) + cols:
         raise ValueError(f"transpose: stride_dst={stride_dst} makes batch entries of dst overlap; it must be >= "
                          f"ld_dst * (rows - 1) + cols = {ld_dst * (rows - 1) + cols}")
-    if arch is None:
-        arch = device_arch()
-    spec = choose_spec(arch, elem_bytes, rows, cols, src_ptr, ld_src, stride_src, dst_ptr, ld_dst, stride_dst)
+    if tile not in TILES:
+        raise ValueError(f"transpose: tile={tile!r}; allowed {TILES}")
+    spec = choose_spec(arch, elem_bytes, rows, cols, src_ptr, ld_src, stride_src, dst_ptr, ld_dst, stride_dst, tile)
     grid = spec.grid(rows, cols, batch)
     if grid[1] > MAX_GRID_YZ or grid[2] > MAX_GRID_YZ or grid[0] >= 2**31:
         raise ValueError(f"transpose: grid {grid} (rows {rows}, cols {cols}, batch {batch}) exceeds the launch "
                          f"limits (65535 in y and z); split the problem")
+    return spec, grid
+
+
+def transpose_step(rows: int, cols: int, ld_src: int, ld_dst: int, *, elem_bytes: int, batch: int,
+                   stride_src: int, stride_dst: int, arch: str, src, dst, src_align: int = 16,
+                   dst_offset: int = 0) -> KernelStep:
+    """One transpose as a launch-plan step: ``src``/``dst`` map a plan's (pointers, workspace
+    address) to the source and destination addresses; ``src_align`` (bytes, a power of two) and
+    ``dst_offset`` (the destination's offset in a 16-byte aligned workspace) fix the vector
+    widths. Checks as ``transpose``."""
+    spec, grid = _checked_spec(rows, cols, ld_src, ld_dst, elem_bytes, batch, stride_src, stride_dst, arch,
+                               src_align % 16, dst_offset)
+
+    def bind(ptr, s, ws):
+        return (rows, cols, src(ptr, ws), ld_src, stride_src, dst(ptr, ws), ld_dst, stride_dst)
+
+    return KernelStep(spec, grid, THREADS, bind)
+
+
+def transpose(rows: int, cols: int, src_ptr: int, ld_src: int, dst_ptr: int, ld_dst: int, *, elem_bytes: int,
+              batch: int = 1, stride_src: int = 0, stride_dst: int = 0, arch: str | None = None,
+              stream: object = None, tile: int = DEFAULT_TILE) -> None:
+    """``dst[z] = src[z]^T`` for z < ``batch``: ``src`` column-major ``rows x cols`` (``ld_src``),
+    ``dst`` column-major ``cols x rows`` (``ld_dst``); pointers are device addresses, leading
+    dimensions and batch strides in elements of ``elem_bytes`` (2, 4 or 8) bytes. One launch,
+    asynchronous on ``stream``. ``dst`` must not overlap ``src``. ``tile``: the square tile
+    edge (one of ``TILES``; the default is what every caller uses, the other is for sweeps).
+
+    Raises ValueError (before any launch) for negative sizes, leading dimensions below the
+    rows, misaligned pointers, batch entries of dst that would overlap, or a grid over the
+    limits (cols above 65535 tiles, batch above 65535)."""
+    spec, grid = _checked_spec(rows, cols, ld_src, ld_dst, elem_bytes, batch, stride_src, stride_dst,
+                               arch or device_facts().arch, src_ptr, dst_ptr, tile)
     if rows == 0 or cols == 0 or batch == 0:
         return
     fn = cache.load(spec)

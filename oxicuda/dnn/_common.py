@@ -102,6 +102,19 @@ def normalize_axis(axis: int, ndim: int, op: str) -> int:
     return int(axis) % ndim
 
 
+def int_pair(value: object, name: str, op: str, minimum: int) -> tuple[int, int]:
+    """``value`` (an int or a pair of ints, each >= ``minimum``) as an (h, w) pair: TypeError for
+    anything else (bools and floats included), ValueError below the minimum."""
+    pair = (value, value) if isinstance(value, (int, np.integer)) else tuple(value) if isinstance(
+        value, (tuple, list)) else None
+    if pair is None or len(pair) != 2 or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                                                 for v in pair):
+        raise TypeError(f"{op}: {name}={value!r} must be an int or a pair of ints")
+    if any(v < minimum for v in pair):
+        raise ValueError(f"{op}: {name}={value!r}; each value must be >= {minimum}")
+    return int(pair[0]), int(pair[1])
+
+
 def check_eps(eps: object, op: str) -> float:
     """``eps`` as a finite, non-negative float."""
     try:
@@ -135,21 +148,6 @@ def load_kernel(spec) -> object:
     from oxicuda.ptx import cache
 
     return cache.load(spec)
-
-
-_ARCH_BY_DEVICE: dict[int, str] = {}
-
-
-def current_arch() -> str:
-    """The arch of the current device (``sm_86``, ``sm_90``...), read once per device."""
-    from oxicuda.driver.context import current_device_ordinal
-    from oxicuda.ptx.target import device_arch
-
-    ordinal = current_device_ordinal()
-    arch = _ARCH_BY_DEVICE.get(ordinal)
-    if arch is None:
-        arch = _ARCH_BY_DEVICE[ordinal] = device_arch(ordinal)
-    return arch
 
 
 def stream_of(arr: DeviceArray) -> object:
@@ -313,11 +311,6 @@ def log_f32(kb: KernelBuilder, x: Value) -> Value:
     res = kb.selp(NEG_INF, res, kb.setp("eq", x, 0.0))
     res = kb.selp(x, res, kb.setp("gtu", x, FLT_MAX))       # +inf and NaN pass through
     return kb.selp(float("nan"), res, kb.setp("lt", x, 0.0))
-
-
-def reciprocal_f32(kb: KernelBuilder, x: Value) -> Value:
-    """``1 / x``: IEEE in precise math, ``rcp.approx`` in fast math."""
-    return kb.rcp(x)
 
 
 def sigmoid_f32(kb: KernelBuilder, x: Value) -> Value:

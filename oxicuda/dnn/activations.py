@@ -21,9 +21,11 @@ from typing import ClassVar
 
 import numpy as np
 
+from oxicuda.driver.facts import current_device_facts
 from oxicuda.memory.array import DeviceArray, empty
 from oxicuda.ptx import registry
 from oxicuda.ptx.builder import KernelBuilder, Value
+from oxicuda.ptx.launch_plan import KernelStep, LaunchPlan, PlanCache
 from oxicuda.ptx.spec import KernelSpec
 
 from . import _common as C
@@ -97,18 +99,44 @@ def generate_activation(spec: ActivationSpec) -> str:
 
 
 def activation_configurations(arch: str) -> list[ActivationSpec]:
-    """Every op in f32 (vec 1 and 4, with and without bias) and the halves (vec 1 and 2, bias)."""
-    specs = []
-    for op in ACTIVATIONS:
-        for vec in (1, 4):
-            for has_bias in (False, True):
-                specs.append(ActivationSpec(arch=arch, op=op, dtype="f32", vec=vec, has_bias=has_bias))
-        for dtype in ("f16", "bf16"):
-            specs.append(ActivationSpec(arch=arch, op=op, dtype=dtype, vec=2, has_bias=True))
-    return specs
+    """Every configuration a call can launch: each op and dtype, with and without bias, at every
+    vector width ``vector_width`` picks (4, 2 or 1 elements)."""
+    return [ActivationSpec(arch=arch, op=op, dtype=dtype, vec=vec, has_bias=has_bias)
+            for op in ACTIVATIONS for dtype in ("f32", "f16", "bf16") for vec in (1, 2, 4)
+            for has_bias in (False, True)]
 
 
 registry.register_family(ActivationSpec.family, ActivationSpec, generate_activation, activation_configurations)
+
+
+@dataclass(frozen=True)
+class ActivationProblem:
+    """One activation call: op, element type, bias or not, vector width, element count, and the
+    bias broadcast (elements per channel run, channels)."""
+
+    op: str
+    dtype: str
+    has_bias: bool
+    vec: int
+    n: int
+    inner: int
+    channels: int
+
+
+def plan(problem: ActivationProblem, device) -> LaunchPlan:
+    """The launch plan of an activation call; ``run`` takes pointers (x, out, bias or 0)."""
+    p = problem
+    spec = ActivationSpec(arch=device.arch, op=p.op, dtype=p.dtype, has_bias=p.has_bias, vec=p.vec)
+    n, inner, channels = np.uint32(p.n), np.uint32(p.inner), np.uint32(p.channels)
+
+    def bind(ptr, s, ws):
+        return (ptr[0], ptr[1], ptr[2], n, inner, channels)
+
+    return LaunchPlan(p.op, [KernelStep(spec, -(-(p.n // p.vec) // spec.threads), spec.threads, bind)])
+
+
+#: plans by (problem, device ordinal)
+PLANS = PlanCache("activation")
 
 
 def _activation(op: str, x: object, bias: object, bias_axis: int, name: str) -> DeviceArray:
@@ -128,12 +156,10 @@ def _activation(op: str, x: object, bias: object, bias_axis: int, name: str) -> 
     if n == 0:
         return out
     vec = C.vector_width((xa, out), n, C.ELEMENT_BYTES[elem])
-    spec = ActivationSpec(arch=C.current_arch(), op=op, dtype=elem, has_bias=ba is not None, vec=vec)
-    fn = C.load_kernel(spec)
-    threads = spec.threads
-    grid = -(-(n // vec) // threads)
-    fn(grid, threads, [xa, out, ba if ba is not None else 0, np.uint32(n), np.uint32(max(inner, 1)),
-                       np.uint32(max(channels, 1))], stream=C.stream_of(xa))
+    problem = ActivationProblem(op, elem, ba is not None, vec, n, max(inner, 1), max(channels, 1))
+    device = current_device_facts()
+    launch_plan = PLANS.get_or_build((problem, device.ordinal), lambda: plan(problem, device))
+    launch_plan.run((xa.ptr, out.ptr, 0 if ba is None else ba.ptr), (), C.stream_of(xa))
     return out
 
 

@@ -30,6 +30,7 @@ from typing import ClassVar
 
 from oxicuda.ptx import fragments, registry
 from oxicuda.ptx.builder import LN_2, KernelBuilder, Value
+from oxicuda.ptx.fragment_plans import quad_select
 from oxicuda.ptx.spec import KernelSpec
 
 FAMILY = "attention_fwd_mma"
@@ -140,24 +141,13 @@ class AttentionMmaSpec(KernelSpec):
         return 2 * BLOCK_K * self.row_bytes
 
 
-def _quad_affine(kb: KernelBuilder, quad: Value, values: list[int]) -> Value | int:
-    """values[quad] for quad = lane >> 3 in 0..3, as c0 + c1*(quad & 1) + c2*(quad >> 1) (checked)."""
-    v0, d1, d2 = values[0], values[1] - values[0], values[2] - values[0]
-    if values[3] != v0 + d1 + d2:
-        raise AssertionError(f"attention_mma: ldmatrix origins {values} are not affine in the matrix index")
-    out = kb.mul(kb.and_(quad, 1), d1) if d1 else kb.mov(0, "u32")
-    if d2:
-        kb.mad(kb.shr(quad, 1), d2, out, out=out)
-    return kb.add(out, v0) if v0 else out
-
-
 def _lane_offset(kb: KernelBuilder, quad: Value, r8: Value, origins: list[tuple[int, int]], row0: int | Value,
                  rs: int) -> Value:
     """Byte offset of this lane's ldmatrix row address: (row0 + origin row + lane%8) * rs + origin col * 2."""
-    row = kb.add(_quad_affine(kb, quad, [o[0] for o in origins]), r8)
+    row = kb.add(quad_select(kb, quad, [o[0] for o in origins]), r8)
     if not isinstance(row0, int) or row0:
         row = kb.add(row, row0)
-    return kb.mad(row, rs, kb.mul(_quad_affine(kb, quad, [o[1] for o in origins]), 2))
+    return kb.mad(row, rs, kb.mul(quad_select(kb, quad, [o[1] for o in origins]), 2))
 
 
 def _pack_half2(kb: KernelBuilder, lo: Value, hi: Value, dtype: str) -> Value:

@@ -53,8 +53,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from oxicuda.driver.backend import api
 from oxicuda.ptx import fragments, registry
 from oxicuda.ptx.builder import LN_2, KernelBuilder, Value
+from oxicuda.ptx.launch_plan import KernelStep
 from oxicuda.ptx.spec import KernelSpec
 
 FAMILY = "attention_fwd_wgmma"
@@ -497,34 +499,37 @@ def choose_spec(dtype: str, head_dim: int, causal: bool, lse: bool) -> Attention
 
 registry.register_family(FAMILY, AttentionWgmmaSpec, generate, configurations, archs=ARCHS)
 
-_OPTED_IN: dict[int, int] = {}
+#: tensor maps kept per (q, k, v) address triple by each plan step (a map holds its address)
+TENSOR_MAPS_PER_STEP = 64
 
 
 def tensor_map(dtype: str, ptr: int, seq: int, heads: int, head_dim: int, box_rows: int) -> bytes:
     """The CUtensorMap of a (heads, seq, head_dim) contiguous tensor (batch folded into heads)
     as 3-D (head_dim, seq, heads), boxes of 64 x ``box_rows`` x 1 with the 128-byte swizzle;
     reads past ``seq`` fill zeros."""
-    from oxicuda.driver.backend import api
-
     return api().tensor_map_encode_tiled(
         TMA_DATA_TYPE[dtype], 3, ptr, (head_dim, seq, heads), (head_dim * 2, seq * head_dim * 2),
         (PANEL, box_rows, 1), (1, 1, 1), 0, TMA_SWIZZLE_128B, TMA_L2_PROMOTION_128B, 0)
 
 
-def launch(spec: AttentionWgmmaSpec, q, k, v, o, lse, b: int, hq: int, sq: int, hkv: int, sk: int,
-           scale_log2: float, stream: object) -> None:
-    """Launch ``spec`` on C-contiguous, 16-byte aligned q (b, hq, sq, D), k/v (b, hkv, sk, D) and
-    o; ``lse`` a float32 (b, hq, sq) array or 0. Checks are the caller's (``attention``)."""
-    from oxicuda.ptx import cache
-
-    fn = cache.load(spec)
-    if _OPTED_IN.get(id(fn), 0) < spec.shared_bytes:
-        fn.set_max_dynamic_shared_memory(spec.shared_bytes)
-        _OPTED_IN[id(fn)] = spec.shared_bytes
+def step(spec: AttentionWgmmaSpec, b: int, hq: int, sq: int, hkv: int, sk: int) -> KernelStep:
+    """The launch-plan step of ``spec`` for C-contiguous, 16-byte aligned q (b, hq, sq, D), k/v
+    (b, hkv, sk, D) and o: pointers (q, k, v, o, lse or 0), scalars (scale * log2(e),); the three
+    tensor maps are encoded once per (q, k, v) address triple. Checks are the caller's."""
     d = spec.head_dim
-    maps = (tensor_map(spec.dtype, int(q.ptr), sq, b * hq, d, spec.block_q),
-            tensor_map(spec.dtype, int(k.ptr), sk, b * hkv, d, BLOCK_K),
-            tensor_map(spec.dtype, int(v.ptr), sk, b * hkv, d, BLOCK_K))
-    args = [o, lse, sq, sk, hq, hkv, hq // hkv, scale_log2, *maps]
+    maps: dict[tuple[int, int, int], tuple[bytes, bytes, bytes]] = {}
+    group = hq // hkv
+
+    def bind(ptr, s, ws):
+        key = (ptr[0], ptr[1], ptr[2])
+        three = maps.get(key)
+        if three is None:
+            if len(maps) >= TENSOR_MAPS_PER_STEP:
+                maps.clear()
+            three = maps[key] = (tensor_map(spec.dtype, ptr[0], sq, b * hq, d, spec.block_q),
+                                 tensor_map(spec.dtype, ptr[1], sk, b * hkv, d, BLOCK_K),
+                                 tensor_map(spec.dtype, ptr[2], sk, b * hkv, d, BLOCK_K))
+        return (ptr[3], ptr[4], sq, sk, hq, hkv, group, s[0], *three)
+
     grid = ((sq + spec.block_q - 1) // spec.block_q, hq, b)
-    fn(grid, spec.threads, args, shared_mem=spec.shared_bytes, stream=stream)
+    return KernelStep(spec, grid, spec.threads, bind, spec.shared_bytes)

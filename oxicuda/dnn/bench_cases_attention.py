@@ -77,7 +77,6 @@ def _prep(b: int, h: int, s: int, d: int, causal: bool, algo: str):
             import dataclasses
 
             from oxicuda.dnn import attention_wgmma as wg
-            from oxicuda.ptx.builder import LOG2_E
             from oxicuda.ptx.target import device_arch
 
             if device_arch() != "sm_90":
@@ -85,7 +84,7 @@ def _prep(b: int, h: int, s: int, d: int, causal: bool, algo: str):
             spec = dataclasses.replace(wg.choose_spec("bf16", d, causal, False), overlap=False)
 
             def ours(i: int) -> None:
-                wg.launch(spec, q, k, v, o, 0, bb, hh, ss, hh, ss, LOG2_E / np.sqrt(d), None)
+                attention(q, k, v, causal=causal, out=o, config=spec)
 
         torch = _torch()
         vendor = None

@@ -17,6 +17,7 @@ from typing import ClassVar
 
 from oxicuda.ptx import registry
 from oxicuda.ptx.builder import KernelBuilder
+from oxicuda.ptx.launch_plan import KernelStep
 from oxicuda.ptx.spec import KernelSpec
 
 from ._common import load_kernel
@@ -85,3 +86,16 @@ def launch_channels_last(arch: str, src: int, dst: int, n: int, c: int, p: int, 
                          "65535 images")
     fn = load_kernel(ChannelsLastSpec(arch=arch))
     fn((-(-p // TILE), -(-c // TILE), n), THREADS, [src, dst, c, p], stream=stream)
+
+
+def channels_last_step(arch: str, src, dst, n: int, c: int, p: int) -> KernelStep:
+    """``launch_channels_last`` as a launch-plan step: ``src``/``dst`` map (pointers, workspace)
+    to the addresses."""
+    if max(-(-c // TILE), n) > 65535:
+        raise ValueError(f"channels_last: C={c}, N={n}; the grid allows at most {65535 * TILE} channels and "
+                         "65535 images")
+
+    def bind(ptr, s, ws):
+        return (src(ptr, ws), dst(ptr, ws), c, p)
+
+    return KernelStep(ChannelsLastSpec(arch=arch), (-(-p // TILE), -(-c // TILE), n), THREADS, bind)

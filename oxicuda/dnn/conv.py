@@ -21,117 +21,33 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-import numpy as np
-
 from oxicuda.driver import context as _context
+from oxicuda.driver.facts import current_device_facts, device_facts
 from oxicuda.memory.array import DeviceArray, empty
-from oxicuda.memory.workspace import workspace_ptr
+from oxicuda.ptx.launch_plan import KernelStep, LaunchPlan, PlanCache
 
 from . import conv_implicit_gemm_tc as tc
 from ._common import (
     PTX_ELEMENT,
     as_float_array,
     contiguous,
-    current_arch,
     dtype_name_of,
-    load_kernel,
     stream_of,
 )
-from .channels_last import launch_channels_last
-from .conv_dispatch import ALGOS, ConvProblem, choose_algo, device_sm_count
+from .channels_last import channels_last_step
+from .conv_dispatch import ALGOS, ConvProblem, choose_algo, choose_igemm_tile
 from .conv_epilogue import check_activation
+from .conv_geometry import LAYOUTS, ConvGeometry, element_strides_nchw, make_geometry
 
 # imported at load so that their kernel families are registered with the rest of conv's
 from .conv_im2col import run_im2col
 from .conv_implicit_gemm import THREADS, ConvImplicitGemmSpec
 from .conv_implicit_gemm_f32 import prepare_implicit_gemm_f32
-from .conv_tc_split_k import reduce as split_k_reduce
+from .conv_tc_split_k import reduce_step as split_k_reduce_step
 from .conv_winograd import prepare_winograd
 
-LAYOUTS = ("NCHW", "NHWC")
 #: algo names beyond dispatch's that pin one implicit-GEMM kernel
 KERNEL_ALGOS = ("implicit_gemm_tc", "implicit_gemm_simt")
-_INT31 = (1 << 31) - 1
-
-
-@dataclass(frozen=True)
-class ConvGeometry:
-    """A validated problem: sizes, per-dimension parameters, and the layout."""
-
-    problem: ConvProblem
-    layout: str
-
-    @property
-    def x_shape(self) -> tuple[int, ...]:
-        p = self.problem
-        return (p.n, p.c, p.h, p.w) if self.layout == "NCHW" else (p.n, p.h, p.w, p.c)
-
-    @property
-    def w_shape(self) -> tuple[int, ...]:
-        p = self.problem
-        cg = p.c // p.groups
-        return (p.k, cg, p.r, p.s) if self.layout == "NCHW" else (p.k, p.r, p.s, cg)
-
-    @property
-    def y_shape(self) -> tuple[int, ...]:
-        p = self.problem
-        return (p.n, p.k, p.oh, p.ow) if self.layout == "NCHW" else (p.n, p.oh, p.ow, p.k)
-
-
-def element_strides_nchw(arr: DeviceArray, layout: str) -> tuple[int, int, int, int]:
-    """Element strides of a 4-D tensor in (n, c, h, w) order (for w: (k, c, r, s))."""
-    s = tuple(st // arr.dtype.itemsize for st in arr.strides)
-    return s if layout == "NCHW" else (s[0], s[3], s[1], s[2])
-
-
-def _pair(value: object, name: str, op: str, minimum: int) -> tuple[int, int]:
-    vals = tuple(value) if isinstance(value, (tuple, list)) else (value, value)
-    if len(vals) != 2 or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in vals):
-        raise TypeError(f"{op}: {name}={value!r}; expected an int or a pair of ints")
-    if any(v < minimum for v in vals):
-        raise ValueError(f"{op}: {name}={value!r}; each value must be >= {minimum}")
-    return int(vals[0]), int(vals[1])
-
-
-def make_geometry(x_shape: tuple[int, ...], w_shape: tuple[int, ...], stride: object, padding: object,
-                  dilation: object, groups: object, layout: str, dtype: str, op: str) -> ConvGeometry:
-    """Validate sizes and parameters (nothing touches the device) and return the geometry."""
-    if layout not in LAYOUTS:
-        raise ValueError(f"{op}: layout={layout!r}; allowed: {LAYOUTS}")
-    if len(x_shape) != 4:
-        raise ValueError(f"{op}: x has shape {tuple(x_shape)}; it must be 4-D ({layout})")
-    if len(w_shape) != 4:
-        raise ValueError(f"{op}: w has shape {tuple(w_shape)}; it must be 4-D "
-                         f"({'K, C/groups, R, S' if layout == 'NCHW' else 'K, R, S, C/groups'})")
-    st, pad, dil = _pair(stride, "stride", op, 1), _pair(padding, "padding", op, 0), _pair(dilation, "dilation", op, 1)
-    if not isinstance(groups, (int, np.integer)) or isinstance(groups, bool) or groups < 1:
-        raise ValueError(f"{op}: groups={groups!r}; it must be an int >= 1")
-    groups = int(groups)
-    if layout == "NCHW":
-        n, c, h, w = x_shape
-        k, cg, r, s = w_shape
-    else:
-        n, h, w, c = x_shape
-        k, r, s, cg = w_shape
-    if min(n, c, h, w) < 1 or min(k, cg, r, s) < 1:
-        raise ValueError(f"{op}: x {tuple(x_shape)} and w {tuple(w_shape)} must have no empty dimension")
-    if c % groups or k % groups:
-        raise ValueError(f"{op}: groups={groups} must divide the input channels ({c}) and the output "
-                         f"channels ({k})")
-    if cg != c // groups:
-        raise ValueError(f"{op}: w has shape {tuple(w_shape)} with {cg} input channels per group; x has {c} "
-                         f"channels and groups={groups}, so it must be {c // groups}")
-    eff_r, eff_s = dil[0] * (r - 1) + 1, dil[1] * (s - 1) + 1
-    if eff_r > h + 2 * pad[0] or eff_s > w + 2 * pad[1]:
-        raise ValueError(f"{op}: the dilated filter is {eff_r}x{eff_s} but the padded input is only "
-                         f"{h + 2 * pad[0]}x{w + 2 * pad[1]}; the filter must fit the padded input")
-    oh = (h + 2 * pad[0] - eff_r) // st[0] + 1
-    ow = (w + 2 * pad[1] - eff_s) // st[1] + 1
-    problem = ConvProblem(n, c, h, w, k, r, s, oh, ow, st, pad, dil, groups, dtype)
-    for what, count in (("x", n * c * h * w), ("w", k * cg * r * s), ("y", n * k * oh * ow)):
-        if count > _INT31:
-            raise ValueError(f"{op}: {what} has {count} elements; at most {_INT31} are supported per call")
-    return ConvGeometry(problem, layout)
 
 
 def _resolve_dtypes(x: object, w: object, op: str, x_name: str = "x", w_name: str = "w") -> tuple[DeviceArray, DeviceArray, str]:
@@ -185,13 +101,15 @@ def conv2d(x: object, w: object, bias: object = None, stride: object = 1, paddin
     y = _output(out, geo.y_shape, xa, op)
     run = None
     if chosen.startswith("winograd"):
-        run = prepare_winograd(geo, element_strides_nchw(xa, layout), element_strides_nchw(wa, layout),
+        run = _plan_runner(prepare_winograd(geo, element_strides_nchw(xa, layout), element_strides_nchw(wa, layout),
                                element_strides_nchw(y, layout), int(y.ptr), ba is not None, act,
-                               tile=4 if chosen == "winograd_4x4" else 2)
+                               tile=4 if chosen == "winograd_4x4" else 2))
     elif chosen == "implicit_gemm_simt" and geo.problem.dtype == "f32":
-        run = prepare_implicit_gemm_f32(geo, (xa.ptr, wa.ptr, y.ptr), ba is not None, act)
+        tile, splits = choose_igemm_tile(geo.problem, device_facts().sm_count)
+        run = _plan_runner(prepare_implicit_gemm_f32(geo, (xa.ptr, wa.ptr, y.ptr), ba is not None, act, tile,
+                                                     splits))
     elif chosen == "implicit_gemm_tc":
-        run = prepare_tensor_core(geo, int(xa.ptr), int(wa.ptr), int(y.ptr), ba is not None, act)
+        run = _plan_runner(prepare_tensor_core(geo, int(xa.ptr), int(wa.ptr), int(y.ptr), ba is not None, act))
     if run is not None:
         run(xa.ptr, wa.ptr, y.ptr, ba.ptr if ba is not None else 0, stream_of(y))
         if key is not None:
@@ -204,6 +122,18 @@ def conv2d(x: object, w: object, bias: object = None, stride: object = 1, paddin
     else:
         run_im2col(geo, xa, wa, y, ba, act)
     return y
+
+
+def _plan_runner(plan: LaunchPlan):
+    """A call plan's ``run(x, w, y, bias, stream)`` over a LaunchPlan whose pointers are (x, w, y,
+    bias or 0)."""
+    run = plan.run
+
+    def runner(x: int, w: int, y: int, bias: int, stream: object) -> None:
+        run((x, w, y, bias), (), stream)
+
+    runner.plan = plan
+    return runner
 
 
 #: conv2d call plans by signature (``_call_key``); cleared whole at the limit
@@ -261,9 +191,9 @@ def _resolve_algo(algo: str | None, problem: ConvProblem, op: str) -> str:
         return _implicit_gemm_kernel(choose_algo(problem), problem)
     if algo not in ALGOS + KERNEL_ALGOS:
         raise ValueError(f"{op}: algo={algo!r}; allowed: None, " + ", ".join(repr(a) for a in ALGOS + KERNEL_ALGOS))
-    if algo == "implicit_gemm_tc" and not tc.supported(problem.dtype, current_arch()):
+    if algo == "implicit_gemm_tc" and not tc.supported(problem.dtype, device_facts().arch):
         raise ValueError(f"{op}: algo='implicit_gemm_tc' needs float16/bfloat16 data on sm_80+; got "
-                         f"{problem.dtype} on {current_arch()}; use algo='implicit_gemm_simt' or None")
+                         f"{problem.dtype} on {device_facts().arch}; use algo='implicit_gemm_simt' or None")
     if algo == "implicit_gemm":
         return _implicit_gemm_kernel(algo, problem)
     if algo.startswith("winograd"):
@@ -280,7 +210,7 @@ def _resolve_algo(algo: str | None, problem: ConvProblem, op: str) -> str:
 def _implicit_gemm_kernel(algo: str, problem: ConvProblem) -> str:
     if algo != "implicit_gemm":
         return algo
-    return "implicit_gemm_tc" if tc.supported(problem.dtype, current_arch()) else "implicit_gemm_simt"
+    return "implicit_gemm_tc" if tc.supported(problem.dtype, device_facts().arch) else "implicit_gemm_simt"
 
 
 def _contiguous_strides(shape: tuple[int, ...], layout: str) -> tuple[int, int, int, int]:
@@ -290,79 +220,118 @@ def _contiguous_strides(shape: tuple[int, ...], layout: str) -> tuple[int, int, 
     return s if layout == "NCHW" else (s[0], s[3], s[1], s[2])
 
 
-def prepare_tensor_core(geo: ConvGeometry, x_ptr: int, w_ptr: int, y_ptr: int, has_bias: bool, activation: str):
-    """The tensor-core forward pass of ``geo`` for C-contiguous x, w, y of the alignment of these
-    pointers, as ``run(x_ptr, w_ptr, y_ptr, bias_ptr, stream)``. An NCHW problem that
-    ``tc.nchw_via_channels_last`` accepts first has x and w transposed to NHWC in a workspace
-    (two ``channels_last`` launches), then runs the NHWC kernel writing y in NCHW. A grid short
-    of one wave with a long reduction runs split-K (``tc.choose_splits``)."""
-    p, arch = geo.problem, current_arch()
+def prepare_tensor_core(geo: ConvGeometry, x_ptr: int, w_ptr: int, y_ptr: int, has_bias: bool,
+                        activation: str) -> LaunchPlan:
+    """The launch plan of the tensor-core forward pass of ``geo`` for C-contiguous x, w, y of the
+    alignment of these pointers; ``run`` takes pointers (x, w, y, bias or 0). An NCHW problem that
+    ``tc.nchw_via_channels_last`` accepts first has x and w transposed to NHWC in the workspace
+    (two ``channels_last`` steps), then runs the NHWC kernel writing y in NCHW. A grid short of
+    one wave with a long reduction runs split-K (``tc.choose_splits``): float32 partial sums in
+    y-shaped workspace slabs, then one step adds them with the epilogue."""
+    p, device = geo.problem, device_facts()
+    arch = device.arch
     x_aligned, w_aligned = x_ptr % tc.COPY_BYTES == 0, w_ptr % tc.COPY_BYTES == 0
     layout, x_strides = geo.layout, _contiguous_strides(geo.x_shape, geo.layout)
-    cg = p.c // p.groups
+    cg, kg = p.c // p.groups, p.k // p.groups
     via_channels_last = layout == "NCHW" and tc.nchw_via_channels_last(p, x_aligned, w_aligned)
-    cl_arch, x_bytes, cl_bytes = tc.spec_arch(arch), 0, 0
+    x_bytes = cl_bytes = 0
     if via_channels_last:
         x_bytes = -(-p.n * p.c * p.h * p.w * 2 // tc.COPY_BYTES) * tc.COPY_BYTES
-        cl_bytes = x_bytes + p.k * cg * p.r * p.s * 2
+        cl_bytes = -(-(x_bytes + p.k * cg * p.r * p.s * 2) // 256) * 256
         layout, x_strides = "NHWC", (p.h * p.w * p.c, 1, p.w * p.c, p.c)
-    sm_count = device_sm_count()
     spec = tc.choose_spec(p, layout, arch, x_aligned=x_aligned, w_aligned=w_aligned, activation=activation,
-                          bias=has_bias, y_layout=geo.layout, y_aligned=y_ptr % 4 == 0, sm_count=sm_count)
+                          bias=has_bias, y_layout=geo.layout, y_aligned=y_ptr % 4 == 0, sm_count=device.sm_count)
     y_strides = _contiguous_strides(geo.y_shape, geo.layout)
-    splits = tc.choose_splits(p, spec, sm_count)
-    total = p.n * p.k * p.oh * p.ow
-    inner = p.oh * p.ow if geo.layout == "NCHW" else 1
+    splits = tc.choose_splits(p, spec, device.sm_count)
     if splits > 1:
-        # split-K: float32 partial sums in y-shaped slabs, then one kernel adds them with the epilogue
         spec = dataclasses.replace(spec, split_k=True, activation="none", bias=False, y_pairs=False)
+    total = p.n * p.k * p.oh * p.ow
+    gm, gk = p.n * p.oh * p.ow, cg * p.r * p.s
+    ktiles = -(-gk // tc.BLOCK_K)
+    chunk = -(-ktiles // splits)
+    splits = -(-ktiles // chunk)  # no empty split
+    grid = (-(-gm // spec.block_m), -(-kg // spec.block_n), p.groups * splits)
+    if grid[1] > 65535 or grid[2] > 65535:
+        raise ValueError(f"conv2d: K/groups={kg}, groups={p.groups} and {splits} splits give a grid of {grid}; "
+                         "at most 65535 CTAs in y and z")
+    tail = (gm, kg, gk, cg, p.h, p.w, p.r, p.s, p.oh, p.ow, p.stride[0], p.stride[1], p.padding[0],
+            p.padding[1], p.dilation[0], p.dilation[1], *x_strides, *y_strides, p.groups, chunk, gm * p.k)
+    steps = []
+    if via_channels_last:
+        steps += [channels_last_step(tc.spec_arch(arch), lambda ptr, ws: ptr[0], lambda ptr, ws: ws, p.n, p.c,
+                                     p.h * p.w),
+                  channels_last_step(tc.spec_arch(arch), lambda ptr, ws: ptr[1], lambda ptr, ws: ws + x_bytes,
+                                     p.k, cg, p.r * p.s)]
 
-    def run(xp: int, wp: int, yp: int, bias_ptr: int, stream: object) -> None:
-        x_arg, w_arg = xp, wp
-        if via_channels_last:
-            x_arg = workspace_ptr(cl_bytes, stream)
-            w_arg = x_arg + x_bytes
-            launch_channels_last(cl_arch, xp, x_arg, p.n, p.c, p.h * p.w, stream)
-            launch_channels_last(cl_arch, wp, w_arg, p.k, cg, p.r * p.s, stream)
-        if splits == 1:
-            tc.launch(spec, p, x_arg, w_arg, yp, bias_ptr or None, x_strides, y_strides, stream=stream)
-            return
-        partials = workspace_ptr((np.float32, splits * total), stream)
-        done = tc.launch(spec, p, x_arg, w_arg, partials, None, x_strides, y_strides, stream=stream, splits=splits)
-        split_k_reduce(spec.arch, p.dtype, activation, partials, yp, bias_ptr or None, total, done, inner, p.k,
-                       stream=stream)
+    def operand(ptr, ws):
+        return (ws, ws + x_bytes) if via_channels_last else (ptr[0], ptr[1])
 
-    return run
+    if splits == 1:
+        def bind(ptr, s, ws):
+            return (*operand(ptr, ws), ptr[2], ptr[3], *tail)
+
+        steps.append(KernelStep(spec, grid, spec.threads, bind, spec.shared_bytes))
+        return LaunchPlan("conv2d_tc", steps, cl_bytes)
+
+    def bind_partials(ptr, s, ws):
+        return (*operand(ptr, ws), ws + cl_bytes, 0, *tail)
+
+    steps.append(KernelStep(spec, grid, spec.threads, bind_partials, spec.shared_bytes))
+    steps.append(split_k_reduce_step(spec.arch, p.dtype, activation, has_bias, lambda ptr, ws: ws + cl_bytes, total,
+                                     splits, p.oh * p.ow if geo.layout == "NCHW" else 1, p.k))
+    return LaunchPlan("conv2d_tc", steps, cl_bytes + 4 * splits * total)
+
+
+@dataclass(frozen=True)
+class ImplicitGemmProblem:
+    """One SIMT implicit-GEMM launch: the mode (fwd, bwd_data, bwd_filter), the geometry, the
+    element strides of x, w and y in (n, c, h, w) order, the epilogue."""
+
+    mode: str
+    geo: ConvGeometry
+    strides: tuple[int, ...]
+    activation: str
+    has_bias: bool
+
+
+def implicit_gemm_plan(problem: ImplicitGemmProblem, device) -> LaunchPlan:
+    """The launch plan of one SIMT implicit-GEMM kernel; ``run`` takes pointers (x, w, y, bias or
+    0): ``mode`` decides which two are read and which one is written."""
+    q, p = problem, problem.geo.problem
+    cg, kg = p.c // p.groups, p.k // p.groups
+    if q.mode == "fwd":
+        gm, gn, gk = p.n * p.oh * p.ow, kg, cg * p.r * p.s
+    elif q.mode == "bwd_data":
+        gm, gn, gk = p.n * p.h * p.w, cg, kg * p.r * p.s
+    else:
+        gm, gn, gk = kg, cg * p.r * p.s, p.n * p.oh * p.ow
+    spec = ConvImplicitGemmSpec(arch=device.arch, mode=q.mode, dtype=p.dtype, layout=q.geo.layout,
+                                activation=q.activation, bias=q.has_bias)
+    tail = (gm, gn, gk, p.n, cg, p.h, p.w, kg, p.r, p.s, p.oh, p.ow, p.stride[0], p.stride[1], p.padding[0],
+            p.padding[1], p.dilation[0], p.dilation[1], *q.strides)
+
+    def bind(ptr, s, ws):
+        return (*ptr, *tail)
+
+    grid = ((gm + spec.bm - 1) // spec.bm, (gn + spec.bn - 1) // spec.bn, p.groups)
+    return LaunchPlan("conv_implicit_gemm", [KernelStep(spec, grid, THREADS, bind)])
+
+
+#: implicit-GEMM plans by (problem, device ordinal)
+IMPLICIT_GEMM_PLANS = PlanCache("conv_implicit_gemm")
 
 
 def run_implicit_gemm(mode: str, geo: ConvGeometry, x: DeviceArray, w: DeviceArray, y: DeviceArray,
                       bias: DeviceArray | None, activation: str) -> None:
     """Launch one implicit-GEMM kernel over validated, C-contiguous x, w, y (``mode`` decides
-    which two are read and which one is written). The float32 forward pass has its own kernel
-    (``prepare_implicit_gemm_f32``, through conv2d's call plans)."""
-    p = geo.problem
-    cg, kg = p.c // p.groups, p.k // p.groups
-    if mode == "fwd":
-        gm, gn, gk = p.n * p.oh * p.ow, kg, cg * p.r * p.s
-    elif mode == "bwd_data":
-        gm, gn, gk = p.n * p.h * p.w, cg, kg * p.r * p.s
-    else:
-        gm, gn, gk = kg, cg * p.r * p.s, p.n * p.oh * p.ow
-    spec = ConvImplicitGemmSpec(arch=_arch(), mode=mode, dtype=p.dtype, layout=geo.layout,
-                                activation=activation, bias=bias is not None)
-    fn = load_kernel(spec)
-    args = [x, w, y, bias if bias is not None else 0, gm, gn, gk, p.n, cg, p.h, p.w, kg, p.r, p.s, p.oh, p.ow,
-            p.stride[0], p.stride[1], p.padding[0], p.padding[1], p.dilation[0], p.dilation[1],
-            *element_strides_nchw(x, geo.layout), *element_strides_nchw(w, geo.layout),
-            *element_strides_nchw(y, geo.layout)]
-    grid = ((gm + spec.bm - 1) // spec.bm, (gn + spec.bn - 1) // spec.bn, p.groups)
-    fn(grid, THREADS, args, stream=stream_of(y))
-
-
-def _arch() -> str:
-    from oxicuda.ptx.target import device_arch
-
-    return device_arch()
+    which two are read and which one is written) through its cached plan. The float32 forward
+    pass has its own kernel (``prepare_implicit_gemm_f32``, through conv2d's call plans)."""
+    strides = (*element_strides_nchw(x, geo.layout), *element_strides_nchw(w, geo.layout),
+               *element_strides_nchw(y, geo.layout))
+    problem = ImplicitGemmProblem(mode, geo, strides, activation, bias is not None)
+    device = current_device_facts()
+    plan = IMPLICIT_GEMM_PLANS.get_or_build((problem, device.ordinal), lambda: implicit_gemm_plan(problem, device))
+    plan.run((x.ptr, w.ptr, y.ptr, 0 if bias is None else bias.ptr), (), stream_of(y))
 
 
 def conv2d_backward_data(dy: object, w: object, x_shape: tuple[int, ...], stride: object = 1, padding: object = 0,

@@ -10,7 +10,6 @@ PROVISIONAL: the rule thresholds are first guesses until the sweep's figures rep
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
@@ -53,6 +52,9 @@ IGEMM_TILES = tuple(IGEMM_TILE_MODEL)
 #: measured winners: shape key (see ``shape_key``) -> (algo, tile or None, splits or None).
 #: From `python3 benches/sweep_conv.py` on the H200 (2026-11-29 18:50 UTC, NVIDIA H200, 132 SMs;
 #: benches/results/2026-11-29-h200-session2/sweep-conv.json): the fastest correct variant per shape.
+#: the committed measurements MEASURED was read from (tests check they exist)
+MEASURED_SOURCE = ("benches/results/2026-11-29-h200-session2/sweep-conv.json",
+                   "benches/results/2026-11-30-h200-session5/call7-bench-conv.json")
 MEASURED: dict[tuple, tuple[str, str | None, int | None]] = {
     ('f32', 32, 64, 56, 56, 64, 3, 3, (1, 1), (1, 1), (1, 1), 1): ('winograd_4x4', None, None),
     # call plans (2026-11-30, session 5) took the host out of these two: bench-conv at dc1aaa6
@@ -165,17 +167,3 @@ def choose_igemm_tile(problem: ConvProblem, sm_count: int, thresholds: dict | No
             if score > best_score + 1e-9:
                 best, best_score = (name, splits), score
     return best
-
-
-@functools.cache
-def _sm_count(ordinal: int) -> int:
-    from oxicuda.blas.gemm_dispatch import device_info
-
-    return device_info(ordinal).sm_count
-
-
-def device_sm_count() -> int:
-    """The current device's SM count (read once per device from the driver)."""
-    from oxicuda.driver.context import current_device_ordinal
-
-    return _sm_count(current_device_ordinal())

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from oxicuda.driver.facts import device_facts
 from oxicuda.memory.array import DeviceArray
 from oxicuda.memory.workspace import workspace
 from oxicuda.ptx import registry
@@ -18,6 +19,7 @@ from oxicuda.ptx.spec import KernelSpec
 
 from ._common import ELEMENT_BYTES, dtype_name_of, load_f32, load_kernel, store_f32, stream_of
 from .conv_epilogue import ACTIVATIONS, emit_activation
+from .conv_geometry import element_strides_nchw
 
 FAMILY_IM2COL = "conv_im2col"
 FAMILY_BIAS_ACT = "conv_bias_activation"
@@ -118,12 +120,11 @@ def run_im2col(geo, x: DeviceArray, w: DeviceArray, y: DeviceArray, bias: Device
     """conv2d forward by im2col + GEMM over validated, C-contiguous x, w, y (see conv.py)."""
     from oxicuda.blas.gemm_core import gemm_colmajor
 
-    from .conv import _arch, element_strides_nchw
 
     p = geo.problem
     cg, kg = p.c // p.groups, p.k // p.groups
     kred, pixels, ohw = cg * p.r * p.s, p.n * p.oh * p.ow, p.oh * p.ow
-    arch, stream = _arch(), stream_of(y)
+    arch, stream = device_facts().arch, stream_of(y)
     col = workspace((x.dtype, pixels * kred), stream)
     fn = load_kernel(Im2colSpec(arch=arch, dtype=p.dtype, layout=geo.layout))
     es = x.dtype.itemsize
@@ -157,9 +158,9 @@ def _im2col_configurations(arch: str) -> list[Im2colSpec]:
 
 
 def _bias_act_configurations(arch: str) -> list[BiasActivationSpec]:
-    return ([BiasActivationSpec(arch=arch, activation=a) for a in ACTIVATIONS]
-            + [BiasActivationSpec(arch=arch, activation=a, bias=False) for a in ACTIVATIONS[1:]]
-            + [BiasActivationSpec(arch=arch, dtype=d) for d in ("f16", "bf16")])
+    """Every dtype with each epilogue that runs after the GEMM (bias, activation or both)."""
+    return [BiasActivationSpec(arch=arch, dtype=d, activation=a, bias=b) for d in ELEMENT_BYTES
+            for a in ACTIVATIONS for b in (False, True) if b or a != "none"]
 
 
 registry.register_family(FAMILY_IM2COL, Im2colSpec, generate_im2col, _im2col_configurations)

@@ -342,11 +342,13 @@ def _epilogue(kb: KernelBuilder, spec: ConvImplicitGemmSpec, p: _Params, out: Va
 
 
 def configurations(arch: str) -> list[ConvImplicitGemmSpec]:
-    """Every mode and layout in f32, the half types forward, and each fused epilogue."""
-    out = [ConvImplicitGemmSpec(arch=arch, mode=m, layout=lay) for m in MODES for lay in LAYOUTS]
-    out += [ConvImplicitGemmSpec(arch=arch, dtype=d, layout=lay) for d in ("f16", "bf16") for lay in LAYOUTS]
-    out += [ConvImplicitGemmSpec(arch=arch, activation=a, bias=True) for a in ACTIVATIONS]
-    out += [ConvImplicitGemmSpec(arch=arch, bm=32, bn=32, bk=8)]
+    """Every kernel a call launches: the half types forward in each layout with each fused
+    epilogue (float32 forward runs ``conv_implicit_gemm_f32``), and both backward passes in every
+    dtype and layout (no epilogue)."""
+    out = [ConvImplicitGemmSpec(arch=arch, dtype=d, layout=lay, activation=a, bias=b)
+           for d in ("f16", "bf16") for lay in LAYOUTS for a in ACTIVATIONS for b in (False, True)]
+    out += [ConvImplicitGemmSpec(arch=arch, mode=m, dtype=d, layout=lay)
+            for m in MODES if m != "fwd" for d in ("f32", "f16", "bf16") for lay in LAYOUTS]
     return out
 
 

@@ -29,19 +29,21 @@ Launch: block ``threads``, grid (ceil(M/bm), ceil(Kg/bn), groups * splits).
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
+from oxicuda.driver.facts import device_facts
 from oxicuda.memory.array import DeviceArray, asarray
-from oxicuda.memory.workspace import workspace_ptr
 from oxicuda.ptx import registry
 from oxicuda.ptx.builder import KernelBuilder, Value
+from oxicuda.ptx.launch_plan import KernelStep, LaunchPlan
 from oxicuda.ptx.spec import KernelSpec
 
-from ._common import current_arch, load_kernel
+from ._common import load_kernel
 from .conv_epilogue import ACTIVATIONS, emit_activation
 
 FAMILY = "conv_implicit_gemm_f32"
@@ -493,7 +495,7 @@ def _make_plan(geo, tile: str, splits: int, vecs: tuple[int, int, int], has_bias
     splits = -(-gk // k_chunk)
     rows = (-(-gk // cfg.bk) + 1) * cfg.bk
     table = _device_table((geo.layout, p.c, cg, p.h, p.w, p.r, p.s, p.dilation, rows))
-    arch = current_arch()
+    arch = device_facts().arch
     split_k = splits > 1
     spec = ConvFpropF32Spec(arch=arch, layout=geo.layout, bm=cfg.bm, bn=cfg.bn, bk=cfg.bk, tm=cfg.tm,
                             tn=cfg.tn, vec_a=vecs[0], vec_b=vecs[1], vec_y=vecs[2],
@@ -516,19 +518,13 @@ def _make_plan(geo, tile: str, splits: int, vecs: tuple[int, int, int], has_bias
                  splits * total if split_k else 0)
 
 
-def igemm_plan(geo, ptrs: tuple[int, int, int], has_bias: bool, activation: str, tile: str | None = None,
-               splits: int | None = None) -> _Plan:
+def igemm_plan(geo, ptrs: tuple[int, int, int], has_bias: bool, activation: str, tile: str,
+               splits: int) -> _Plan:
     """The launch plan for ``geo`` with x, w, y at ``ptrs`` (their alignment picks the vector
-    paths); ``tile``/``splits`` default to ``conv_dispatch.choose_igemm_tile``. Cached per
-    problem and context. ``plan.workspace_count``: float32 elements of split-K partials (0: none)."""
+    paths), tile and split count from the caller (``conv_dispatch.choose_igemm_tile``). Cached
+    per problem and context. ``plan.workspace_count``: float32 elements of split-K partials (0: none)."""
     from oxicuda.driver.context import ensure_context
 
-    from .conv_dispatch import choose_igemm_tile, device_sm_count
-
-    if tile is None or splits is None:
-        auto_tile, auto_splits = choose_igemm_tile(geo.problem, device_sm_count())
-        tile = auto_tile if tile is None else tile
-        splits = auto_splits if splits is None else splits
     if tile not in TILES:
         raise ValueError(f"conv2d: tile={tile!r}; allowed {tuple(TILES)}")
     vecs = plan_vectors(geo, *ptrs)
@@ -541,45 +537,44 @@ def igemm_plan(geo, ptrs: tuple[int, int, int], has_bias: bool, activation: str,
     return plan
 
 
-def launch_igemm(plan: _Plan, x: DeviceArray | int, w: DeviceArray | int, y: DeviceArray | int,
-                 bias: DeviceArray | int | None, stream: object, partials: DeviceArray | int | None = None) -> None:
-    """Run ``plan`` on device arrays or addresses (``partials``: at least ``plan.workspace_count``
-    float32 elements when it splits K)."""
-    zero_or_bias = bias if bias is not None else 0
-    if plan.reduce_fn is None:
-        plan.fn(plan.grid, plan.threads, [x, w, y, zero_or_bias, plan.table, *plan.tail], stream=stream)
-        return
-    plan.fn(plan.grid, plan.threads, [x, w, partials, 0, plan.table, *plan.tail], stream=stream)
-    plan.reduce_fn(plan.reduce_grid, REDUCE_BLOCK, [partials, y, zero_or_bias, *plan.reduce_tail], stream=stream)
-
-
-def prepare_implicit_gemm_f32(geo, ptrs: tuple[int, int, int], has_bias: bool, activation: str,
-                              tile: str | None = None, splits: int | None = None):
-    """``run(x_ptr, w_ptr, y_ptr, bias_ptr, stream)`` for pointers of the alignment of ``ptrs``."""
+def prepare_implicit_gemm_f32(geo, ptrs: tuple[int, int, int], has_bias: bool, activation: str, tile: str,
+                              splits: int) -> LaunchPlan:
+    """The launch plan of ``geo`` for pointers of the alignment of ``ptrs``; ``run`` takes pointers
+    (x, w, y, bias or 0). Split-K writes float32 partials to the plan's workspace, then the
+    reduction applies bias and activation into y."""
     plan = igemm_plan(geo, ptrs, has_bias, activation, tile, splits)
-    count = plan.workspace_count
+    table, tail = plan.table.ptr, plan.tail
+    if plan.reduce_fn is None:
+        def bind(ptr, s, ws):
+            return (ptr[0], ptr[1], ptr[2], ptr[3], table, *tail)
 
-    def run(x_ptr: int, w_ptr: int, y_ptr: int, bias_ptr: int, stream: object) -> None:
-        partials = workspace_ptr(("float32", count), stream) if count else None
-        launch_igemm(plan, x_ptr, w_ptr, y_ptr, bias_ptr or None, stream, partials)
+        step = KernelStep(plan.fn.spec, plan.grid, plan.threads, bind, function=plan.fn)
+        return LaunchPlan("conv2d_igemm_f32", [step], keep=(plan.table,))
+    reduce_tail = plan.reduce_tail
 
-    return run
+    def bind_partials(ptr, s, ws):
+        return (ptr[0], ptr[1], ws, 0, table, *tail)
+
+    def bind_reduce(ptr, s, ws):
+        return (ws, ptr[2], ptr[3], *reduce_tail)
+
+    steps = [KernelStep(plan.fn.spec, plan.grid, plan.threads, bind_partials, function=plan.fn),
+             KernelStep(plan.reduce_fn.spec, plan.reduce_grid, REDUCE_BLOCK, bind_reduce, function=plan.reduce_fn)]
+    return LaunchPlan("conv2d_igemm_f32", steps, 4 * plan.workspace_count, keep=(plan.table,))
 
 
 def configurations(arch: str) -> list[ConvFpropF32Spec]:
-    """Every tile in both layouts with the vector paths, the scalar fallbacks, each epilogue and
-    the split-K partial kernels."""
+    """Every kernel a call launches: each tile and layout, each operand's load width as
+    ``plan_vectors`` picks it (x vectors in NHWC only), each fused epilogue, and the split-K
+    partial kernels (whose epilogue runs in the reduction)."""
     out = []
+    epilogues = [(a, b, False) for a in ACTIVATIONS for b in (False, True)] + [("none", False, True)]
     for cfg in TILES.values():
         t = {"bm": cfg.bm, "bn": cfg.bn, "bk": cfg.bk, "tm": cfg.tm, "tn": cfg.tn}
-        out += [ConvFpropF32Spec(arch=arch, layout="NCHW", vec_b=W, vec_y=W, **t),
-                ConvFpropF32Spec(arch=arch, layout="NHWC", vec_a=W, vec_b=W, vec_y=W, **t),
-                ConvFpropF32Spec(arch=arch, layout="NCHW", vec_b=W, vec_y=W, split_k=True, **t),
-                ConvFpropF32Spec(arch=arch, layout="NHWC", vec_a=W, vec_b=W, vec_y=W, split_k=True, **t)]
-    small = {"bm": 64, "bn": 64, "bk": 8, "tm": 4, "tn": 4}
-    out += [ConvFpropF32Spec(arch=arch, layout=lay, **small) for lay in LAYOUTS]
-    out += [ConvFpropF32Spec(arch=arch, layout="NCHW", vec_b=W, vec_y=W, activation=a, bias=True, **small)
-            for a in ACTIVATIONS]
+        for layout in LAYOUTS:
+            for va, vb, vy in itertools.product((1, W) if layout == "NHWC" else (1,), (1, W), (1, W)):
+                out += [ConvFpropF32Spec(arch=arch, layout=layout, vec_a=va, vec_b=vb, vec_y=vy, activation=a,
+                                         bias=b, split_k=sk, **t) for a, b, sk in epilogues]
     return out
 
 

@@ -53,10 +53,11 @@ opt-in). Tiles, the large-tile and split-K thresholds are provisional until meas
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from dataclasses import dataclass
 from typing import ClassVar
 
-from oxicuda.blas.gemm_tensorcore import ACC_PLAN, PLANS, load_function, quad_select, warp_coords
+from oxicuda.blas.gemm_tensorcore import ACC_PLAN, PLANS, quad_select, warp_coords
 from oxicuda.ptx import registry
 from oxicuda.ptx.builder import KernelBuilder, Value
 from oxicuda.ptx.spec import KernelSpec
@@ -296,23 +297,20 @@ def _epilogue(kb: KernelBuilder, spec: ConvTensorCoreSpec, p: Params, yg: Value,
 
 # -- configurations, the choice of kernel, launch --------------------------------------------------
 def configurations(arch: str) -> list[ConvTensorCoreSpec]:
-    """Every kernel ``choose_spec`` can pick for ``arch`` without an epilogue (types x layouts x
-    load paths x tiles x paired stores), their split-K partial kernels, and each fused epilogue
-    on the fast path."""
+    """Every kernel ``choose_spec`` can pick for ``arch``: types x layouts x load paths x tiles,
+    paired stores where y is NHWC (an NCHW-layout kernel writes NCHW y), each fused epilogue, and
+    the split-K partial kernels (no epilogue, no pairs: the reduction finishes them)."""
     out = []
-    for dtype in DTYPES:
-        for layout in LAYOUTS:
-            for a_async in ((False, True) if layout == "NHWC" else (False,)):
-                for b_async in (False, True):
-                    for tile in _tiles_for(a_async, b_async):
-                        bm, bn, wm, wn, st = TILES[tile]
-                        for y_pairs in (False, True):
-                            out.append(ConvTensorCoreSpec(arch=arch, dtype=dtype, layout=layout, a_async=a_async,
-                                                          b_async=b_async, y_pairs=y_pairs, block_m=bm, block_n=bn,
-                                                          warps_m=wm, warps_n=wn, stages=st))
-    out += [dataclasses.replace(spec, split_k=True) for spec in out if not spec.y_pairs]
-    out += [ConvTensorCoreSpec(arch=arch, activation=a, bias=True, y_pairs=yp) for a in ACTIVATIONS
-            for yp in (False, True)]
+    for dtype, layout in itertools.product(DTYPES, LAYOUTS):
+        for a_async, b_async in itertools.product((False, True) if layout == "NHWC" else (False,), (False, True)):
+            for tile in _tiles_for(a_async, b_async):
+                bm, bn, wm, wn, st = TILES[tile]
+                base = ConvTensorCoreSpec(arch=arch, dtype=dtype, layout=layout, a_async=a_async, b_async=b_async,
+                                          block_m=bm, block_n=bn, warps_m=wm, warps_n=wn, stages=st)
+                out.append(dataclasses.replace(base, split_k=True))
+                for y_pairs in (False, True) if layout == "NHWC" else (False,):
+                    out += [dataclasses.replace(base, y_pairs=y_pairs, activation=a, bias=b)
+                            for a in ACTIVATIONS for b in (False, True)]
     return out
 
 
@@ -345,8 +343,8 @@ def nchw_via_channels_last(problem, x_aligned: bool, w_aligned: bool) -> bool:
 
 
 def choose_spec(problem, layout: str, arch: str, x_aligned: bool, w_aligned: bool, activation: str = "none",
-                bias: bool = False, y_layout: str | None = None, y_aligned: bool = False,
-                sm_count: int = 132) -> ConvTensorCoreSpec:
+                bias: bool = False, y_layout: str | None = None, y_aligned: bool = False, *,
+                sm_count: int) -> ConvTensorCoreSpec:
     """The kernel for a conv problem (``conv_dispatch.ConvProblem``), a pure function of it: the
     cp.async paths where layout (of x and w), channel counts and 16-byte alignment allow, paired
     stores where y is NHWC (``y_layout``, default ``layout``) with even K/groups and 4-byte
@@ -379,31 +377,3 @@ def choose_splits(problem, spec: ConvTensorCoreSpec, sm_count: int) -> int:
     if ctas >= sm_count or ktiles < 2 * SPLIT_MIN_KTILES:
         return 1
     return max(1, min(-(-2 * sm_count // ctas), ktiles // SPLIT_MIN_KTILES, SPLIT_MAX))
-
-
-def launch(spec: ConvTensorCoreSpec, problem, x, w, y, bias, x_strides: tuple[int, int, int, int],
-           y_strides: tuple[int, int, int, int], stream: object = None, splits: int = 1) -> int:
-    """Run ``spec`` on C-contiguous x, w, y (device arrays or pointers) and an optional bias;
-    ``x_strides``/``y_strides``: element strides in (n, c, h, w) order. A ``split_k`` spec takes
-    ``splits`` and writes float32 partial sums: ``y`` is then a workspace of ``splits`` y-shaped
-    slabs (``conv_tc_split_k.reduce`` finishes them). Returns the splits launched (requested
-    splits that would leave a split without k-tiles are merged)."""
-    p = problem
-    cg, kg = p.c // p.groups, p.k // p.groups
-    gm, gk = p.n * p.oh * p.ow, cg * p.r * p.s
-    ktiles = -(-gk // BLOCK_K)
-    if spec.split_k != (splits > 1):
-        raise ValueError(f"conv tc launch: splits={splits} with split_k={spec.split_k}; a split-K spec takes "
-                         "splits > 1, any other splits == 1")
-    chunk = -(-ktiles // splits)
-    splits = -(-ktiles // chunk)  # no empty split
-    fn = load_function(spec, spec.shared_bytes)
-    args = [x, w, y, bias if bias is not None else 0, gm, kg, gk, cg, p.h, p.w, p.r, p.s, p.oh, p.ow,
-            p.stride[0], p.stride[1], p.padding[0], p.padding[1], p.dilation[0], p.dilation[1],
-            *x_strides, *y_strides, p.groups, chunk, gm * p.k]
-    grid = (-(-gm // spec.block_m), -(-kg // spec.block_n), p.groups * splits)
-    if grid[1] > 65535 or grid[2] > 65535:
-        raise ValueError(f"conv2d: K/groups={kg}, groups={p.groups} and {splits} splits give a grid of {grid}; "
-                         "at most 65535 CTAs in y and z")
-    fn(grid, spec.threads, args, shared_mem=spec.shared_bytes, stream=stream)
-    return splits

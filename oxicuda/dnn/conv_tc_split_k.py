@@ -14,9 +14,10 @@ from typing import ClassVar
 
 from oxicuda.ptx import registry
 from oxicuda.ptx.builder import KernelBuilder
+from oxicuda.ptx.launch_plan import KernelStep
 from oxicuda.ptx.spec import KernelSpec
 
-from ._common import load_f32, load_kernel, store_f32
+from ._common import load_f32, store_f32
 from .conv_epilogue import ACTIVATIONS, emit_activation
 
 FAMILY = "conv_tc_split_k_reduce"
@@ -73,10 +74,13 @@ registry.register_family(FAMILY, ConvTcSplitKReduceSpec, generate, configuration
                          archs=("sm_80", "sm_86", "sm_90"))
 
 
-def reduce(arch: str, dtype: str, activation: str, ws: object, y: object, bias: object, total: int, splits: int,
-           inner: int, k: int, stream: object = None) -> None:
-    """Launch the reduce: ``ws`` holds ``splits`` float32 slabs of ``total`` elements; ``y`` and
-    ``bias`` (or None) are device arrays or addresses of ``dtype`` elements."""
-    spec = ConvTcSplitKReduceSpec(arch=arch, dtype=dtype, activation=activation, bias=bias is not None)
-    load_kernel(spec)((-(-total // BLOCK),), BLOCK, [ws, y, bias if bias is not None else 0, total, splits, inner, k],
-                      stream=stream)
+def reduce_step(arch: str, dtype: str, activation: str, has_bias: bool, ws, total: int, splits: int, inner: int,
+                k: int) -> KernelStep:
+    """``reduce`` as a launch-plan step writing the plan's pointers[2] (y) with bias pointers[3]:
+    ``ws`` maps (pointers, workspace) to the partial slabs."""
+    spec = ConvTcSplitKReduceSpec(arch=arch, dtype=dtype, activation=activation, bias=has_bias)
+
+    def bind(ptr, s, w):
+        return (ws(ptr, w), ptr[2], ptr[3], total, splits, inner, k)
+
+    return KernelStep(spec, -(-total // BLOCK), BLOCK, bind)

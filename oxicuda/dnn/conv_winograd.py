@@ -30,13 +30,17 @@ from typing import ClassVar
 
 import numpy as np
 
-from oxicuda.memory.workspace import workspace_ptr
+from oxicuda.driver.facts import device_facts
 from oxicuda.ptx import registry
 from oxicuda.ptx.builder import KernelBuilder, Value
+from oxicuda.ptx.launch_plan import KernelStep, LaunchPlan
 from oxicuda.ptx.spec import KernelSpec
 
-from ._common import ELEMENT_BYTES, current_arch, load_f32, load_kernel, store_f32
+from ._common import ELEMENT_BYTES, load_f32, load_kernel, store_f32
+from .conv_dispatch import choose_igemm_tile
 from .conv_epilogue import ACTIVATIONS, emit_activation
+from .conv_geometry import make_geometry
+from .conv_implicit_gemm_f32 import REDUCE_BLOCK, igemm_plan
 
 FAMILY_FILTER = "conv_winograd_filter"
 FAMILY_INPUT = "conv_winograd_input"
@@ -309,7 +313,6 @@ def winograd_chunk(n: int, c: int, k: int, tiles_per_image: int, tile: int) -> i
 def winograd_gemm_geometry(problem, tile: int, tiles: int):
     """The transformed-domain GEMM of ``tiles`` output tiles as conv geometry: a grouped 1x1 NHWC
     conv of a 1 x tiles image with (tile+2)^2 * groups groups (its MEASURED key picks its tile)."""
-    from .conv import make_geometry
 
     t2 = (tile + 2) ** 2
     p = problem
@@ -327,15 +330,14 @@ def winograd_tiles_per_chunk(problem, tile: int) -> int:
 def prepare_winograd(geo, xs: tuple, ws: tuple, ys: tuple, y_ptr: int, has_bias: bool, activation: str,
                      tile: int):
     """Everything of a Winograd conv2d that does not depend on the pointers and the stream
-    (kernels, chunks, GEMM plans, workspace layout, launch geometry, checked once), as
-    ``run(x_ptr, w_ptr, y_ptr, bias_ptr, stream)``. ``xs``, ``ws``, ``ys``: element strides in
+    (kernels, chunks, GEMM plans, workspace layout, launch geometry, checked once), as a
+    LaunchPlan whose ``run`` takes pointers (x, w, y, bias or 0). ``xs``, ``ws``, ``ys``: element strides in
     (n, c, h, w) order; ``y_ptr`` stands for every y of its alignment (16-byte row stores)."""
-    from .conv_implicit_gemm_f32 import igemm_plan, launch_igemm
 
     p = geo.problem
     cg = p.c // p.groups
     t2 = (tile + 2) ** 2
-    arch = current_arch()
+    arch = device_facts().arch
     tiles_h, tiles_w = -(-p.oh // tile), -(-p.ow // tile)
     per_img = tiles_h * tiles_w
     chunk = winograd_chunk(p.n, p.c, p.k, per_img, tile)
@@ -346,35 +348,63 @@ def prepare_winograd(geo, xs: tuple, ws: tuple, ys: tuple, y_ptr: int, has_bias:
     f_out = load_kernel(WinogradSpec(arch=arch, dtype=p.dtype, tile=tile, activation=activation,
                                      bias=has_bias, row_vectors=row_vectors))
     total_f = p.k * cg
-    filter_launch = f_filter.prepared_launch((-(-total_f // BLOCK),), BLOCK)
-    steps, previous = [], None
+    w_strides = ws
+
+    def bind_filter(ptr, sc, work):
+        return (ptr[1], work, total_f, cg, *w_strides)
+
+    # U (the transformed filter, the same for every chunk) at the start of the one workspace, then
+    # each chunk's V, M and GEMM partials; the filter transform runs once per call
+    steps = [KernelStep(f_filter.spec, -(-total_f // BLOCK), BLOCK, bind_filter, function=f_filter)]
+    keep, workspace_count = [], 0
     for n0 in range(0, p.n, chunk):
         nt = min(chunk, p.n - n0) * per_img
         # M[p][t][k] = sum_c V[p][t][c] U[t][k][c]: a grouped 1x1 NHWC conv of a 1 x nt image
-        plan = igemm_plan(winograd_gemm_geometry(p, tile, nt), (0, 0, 0), False, "none")
+        gemm_geo = winograd_gemm_geometry(p, tile, nt)
+        plan = igemm_plan(gemm_geo, (0, 0, 0), False, "none",
+                          *choose_igemm_tile(gemm_geo.problem, device_facts().sm_count))
+        keep.append(plan.table)
         u_len, v_len, m_len = _aligned(t2 * p.k * cg), _aligned(nt * t2 * p.c), _aligned(nt * t2 * p.k)
-        count = u_len + v_len + m_len + plan.workspace_count
-        # U, V, M and the partials at byte offsets of one workspace per chunk size; the filter
-        # transform runs once per workspace (a short last chunk has its own)
-        total_in, total_out = p.c * nt, p.k * nt
-        steps.append((count, 4 * u_len, 4 * (u_len + v_len), 4 * (u_len + v_len + m_len), plan, nt != previous,
-                      f_in.prepared_launch((-(-total_in // BLOCK),), BLOCK),
-                      (total_in, p.c, p.h, p.w, tiles_h, tiles_w, p.padding[0], p.padding[1], n0, *xs),
-                      f_out.prepared_launch((-(-total_out // BLOCK),), BLOCK),
-                      (total_out, p.k, p.oh, p.ow, tiles_h, tiles_w, n0, *ys)))
-        previous = nt
+        workspace_count = max(workspace_count, u_len + v_len + m_len + plan.workspace_count)
+        steps += _chunk_steps(f_in, f_out, plan, 4 * u_len, 4 * (u_len + v_len), 4 * (u_len + v_len + m_len),
+                              (p.c * nt, p.c, p.h, p.w, tiles_h, tiles_w, p.padding[0], p.padding[1], n0, *xs),
+                              (p.k * nt, p.k, p.oh, p.ow, tiles_h, tiles_w, n0, *ys))
+    return LaunchPlan("conv2d_winograd", steps, 4 * workspace_count, keep=keep)
 
-    def run(x_ptr: int, w_ptr: int, y_ptr: int, bias_ptr: int, stream: object) -> None:
-        for count, v_off, m_off, part_off, plan, new_filter, in_launch, in_args, out_launch, out_args in steps:
-            u = workspace_ptr(("float32", count), stream)
-            v, mt = u + v_off, u + m_off
-            if new_filter:
-                filter_launch((w_ptr, u, total_f, cg, *ws), stream)
-            in_launch((x_ptr, v, *in_args), stream)
-            launch_igemm(plan, v, u, mt, None, stream, u + part_off if plan.workspace_count else None)
-            out_launch((mt, y_ptr, bias_ptr, *out_args), stream)
 
-    return run
+def _chunk_steps(f_in, f_out, plan, v_off: int, m_off: int, part_off: int, in_args: tuple,
+                 out_args: tuple) -> list[KernelStep]:
+    """One batch chunk of a Winograd plan: the input transform into V, the batched GEMM of V and U
+    into M (through the float32 implicit GEMM's plan, split-K partials after M), and the output
+    transform of M into y with the epilogue. Offsets are bytes into the plan's workspace."""
+    table, tail = plan.table.ptr, plan.tail
+
+    def bind_in(ptr, s, ws):
+        return (ptr[0], ws + v_off, *in_args)
+
+    def bind_out(ptr, s, ws):
+        return (ws + m_off, ptr[2], ptr[3], *out_args)
+
+    steps = [KernelStep(f_in.spec, -(-in_args[0] // BLOCK), BLOCK, bind_in, function=f_in)]
+    if plan.reduce_fn is None:
+        def bind_gemm(ptr, s, ws):
+            return (ws + v_off, ws, ws + m_off, 0, table, *tail)
+
+        steps.append(KernelStep(plan.fn.spec, plan.grid, plan.threads, bind_gemm, function=plan.fn))
+    else:
+        reduce_tail = plan.reduce_tail
+
+        def bind_partials(ptr, s, ws):
+            return (ws + v_off, ws, ws + part_off, 0, table, *tail)
+
+        def bind_reduce(ptr, s, ws):
+            return (ws + part_off, ws + m_off, 0, *reduce_tail)
+
+        steps += [KernelStep(plan.fn.spec, plan.grid, plan.threads, bind_partials, function=plan.fn),
+                  KernelStep(plan.reduce_fn.spec, plan.reduce_grid, REDUCE_BLOCK, bind_reduce,
+                             function=plan.reduce_fn)]
+    steps.append(KernelStep(f_out.spec, -(-out_args[0] // BLOCK), BLOCK, bind_out, function=f_out))
+    return steps
 
 
 def _filter_configurations(arch: str) -> list[WinogradFilterSpec]:
@@ -386,11 +416,10 @@ def _input_configurations(arch: str) -> list[WinogradInputSpec]:
 
 
 def _output_configurations(arch: str) -> list[WinogradSpec]:
-    out = [WinogradSpec(arch=arch, dtype=d, tile=m) for d in ELEMENT_BYTES for m in TRANSFORMS]
-    out += [WinogradSpec(arch=arch, tile=m, activation=a, bias=True) for m in TRANSFORMS for a in ACTIVATIONS]
-    out += [WinogradSpec(arch=arch, dtype=d, tile=m, row_vectors=True) for d in ELEMENT_BYTES for m in TRANSFORMS]
-    out += [WinogradSpec(arch=arch, tile=m, activation="gelu", bias=True, row_vectors=True) for m in TRANSFORMS]
-    return out
+    """Every dtype and tile with each fused epilogue, with and without row vectors."""
+    return [WinogradSpec(arch=arch, dtype=d, tile=m, activation=a, bias=b, row_vectors=rv)
+            for d in ELEMENT_BYTES for m in TRANSFORMS for a in ACTIVATIONS for b in (False, True)
+            for rv in (False, True)]
 
 
 registry.register_family(FAMILY_FILTER, WinogradFilterSpec, generate_filter, _filter_configurations)

@@ -22,9 +22,11 @@ from typing import ClassVar
 
 import numpy as np
 
+from oxicuda.driver.facts import current_device_facts
 from oxicuda.memory.array import DeviceArray, empty
 from oxicuda.ptx import registry
 from oxicuda.ptx.builder import KernelBuilder
+from oxicuda.ptx.launch_plan import KernelStep, LaunchPlan, PlanCache
 from oxicuda.ptx.spec import KernelSpec
 
 from . import _common as C
@@ -178,6 +180,69 @@ def batchnorm_configurations(arch: str) -> list[BatchNormSpec]:
 registry.register_family(BatchNormSpec.family, BatchNormSpec, generate_batchnorm, batchnorm_configurations)
 
 
+# -- problems and plans --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class NormProblem:
+    """One layer/RMS norm call: ``kind`` ("layer" or "rms"), element type, rows x cols, row
+    variant, vector width, which affine parameters are given, eps."""
+
+    kind: str
+    dtype: str
+    rows: int
+    cols: int
+    variant: str
+    vec: int
+    has_weight: bool
+    has_bias: bool
+    eps: float
+
+
+def plan(problem: NormProblem, device) -> LaunchPlan:
+    """The launch plan of a row norm; ``run`` takes pointers (x, out, weight or 0, bias or 0)."""
+    p = problem
+    threads = DISPATCH["WARP_THREADS"] if p.variant == "warp" else DISPATCH["BLOCK_THREADS"]
+    spec = NormSpec(arch=device.arch, kind=p.kind, dtype=p.dtype, variant=p.variant, threads=threads, vec=p.vec,
+                    has_weight=p.has_weight, has_bias=p.has_bias)
+    grid = -(-p.rows // (threads // 32)) if p.variant == "warp" else p.rows
+    rows, cols, eps = np.uint32(p.rows), np.uint32(p.cols), np.float32(p.eps)
+
+    def bind(ptr, s, ws):
+        return (ptr[0], ptr[1], ptr[2], ptr[3], rows, cols, eps)
+
+    return LaunchPlan(f"{p.kind}_norm", [KernelStep(spec, grid, threads, bind)])
+
+
+@dataclass(frozen=True)
+class BatchNormProblem:
+    """One inference batch norm: element type, element count, elements per channel run
+    (``inner``), channels, which affine parameters are given, eps."""
+
+    dtype: str
+    size: int
+    inner: int
+    channels: int
+    has_weight: bool
+    has_bias: bool
+    eps: float
+
+
+def batch_norm_plan(problem: BatchNormProblem, device) -> LaunchPlan:
+    """The launch plan of a batch norm; ``run`` takes pointers (x, out, mean, var, w or 0, b or 0)."""
+    p = problem
+    spec = BatchNormSpec(arch=device.arch, dtype=p.dtype, has_weight=p.has_weight, has_bias=p.has_bias)
+    size, inner, channels, eps = np.uint32(p.size), np.uint32(p.inner), np.uint32(p.channels), np.float32(p.eps)
+
+    def bind(ptr, s, ws):
+        return (*ptr, size, inner, channels, eps)
+
+    return LaunchPlan("batch_norm", [KernelStep(spec, -(-p.size // spec.threads), spec.threads, bind)])
+
+
+#: plans by (problem, device ordinal)
+PLANS = PlanCache("norms")
+BATCH_PLANS = PlanCache("batch_norm")
+
+
 # -- public calls ---------------------------------------------------------------------------------
 def _row_norm(kind: str, xa: DeviceArray, cols: int, weight: object, bias: object, eps: float,
               param_shape: tuple[int, ...], op: str, algo: str | None) -> DeviceArray:
@@ -194,15 +259,13 @@ def _row_norm(kind: str, xa: DeviceArray, cols: int, weight: object, bias: objec
         return out
     elem = C.PTX_ELEMENT[C.dtype_name_of(xa)]
     variant = algo or ("warp" if cols <= DISPATCH["WARP_MAX_COLS"] else "block")
-    threads = DISPATCH["WARP_THREADS"] if variant == "warp" else DISPATCH["BLOCK_THREADS"]
     arrays = tuple(a for a in (xa, out, wa, ba) if a is not None)
     vec = C.vector_width(arrays, cols, C.ELEMENT_BYTES[elem], (4,) if elem == "f32" else (4, 2))
-    spec = NormSpec(arch=C.current_arch(), kind=kind, dtype=elem, variant=variant, threads=threads, vec=vec,
-                    has_weight=wa is not None, has_bias=ba is not None)
-    fn = C.load_kernel(spec)
-    grid = -(-rows // (threads // 32)) if variant == "warp" else rows
-    fn(grid, threads, [xa, out, wa if wa is not None else 0, ba if ba is not None else 0, np.uint32(rows),
-                       np.uint32(cols), np.float32(eps)], stream=C.stream_of(xa))
+    problem = NormProblem(kind, elem, rows, cols, variant, vec, wa is not None, ba is not None, eps)
+    device = current_device_facts()
+    launch_plan = PLANS.get_or_build((problem, device.ordinal), lambda: plan(problem, device))
+    launch_plan.run((xa.ptr, out.ptr, 0 if wa is None else wa.ptr, 0 if ba is None else ba.ptr), (),
+                    C.stream_of(xa))
     return out
 
 
@@ -272,11 +335,9 @@ def batch_norm(x: object, running_mean: object, running_var: object, weight: obj
     out = empty(xa.shape, xa.dtype, stream=xa.stream)
     if xa.size == 0:
         return out
-    spec = BatchNormSpec(arch=C.current_arch(), dtype=C.PTX_ELEMENT[C.dtype_name_of(xa)],
-                         has_weight=params[2] is not None, has_bias=params[3] is not None)
-    fn = C.load_kernel(spec)
-    mean, var, w, b = (p if p is not None else 0 for p in params)
-    fn(-(-xa.size // spec.threads), spec.threads,
-       [xa, out, mean, var, w, b, np.uint32(xa.size), np.uint32(max(inner, 1)), np.uint32(channels),
-        np.float32(eps)], stream=C.stream_of(xa))
+    problem = BatchNormProblem(C.PTX_ELEMENT[C.dtype_name_of(xa)], xa.size, max(inner, 1), channels,
+                               params[2] is not None, params[3] is not None, eps)
+    device = current_device_facts()
+    launch_plan = BATCH_PLANS.get_or_build((problem, device.ordinal), lambda: batch_norm_plan(problem, device))
+    launch_plan.run((xa.ptr, out.ptr, *(0 if p is None else p.ptr for p in params)), (), C.stream_of(xa))
     return out

@@ -18,9 +18,11 @@ from typing import ClassVar
 
 import numpy as np
 
+from oxicuda.driver.facts import current_device_facts
 from oxicuda.memory.array import DeviceArray, empty
 from oxicuda.ptx import registry
 from oxicuda.ptx.builder import KernelBuilder
+from oxicuda.ptx.launch_plan import KernelStep, LaunchPlan, PlanCache
 from oxicuda.ptx.spec import KernelSpec
 
 from . import _common as C
@@ -113,15 +115,32 @@ def pool_configurations(arch: str) -> list[PoolSpec]:
 registry.register_family(PoolSpec.family, PoolSpec, generate_pool, pool_configurations)
 
 
-def _pair(value: object, name: str, op: str, minimum: int) -> tuple[int, int]:
-    pair = (value, value) if isinstance(value, (int, np.integer)) else tuple(value) if isinstance(
-        value, (tuple, list)) else None
-    if pair is None or len(pair) != 2 or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-                                                 for v in pair):
-        raise TypeError(f"{op}: {name}={value!r} must be an int or a pair of ints")
-    if any(v < minimum for v in pair):
-        raise ValueError(f"{op}: {name}={value!r}; each value must be >= {minimum}")
-    return int(pair[0]), int(pair[1])
+@dataclass(frozen=True)
+class PoolProblem:
+    """One pooling call: op ("max" or "avg"), element type, layout, count_include_pad and the
+    geometry (outputs, C, H, W, OH, OW, KH, KW, SH, SW, PH, PW)."""
+
+    op: str
+    dtype: str
+    layout: str
+    count_include_pad: bool
+    geometry: tuple[int, ...]
+
+
+def plan(problem: PoolProblem, device) -> LaunchPlan:
+    """The launch plan of a pooling call; ``run`` takes pointers (x, out)."""
+    p = problem
+    spec = PoolSpec(arch=device.arch, op=p.op, dtype=p.dtype, layout=p.layout, count_include_pad=p.count_include_pad)
+    args = tuple(np.uint32(v) for v in p.geometry)
+
+    def bind(ptr, s, ws):
+        return (ptr[0], ptr[1], *args)
+
+    return LaunchPlan("pool", [KernelStep(spec, -(-p.geometry[0] // spec.threads), spec.threads, bind)])
+
+
+#: plans by (problem, device ordinal)
+PLANS = PlanCache("pool")
 
 
 def _pool(kind: str, x: object, kernel_size: object, stride: object, padding: object, layout: str,
@@ -131,9 +150,9 @@ def _pool(kind: str, x: object, kernel_size: object, stride: object, padding: ob
         raise ValueError(f"{op}: layout={layout!r}; allowed 'NCHW' or 'NHWC'")
     if xa.ndim != 4:
         raise ValueError(f"{op}: x has shape {tuple(xa.shape)}; it must be 4-d ({layout})")
-    kh, kw = _pair(kernel_size, "kernel_size", op, 1)
-    sh, sw = _pair(kernel_size if stride is None else stride, "stride", op, 1)
-    ph, pw = _pair(padding, "padding", op, 0)
+    kh, kw = C.int_pair(kernel_size, "kernel_size", op, 1)
+    sh, sw = C.int_pair(kernel_size if stride is None else stride, "stride", op, 1)
+    ph, pw = C.int_pair(padding, "padding", op, 0)
     if ph > kh // 2 or pw > kw // 2:
         raise ValueError(f"{op}: padding=({ph}, {pw}) must be at most half the kernel size ({kh}, {kw})")
     if layout == "NCHW":
@@ -151,11 +170,12 @@ def _pool(kind: str, x: object, kernel_size: object, stride: object, padding: ob
     total = n * c * oh * ow
     if total == 0:
         return out
-    spec = PoolSpec(arch=C.current_arch(), op=kind, dtype=C.PTX_ELEMENT[C.dtype_name_of(xa)], layout=layout,
-                    count_include_pad=bool(count_include_pad) if kind == "avg" else True)
-    fn = C.load_kernel(spec)
-    args = [xa, out] + [np.uint32(v) for v in (total, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw)]
-    fn(-(-total // spec.threads), spec.threads, args, stream=C.stream_of(xa))
+    problem = PoolProblem(kind, C.PTX_ELEMENT[C.dtype_name_of(xa)], layout,
+                          bool(count_include_pad) if kind == "avg" else True, (total, c, h, w, oh, ow, kh, kw, sh, sw,
+                                                                               ph, pw))
+    device = current_device_facts()
+    launch_plan = PLANS.get_or_build((problem, device.ordinal), lambda: plan(problem, device))
+    launch_plan.run((xa.ptr, out.ptr), (), C.stream_of(xa))
     return out
 
 

@@ -30,9 +30,11 @@ from typing import ClassVar
 
 import numpy as np
 
+from oxicuda.driver.facts import current_device_facts
 from oxicuda.memory.array import DeviceArray, empty
 from oxicuda.ptx import registry
 from oxicuda.ptx.builder import KernelBuilder, Value
+from oxicuda.ptx.launch_plan import KernelStep, LaunchPlan, PlanCache
 from oxicuda.ptx.spec import KernelSpec
 
 from . import _common as C
@@ -219,6 +221,49 @@ def choose_variant(cols: int) -> str:
     return "online"
 
 
+@dataclass(frozen=True)
+class SoftmaxProblem:
+    """One softmax call's signature: element type, ``rows`` x ``cols`` (the softmax axis has
+    ``cols`` elements; for a non-last axis ``rows`` counts the columns and ``inner`` the elements
+    after the axis, else ``inner`` is 0), log or not, the row variant, vector width, math mode."""
+
+    dtype: str
+    rows: int
+    cols: int
+    inner: int
+    log: bool
+    variant: str
+    vec: int
+    math: str = "precise"
+
+
+def plan(problem: SoftmaxProblem, device) -> LaunchPlan:
+    """The launch plan of ``problem``: one kernel; ``run`` takes pointers (x, out)."""
+    p = problem
+    if p.variant == "strided":
+        spec = SoftmaxSpec(arch=device.arch, math=p.math, dtype=p.dtype, log=p.log, variant="strided", threads=256)
+        columns, n, inner = np.uint32(p.rows), np.uint32(p.cols), np.uint32(p.inner)
+
+        def bind(ptr, s, ws):
+            return (ptr[0], ptr[1], columns, n, inner)
+
+        return LaunchPlan("softmax", [KernelStep(spec, -(-p.rows // 256), 256, bind)])
+    threads = DISPATCH["WARP_THREADS"] if p.variant == "warp" else DISPATCH["BLOCK_THREADS"]
+    spec = SoftmaxSpec(arch=device.arch, math=p.math, dtype=p.dtype, log=p.log, variant=p.variant,
+                       threads=threads, vec=p.vec)
+    grid = -(-p.rows // (threads // 32)) if p.variant == "warp" else p.rows
+    rows, cols = np.uint32(p.rows), np.uint32(p.cols)
+
+    def bind(ptr, s, ws):
+        return (ptr[0], ptr[1], rows, cols)
+
+    return LaunchPlan("softmax", [KernelStep(spec, grid, threads, bind)])
+
+
+#: softmax plans by (problem, device ordinal)
+PLANS = PlanCache("softmax")
+
+
 def softmax(x: object, axis: int = -1, log: bool = False, out: DeviceArray | None = None, *,
             algo: str | None = None, math: str = "precise") -> DeviceArray:
     """Softmax (or log-softmax with ``log=True``) of ``x`` along ``axis``.
@@ -257,25 +302,17 @@ def softmax(x: object, axis: int = -1, log: bool = False, out: DeviceArray | Non
         result = out
     if xa.size == 0:
         return result
-    arch = C.current_arch()
-    stream = C.stream_of(xa)
     if not last:
-        inner = int(np.prod(xa.shape[ax + 1:], dtype=np.int64))
-        columns = xa.size // n
-        spec = SoftmaxSpec(arch=arch, math=math, dtype=elem, log=bool(log), variant="strided", threads=256)
-        fn = C.load_kernel(spec)
-        fn(-(-columns // 256), 256, [xa, result, np.uint32(columns), np.uint32(n), np.uint32(inner)],
-           stream=stream)
-        return result
-    rows = xa.size // n
-    variant = algo or choose_variant(n)
-    threads = DISPATCH["WARP_THREADS"] if variant == "warp" else DISPATCH["BLOCK_THREADS"]
-    widths = (4,) if elem == "f32" else (4, 2)
-    vec = C.vector_width((xa, result), n, C.ELEMENT_BYTES[elem], widths)
-    spec = SoftmaxSpec(arch=arch, math=math, dtype=elem, log=bool(log), variant=variant, threads=threads, vec=vec)
-    fn = C.load_kernel(spec)
-    grid = -(-rows // (threads // 32)) if variant == "warp" else rows
-    fn(grid, threads, [xa, result, np.uint32(rows), np.uint32(n)], stream=stream)
+        problem = SoftmaxProblem(elem, xa.size // n, n, int(np.prod(xa.shape[ax + 1:], dtype=np.int64)), bool(log),
+                                 "strided", 1, math)
+    else:
+        variant = algo or choose_variant(n)
+        widths = (4,) if elem == "f32" else (4, 2)
+        vec = C.vector_width((xa, result), n, C.ELEMENT_BYTES[elem], widths)
+        problem = SoftmaxProblem(elem, xa.size // n, n, 0, bool(log), variant, vec, math)
+    device = current_device_facts()
+    launch_plan = PLANS.get_or_build((problem, device.ordinal), lambda: plan(problem, device))
+    launch_plan.run((xa.ptr, result.ptr), (), C.stream_of(xa))
     return result
 
 

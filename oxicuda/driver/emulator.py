@@ -18,11 +18,12 @@ import uuid
 import numpy as np
 
 from .api import DriverAPI, ParamBuffer, ParamLayout
-from .emulator_devices import EmulatedDevice, emulated_device_from_env
+from .emulator_devices import EmulatedDevice, device_attributes, emulated_device_from_env
 from .emulator_memory import DeviceHeap, host_view
 from .emulator_tensormap import TensorMapInfo, encode_tensor_map
 from .enums import FUNCTION_ATTRIBUTES as FA
-from .enums import MEMORY_TYPES, POINTER_ATTRIBUTES as PA
+from .enums import MEMORY_TYPES
+from .enums import POINTER_ATTRIBUTES as PA
 from .errors import CudaError, raise_for
 
 PRIMARY_CONTEXT = 0xC0DE01
@@ -60,8 +61,8 @@ class EmulatorAPI(DriverAPI):
         #: process backend turns it on; standalone instances used as test harnesses leave it off)
         self.require_context = require_context
         self.device = device or emulated_device_from_env()
-        self._attrs = self.device.attributes()
-        self.heap = DeviceHeap(self.device.total_mem)
+        self._attrs = device_attributes(self.device)
+        self.heap = DeviceHeap(self.device.total_memory)
         self._lock = threading.RLock()
         self._local = threading.local()
         self._primary_refs = 0

@@ -18,8 +18,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-__all__ = ["ARCH_RATES", "BOARDS", "ArchRates", "Board", "DeviceFacts", "arch_rates",
-           "clear_device_facts", "device_facts"]
+__all__ = ["ARCH_RATES", "BOARDS", "SHARED_OPTIN_BY_CC", "ArchRates", "Board", "DeviceFacts",
+           "arch_rates", "board_facts", "clear_device_facts", "current_device_facts", "device_facts", "shared_optin_limit"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,24 @@ def arch_rates(cc: tuple[int, int]) -> ArchRates:
     return ARCH_RATES[same_major[-1]]
 
 
+#: compute capability -> dynamic (opt-in) shared memory per block in bytes, as the driver reports
+#: MAX_SHARED_MEMORY_PER_BLOCK_OPTIN for that arch (the PTX builder checks a kernel against its
+#: target arch's limit before any device is known).
+SHARED_OPTIN_BY_CC: dict[tuple[int, int], int] = {
+    (7, 0): 98304, (7, 5): 65536, (8, 0): 166912, (8, 6): 101376, (8, 7): 166912, (8, 9): 101376,
+    (9, 0): 232448, (10, 0): 232448, (12, 0): 101376,
+}
+
+
+def shared_optin_limit(cc: tuple[int, int]) -> int:
+    """SHARED_OPTIN_BY_CC of ``cc``, or of the nearest lower known compute capability."""
+    known = sorted(k for k in SHARED_OPTIN_BY_CC if k <= cc)
+    if not known:
+        raise KeyError(f"no shared-memory limit for compute capability {cc[0]}.{cc[1]}; known: "
+                       f"{sorted(SHARED_OPTIN_BY_CC)}")
+    return SHARED_OPTIN_BY_CC[known[-1]]
+
+
 @dataclass(frozen=True)
 class Board:
     """One board's facts as its driver reports them (the emulator and the device profiles)."""
@@ -98,6 +116,10 @@ class Board:
     @property
     def arch(self) -> str:
         return f"sm_{self.cc[0]}{self.cc[1]}"
+
+    @property
+    def max_threads_per_sm(self) -> int:
+        return self.threads_per_sm
 
 
 #: profile name -> board. H200 values are what its driver (580) reported on our test machine;
@@ -149,6 +171,7 @@ class DeviceFacts:
     bus_width: int
     warp_size: int
     rates: ArchRates = field(repr=False)
+    reserved_smem_per_block: int = 1024
 
     @property
     def arch(self) -> str:
@@ -195,6 +218,41 @@ def device_facts(ordinal: int | None = None) -> DeviceFacts:
     return facts
 
 
+def board_facts(board: Board | str, ordinal: int = 0) -> DeviceFacts:
+    """The DeviceFacts that ``board`` (a Board or a BOARDS key) reports through its driver: what
+    dispatch sees on that board (tests and replays of measured dispatch tables use it)."""
+    b = BOARDS[board] if isinstance(board, str) else board
+    return DeviceFacts(
+        ordinal=ordinal, name=b.name, cc=b.cc, sm_count=b.sm_count,
+        max_threads_per_sm=b.threads_per_sm, max_threads_per_block=b.max_threads_per_block,
+        max_blocks_per_sm=b.max_blocks_per_sm, smem_per_sm=b.smem_per_sm,
+        smem_per_block=b.smem_per_block, smem_per_block_optin=b.smem_per_block_optin,
+        regs_per_sm=b.regs_per_sm, regs_per_block=b.regs_per_block, l2_bytes=b.l2_bytes,
+        total_memory=b.total_memory, clock_khz=b.clock_khz, mem_clock_khz=b.mem_clock_khz,
+        bus_width=b.bus_width, warp_size=b.warp_size, rates=arch_rates(b.cc),
+        reserved_smem_per_block=b.reserved_smem_per_block,
+    )
+
+
+_by_context: dict[int, DeviceFacts] = {}
+
+
+def current_device_facts() -> DeviceFacts:
+    """The facts of the device of this thread's current context, found by the context handle
+    (a dict lookup on the hot path of a cached library call; ``device_facts()`` asks the driver
+    for the current device's ordinal)."""
+    from . import context
+
+    ctx = getattr(context._local, "ctx", None)
+    facts = _by_context.get(ctx) if ctx is not None else None
+    if facts is None:
+        facts = device_facts()
+        ctx = getattr(context._local, "ctx", None)
+        if ctx is not None:
+            _by_context[ctx] = facts
+    return facts
+
+
 def _read(ordinal: int) -> DeviceFacts:
     from .device import Device
 
@@ -219,6 +277,7 @@ def _read(ordinal: int) -> DeviceFacts:
         bus_width=a("GLOBAL_MEMORY_BUS_WIDTH"),
         warp_size=a("WARP_SIZE"),
         rates=arch_rates(cc),
+        reserved_smem_per_block=a("RESERVED_SHARED_MEMORY_PER_BLOCK"),
     )
 
 
@@ -226,3 +285,4 @@ def clear_device_facts() -> None:
     """Forget the cached facts (tests that switch the emulated device)."""
     with _lock:
         _facts.clear()
+        _by_context.clear()

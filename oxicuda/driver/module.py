@@ -78,6 +78,7 @@ class Function:
         self.layout = layout
         self.packer = ArgPacker(name, layout)
         self._limits: tuple | None = None
+        self.dynamic_optin = 0  # the largest dynamic shared memory opted in so far
         drv, handle = api(), self.handle
         plan_for = getattr(drv, "launch_plan", None)  # only drivers with a native plan have it
         plan = plan_for(handle, layout) if plan_for is not None else None
@@ -115,10 +116,13 @@ class Function:
         """Allow launches with up to ``nbytes`` of dynamic shared memory (the opt-in).
 
         Raises ValueError when static plus dynamic shared memory exceeds the device's opt-in limit.
+        A request at or below what this function already allows returns at once.
         """
         from .device import Device
 
         nbytes = operator.index(nbytes)
+        if 0 <= nbytes <= self.dynamic_optin:
+            return
         optin = Device(self.module.device_ordinal).max_shared_memory_per_block_optin
         static = self.get_attribute("SHARED_SIZE_BYTES")
         if nbytes < 0 or nbytes + static > optin:
@@ -129,6 +133,7 @@ class Function:
         api().func_set_attribute(self.handle, _FUNC_ATTR["MAX_DYNAMIC_SHARED_SIZE_BYTES"], nbytes)
         self._limits = self._flat_limits = None
         self._max_dyn = -1  # the fast paths re-read the limits on the next launch
+        self.dynamic_optin = nbytes
 
     def max_active_blocks_per_sm(self, block_size: int, dynamic_smem: int = 0) -> int:
         """Occupancy: resident blocks per SM at this block size and dynamic shared memory."""

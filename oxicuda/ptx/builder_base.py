@@ -10,6 +10,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from oxicuda.driver.facts import SHARED_OPTIN_BY_CC
+
 from . import ir
 from .target import ptx_version_for, version_tuple
 from .types import PtxType, immediate_text, ptx_type
@@ -17,18 +19,9 @@ from .types import PtxType, immediate_text, ptx_type
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MATH_MODES = ("precise", "fast")
 
-# dynamic (opt-in) shared memory per block, bytes; static shared is limited to 48 KB everywhere
-SHARED_OPTIN_LIMIT = {
-    70: 98304,
-    75: 65536,
-    80: 166912,
-    86: 101376,
-    87: 166912,
-    89: 101376,
-    90: 232448,
-    100: 232448,
-    120: 101376,
-}
+# dynamic (opt-in) shared memory per block by arch number (86 for sm_86), from the device facts;
+# static shared is limited to 48 KB everywhere
+SHARED_OPTIN_LIMIT = {cc[0] * 10 + cc[1]: limit for cc, limit in SHARED_OPTIN_BY_CC.items()}
 STATIC_SHARED_LIMIT = 48 * 1024
 
 

@@ -30,6 +30,7 @@ from typing import Protocol
 
 from oxicuda.memory.workspace import workspace_ptr
 
+from .builder_base import STATIC_SHARED_LIMIT
 from .spec import KernelSpec
 
 __all__ = ["Bind", "KernelStep", "LaunchPlan", "PlanCache", "PlanFamily"]
@@ -59,7 +60,7 @@ class KernelStep:
             from .cache import load  # plan time only, never per run
 
             function = load(spec)
-        if shared_mem > 48 * 1024:
+        if shared_mem > STATIC_SHARED_LIMIT:
             function.set_max_dynamic_shared_memory(shared_mem)
         self.spec = spec
         self.function = function
@@ -104,6 +105,18 @@ class LaunchPlan:
             ws = 0
         for launch, bind in self._pairs:
             launch(bind(pointers, scalars, ws), stream)
+
+    def runner(self) -> Callable[[Sequence[int], Sequence[object], object], None]:
+        """``run`` as a plain function, flattened for the common plan of one step without
+        workspace (what a library's cached hot path calls)."""
+        if len(self._pairs) == 1 and not self.workspace_bytes:
+            ((launch, bind),) = self._pairs
+
+            def run_one(pointers: Sequence[int], scalars: Sequence[object] = (), stream: object = None) -> None:
+                launch(bind(pointers, scalars, 0), stream)
+
+            return run_one
+        return self.run
 
     @property
     def kernels(self) -> tuple[str, ...]:

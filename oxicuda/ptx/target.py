@@ -78,22 +78,11 @@ def arch_from_compute_capability(major: int, minor: int) -> str:
 
 
 def device_arch(device: int | None = None) -> str:
-    """The arch of device ``device`` (an ordinal), or of the current context's device if None."""
-    from oxicuda.driver import enums
-    from oxicuda.driver.backend import api
+    """The arch of device ``device`` (an ordinal), or of the current context's device if None
+    (from the device facts, read once per device)."""
+    from oxicuda.driver.facts import device_facts
 
-    drv = api()
-    if device is None:
-        from oxicuda.driver.context import current_device_ordinal
-
-        handle = drv.device_get(current_device_ordinal())
-    else:
-        handle = drv.device_get(device)
-    major_id = enums.DEVICE_ATTRIBUTES["COMPUTE_CAPABILITY_MAJOR"]
-    minor_id = enums.DEVICE_ATTRIBUTES["COMPUTE_CAPABILITY_MINOR"]
-    major = drv.device_get_attribute(major_id, handle)
-    minor = drv.device_get_attribute(minor_id, handle)
-    return arch_from_compute_capability(major, minor)
+    return device_facts(device).arch
 
 
 def ptx_version_for_driver(driver_version: int) -> str:

@@ -43,8 +43,3 @@ def register_handler(opcode: str, decoder: Decoder, *, replace: bool = False) ->
 def handler_for(opcode: str) -> Decoder | None:
     """The decoder registered for ``opcode``, or None."""
     return _HANDLERS.get(opcode)
-
-
-def registered_opcodes() -> list[str]:
-    """Every opcode with a handler, sorted."""
-    return sorted(_HANDLERS)
