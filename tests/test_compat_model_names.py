@@ -65,15 +65,15 @@ SKCUDA_ROUTINES = (
     "cublasSdgmm", "cublasDdgmm", "cublasCdgmm", "cublasZdgmm", "cublasSgemmStridedBatched",
     "cublasDgemmStridedBatched", "cublasCgemmStridedBatched", "cublasZgemmStridedBatched",
 )
-#: LU-based batched routines that run through the solver library, wired by the lead (not here)
+#: gelsBatched (least squares, scikit-cuda's module) is not written yet: the one gap
 SOLVER_BACKED = frozenset(n for n in CUPY_ROUTINES + SKCUDA_ROUTINES
-                          if any(n.endswith(s) for s in ("getrfBatched", "getrsBatched", "getriBatched", "gelsBatched")))
+                          if n.endswith("gelsBatched"))
 
 
 def test_the_model_lists_are_complete_transcriptions():
     assert len(CUPY_ROUTINES) == len(set(CUPY_ROUTINES)) == 104
     assert len(SKCUDA_ROUTINES) == len(set(SKCUDA_ROUTINES)) == 198
-    assert len(SOLVER_BACKED) == 12 + 16
+    assert len(SOLVER_BACKED) == 4
 
 
 def test_cupy_shaped_module_has_every_routine_of_cupy_cublas():

@@ -300,3 +300,41 @@ def rotg(st: HandleState, dt: str, a, b, c, s) -> None:
 def rotmg(st: HandleState, dt: str, d1, d2, x1, y1, param) -> None:
     level1_rot.rotmg_ptr(P(d1, "d1"), P(d2, "d2"), P(x1, "x1"), P(y1, "y1"), P(param, "param"), dtype=dt,
                          stream=st.stream, on_host=not st.device_pointers)
+
+
+# -- batched LU (through oxicuda.solver's one-CTA-per-matrix kernels) ----------------------------
+def getrf_batched(st: HandleState, dt: str, n, a_array, lda, ipiv, info, batch) -> None:
+    """cublas<t>getrfBatched: in-place LU of ``batch`` n x n matrices (pivoting unless ipiv is 0);
+    ``info`` a device array of ``batch`` ints."""
+    from ..solver import batched
+
+    batched.getrf_batched_ptr(n, P(a_array, "Aarray"), lda, P(ipiv, "PivotArray"),
+                              P(info, "infoArray"), batch, dtype=dt, stream=st.stream)
+
+
+def getrs_batched(st: HandleState, dt: str, trans: str, n, nrhs, a_array, lda, ipiv, b_array, ldb,
+                  info, batch) -> None:
+    """cublas<t>getrsBatched: ``info`` is a host int (0, or -i for a bad i-th argument)."""
+    from ..solver import batched
+
+    a_array, b_array = P(a_array, "Aarray"), P(b_array, "Barray")
+    ipiv, info = P(ipiv, "devIpiv"), P(info, "info")
+    out = ctypes.c_int.from_address(info) if info else None
+    try:
+        batched.getrs_batched_ptr(trans, n, nrhs, a_array, lda, ipiv, b_array, ldb, batch, dtype=dt,
+                                  stream=st.stream)
+    except ValueError:
+        if out is not None:
+            out.value = -1
+        raise
+    if out is not None:
+        out.value = 0
+
+
+def getri_batched(st: HandleState, dt: str, n, a_array, lda, ipiv, c_array, ldc, info, batch) -> None:
+    """cublas<t>getriBatched: C_z = inverse of A_z from getrf's factors, out of place."""
+    from ..solver import batched
+
+    batched.getri_batched_ptr(n, P(a_array, "Aarray"), lda, P(ipiv, "PivotArray"),
+                              P(c_array, "Carray"), ldc, P(info, "infoArray"), batch, dtype=dt,
+                              stream=st.stream)

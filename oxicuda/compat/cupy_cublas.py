@@ -372,6 +372,20 @@ def _make_extensions(p: str) -> None:
     def trttp(handle, uplo, n, A, lda, AP):
         _do(lambda: _c.pack("trttp", _state(handle), dt, enum_arg(FILL, uplo, "uplo"), n, A, lda, AP))
 
+    def getrf_batched(handle, n, Aarray, lda, PivotArray, infoArray, batchSize):
+        _do(lambda: _c.getrf_batched(_state(handle), dt, n, Aarray, lda, PivotArray, infoArray, batchSize))
+
+    def getrs_batched(handle, trans, n, nrhs, Aarray, lda, devIpiv, Barray, ldb, info, batchSize):
+        _do(lambda: _c.getrs_batched(_state(handle), dt, enum_arg(OPS, trans, "trans"), n, nrhs, Aarray, lda,
+                                     devIpiv, Barray, ldb, info, batchSize))
+
+    def getri_batched(handle, n, Aarray, lda, PivotArray, Carray, ldc, infoArray, batchSize):
+        _do(lambda: _c.getri_batched(_state(handle), dt, n, Aarray, lda, PivotArray, Carray, ldc, infoArray,
+                                     batchSize))
+
+    _define(f"{p}getrfBatched", getrf_batched, f"LU with partial pivoting of each matrix of a pointer array ({dt}).")
+    _define(f"{p}getrsBatched", getrs_batched, f"solve with getrfBatched's factors; info is a host int* ({dt}).")
+    _define(f"{p}getriBatched", getri_batched, f"inverses from getrfBatched's factors, out of place ({dt}).")
     _define(f"{p}trsmBatched", trsm_batched, f"trsm over device arrays of matrix pointers ({dt}).")
     _define(f"{p}geam", geam, f"C = alpha op(A) + beta op(B) ({dt}); alpha/beta are pointers.")
     _define(f"{p}dgmm", dgmm, f"C = diag(x) A (mode LEFT) or A diag(x) (mode RIGHT) ({dt}).")

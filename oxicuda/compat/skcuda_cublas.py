@@ -343,6 +343,16 @@ def _make_more(p: str) -> None:
         _do(lambda: _c.trsm_batched(_host(handle), dt, enum_arg(SIDE, side, "side", True), uplo_(uplo), _op(trans),
                                     diag_(diag), m, n, _v(alpha, "alpha"), A, lda, B, ldb, batchCount))
 
+    def getrf_batched(handle, n, A, lda, P, info, batchSize):
+        _do(lambda: _c.getrf_batched(_host(handle), dt, n, A, lda, P, info, batchSize))
+
+    def getrs_batched(handle, trans, n, nrhs, A, lda, P, B, ldb, info, batchSize):
+        _do(lambda: _c.getrs_batched(_host(handle), dt, _op(trans), n, nrhs, A, lda, P, B, ldb, info,
+                                     batchSize))
+
+    def getri_batched(handle, n, A, lda, P, C, ldc, info, batchSize):
+        _do(lambda: _c.getri_batched(_host(handle), dt, n, A, lda, P, C, ldc, info, batchSize))
+
     def rotg(handle, a, b):
         def go():
             va, vb = _v(a, "a").value, _v(b, "b").value
@@ -366,6 +376,9 @@ def _make_more(p: str) -> None:
     _define(f"cublas{p}geam", geam, f"C = alpha op(A) + beta op(B) ({dt}).")
     _define(f"cublas{p}dgmm", dgmm, f"C = diag(x) A or A diag(x) ({dt}).")
     _define(f"cublas{p}trsmBatched", trsm_batched, f"trsm over device arrays of matrix pointers ({dt}).")
+    _define(f"cublas{p}getrfBatched", getrf_batched, f"LU with partial pivoting, pointer array ({dt}).")
+    _define(f"cublas{p}getrsBatched", getrs_batched, f"solve with getrfBatched's factors ({dt}).")
+    _define(f"cublas{p}getriBatched", getri_batched, f"inverses from getrfBatched's factors ({dt}).")
     _define(f"cublas{p}rotg", rotg, f"returns (r, c, s) of the Givens rotation zeroing b ({dt}).")
     if not cplx:
         _define(f"cublas{p}sbmv", sbmver(False), f"y = alpha A x + beta y, A symmetric banded ({dt}).")
