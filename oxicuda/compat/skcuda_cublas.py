@@ -344,14 +344,22 @@ def _make_more(p: str) -> None:
                                     diag_(diag), m, n, _v(alpha, "alpha"), A, lda, B, ldb, batchCount))
 
     def getrf_batched(handle, n, A, lda, P, info, batchSize):
-        _do(lambda: _c.getrf_batched(_host(handle), dt, n, A, lda, P, info, batchSize))
+        def go():
+            a, piv, inf = _c.P(A, "A"), _c.P(P, "P"), _c.P(info, "info")  # named as scikit-cuda names them
+            _c.getrf_batched(_host(handle), dt, n, a, lda, piv, inf, batchSize)
+        _do(go)
 
     def getrs_batched(handle, trans, n, nrhs, A, lda, P, B, ldb, info, batchSize):
-        _do(lambda: _c.getrs_batched(_host(handle), dt, _op(trans), n, nrhs, A, lda, P, B, ldb, info,
-                                     batchSize))
+        def go():
+            a, piv, b, inf = _c.P(A, "A"), _c.P(P, "P"), _c.P(B, "B"), _c.P(info, "info")
+            _c.getrs_batched(_host(handle), dt, _op(trans), n, nrhs, a, lda, piv, b, ldb, inf, batchSize)
+        _do(go)
 
     def getri_batched(handle, n, A, lda, P, C, ldc, info, batchSize):
-        _do(lambda: _c.getri_batched(_host(handle), dt, n, A, lda, P, C, ldc, info, batchSize))
+        def go():
+            a, piv, c, inf = _c.P(A, "A"), _c.P(P, "P"), _c.P(C, "C"), _c.P(info, "info")
+            _c.getri_batched(_host(handle), dt, n, a, lda, piv, c, ldc, inf, batchSize)
+        _do(go)
 
     def rotg(handle, a, b):
         def go():
