@@ -84,11 +84,13 @@ class CURANDError(RuntimeError):
 
     def __init__(self, status: int, detail: str = "") -> None:
         self.status = status
+        self.detail = detail
         name = STATUS.get(status, f"CURAND_STATUS_{status}")
         super().__init__(f"{name}: {detail}" if detail else name)
 
     def __reduce__(self):
-        return (type(self), (self.status,))
+        # rebuilt from the constructor's arguments, detail included (it is part of the message)
+        return (type(self), (self.status, self.detail))
 
 
 def check_status(status: int) -> None:

@@ -50,8 +50,13 @@ class CUSOLVERError(RuntimeError):
 
     def __init__(self, status: int, detail: str = "") -> None:
         self.status = status
+        self.detail = detail
         name = STATUS_NAMES.get(status, f"CUSOLVER_STATUS_{status}")
         super().__init__(f"{name}: {detail}" if detail else name)
+
+    def __reduce__(self):
+        # rebuilt from the constructor's arguments (the default would pass the message as status)
+        return (type(self), (self.status, self.detail))
 
 
 def check_status(status: int) -> None:
@@ -65,6 +70,10 @@ class _BadArg(ValueError):
     def __init__(self, index: int, detail: str) -> None:
         super().__init__(detail)
         self.index = index
+
+    def __reduce__(self):
+        # rebuilt from the constructor's arguments (the default would pass only the message)
+        return (type(self), (self.index, self.args[0]))
 
 
 def _run(call, dev_info: object = 0):

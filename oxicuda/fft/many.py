@@ -42,6 +42,10 @@ class LayoutError(ValueError):
         self.status = status
         self.detail = message
 
+    def __reduce__(self):
+        # rebuilt from the constructor's arguments (the default would pass only the message)
+        return (type(self), (self.status, self.detail))
+
 
 def _layout(logical: tuple[int, ...], embed, stride: int, dist, batch: int, what: str):
     rank = len(logical)
