@@ -408,8 +408,9 @@ class csr_matrix(_compressed):
             a, b = self.canonical(), b.tocsr().canonical()
             out = empty((a.nnz,), self.dtype, stream=self.stream)
             if a.nnz:
+                rows = a._rows()  # kept alive until the launch that reads it is enqueued
                 D.run1(ConvertSpec(arch=D.arch(), variant="mul_sparse", dtype=self.dtype.name, to=self.dtype.name),
-                       D.blocks(a.nnz), (a._rows().ptr, a.indices.ptr, a.data.ptr, b.indptr.ptr, b.indices.ptr,
+                       D.blocks(a.nnz), (rows.ptr, a.indices.ptr, a.data.ptr, b.indptr.ptr, b.indices.ptr,
                                          b.data.ptr, out.ptr, a.nnz), self.stream)
             c = csr_matrix._from_parts(out, a.indices, a.indptr, self.shape, True, self.stream)
             c.eliminate_zeros()
@@ -423,8 +424,9 @@ class csr_matrix(_compressed):
         d = d if d.is_c_contiguous else d.copy()
         out = empty((self.nnz,), self.dtype, stream=self.stream)
         if self.nnz:
+            rows = self._rows()  # kept alive until the launch that reads it is enqueued
             D.run1(ConvertSpec(arch=D.arch(), variant="mul_dense", dtype=self.dtype.name, to=self.dtype.name),
-                   D.blocks(self.nnz), (self._rows().ptr, self.indices.ptr, self.data.ptr, d.ptr, out.ptr,
+                   D.blocks(self.nnz), (rows.ptr, self.indices.ptr, self.data.ptr, d.ptr, out.ptr,
                                         self.nnz, self.shape[1]), self.stream)
         return csr_matrix._from_parts(out, self.indices, self.indptr, self.shape, self.has_canonical_format,
                                       self.stream)
