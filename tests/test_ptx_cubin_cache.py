@@ -143,10 +143,11 @@ def test_a_binary_the_driver_refuses_is_deleted_and_rebuilt(cubin_env, rng):
     # a well-formed entry (header and checksum right) whose image does not load
     cache._write_binary(cache.cache_key(spec), cache.device_tag(), b"this is no loadable image\n")
     assert path.read_bytes() != good
+    x = rng.standard_normal(100)
+    # made before the counters are cleared: oxicuda.full loads (and counts) its own fill kernel
+    dx, dy = oxicuda.asarray(x), oxicuda.full((100,), np.nan, np.float64)
     cache.clear_memory_cache()
     fn = cache.load(spec)
-    x = rng.standard_normal(100)
-    dx, dy = oxicuda.asarray(x), oxicuda.full((100,), np.nan, np.float64)
     fn((1, 1, 1), (128, 1, 1), [dx, dy, 100, np.float64(0.125)])
     np.testing.assert_allclose(dy.get(), x * 2.0 + 0.125, rtol=1e-15, atol=0)
     info = cache.cache_info()["disk"]
