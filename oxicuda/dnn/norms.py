@@ -282,9 +282,10 @@ def layer_norm(x: object, normalized_shape: int | Sequence[int] | None = None, w
     if normalized_shape is None:
         shape = (xa.shape[-1],)
     else:
-        try:  # ints only: int() would also take 1024.0 or a device array (whose int() is its address)
+        try:  # Python and numpy ints only: not 1024.0, not bools, not device arrays (a device
+            # array's __index__ reads its value from the device, as numpy's does)
             dims = [normalized_shape] if isinstance(normalized_shape, (int, np.integer)) else list(normalized_shape)
-            if any(isinstance(d, bool) for d in dims):
+            if any(isinstance(d, bool) or not isinstance(d, (int, np.integer)) for d in dims):
                 raise TypeError
             shape = tuple(operator.index(d) for d in dims)
         except TypeError:
