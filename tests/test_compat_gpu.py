@@ -14,24 +14,7 @@ from oxicuda.cuda import cublas as ox
 pytestmark = pytest.mark.gpu
 
 
-@pytest.fixture
-def cp():
-    return pytest.importorskip("cupy")
-
-
-@pytest.fixture
-def handles(cp):
-    from cupy.cuda import cublas as vendor
-
-    ho, hv = ox.create(), vendor.create()
-    yield ho, hv, vendor
-    ox.destroy(ho)
-    vendor.destroy(hv)
-
-
-def hp(value, dtype):
-    arr = np.array(value, dtype=dtype)
-    return arr, arr.ctypes.data
+from compat_gpu_fixtures import cp, handles, hp  # noqa: F401  (fixtures and helper)
 
 
 def test_level1_on_cupy_arrays_matches_cupy_cublas(cp, handles, rng):
