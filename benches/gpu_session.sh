@@ -107,4 +107,5 @@ for step in "${steps[@]}"; do
   esac
 done
 # the device returns at most a few files: pack everything into one archive and keep only that
-tar czf /tmp/oxicuda-results.tgz -C "$OUT" . 2>/dev/null && find "$OUT" -mindepth 1 -delete && mv /tmp/oxicuda-results.tgz "$OUT/results.tgz"
+# (.npz data files stay beside it, each its own file: the archive has a 16 MiB limit too)
+tar czf /tmp/oxicuda-results.tgz --exclude='*.npz' -C "$OUT" . 2>/dev/null && find "$OUT" -mindepth 1 ! -name '*.npz' -delete && mv /tmp/oxicuda-results.tgz "$OUT/results.tgz"

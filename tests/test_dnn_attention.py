@@ -8,7 +8,7 @@ import pytest
 from test_dnn_conv_reference import as_float64, to_dtype
 
 import oxicuda
-from oxicuda.dnn.attention import attention
+from oxicuda.dnn.attention_api import attention
 
 TOL = {"float32": 2e-6, "float16": 2e-3, "bfloat16": 1.6e-2}
 
@@ -130,3 +130,13 @@ def test_bad_options_raise_before_launch():
         with pytest.raises(ValueError, match="out has shape"):
             attention(q, k, v, out=oxicuda.empty((1, 2, 4, 8), "float32"))
     assert t.launches == []
+
+
+def test_dnn_attention_stays_the_function_after_its_module_is_imported():
+    import importlib
+
+    import oxicuda.dnn as dnn
+
+    importlib.import_module("oxicuda.dnn.attention_api")
+    assert callable(dnn.attention) and dnn.attention is attention
+    assert not hasattr(dnn.attention, "__path__") and type(dnn.attention).__name__ == "function"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import oxicuda
-from oxicuda.dnn.attention import attention
+from oxicuda.dnn.attention_api import attention
 
 pytestmark = pytest.mark.gpu
 

@@ -11,7 +11,7 @@ from test_dnn_conv_reference import as_float64, to_dtype
 
 import oxicuda
 from oxicuda.dnn import attention_mma as mma
-from oxicuda.dnn.attention import attention, choose_algo
+from oxicuda.dnn.attention_api import attention, choose_algo
 from oxicuda.ptx import registry
 
 

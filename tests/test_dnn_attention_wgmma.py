@@ -21,7 +21,7 @@ from test_dnn_conv_reference import as_float64, to_dtype
 
 import oxicuda
 from oxicuda.dnn import attention_wgmma as wg
-from oxicuda.dnn.attention import attention, choose_algo, wgmma_supports
+from oxicuda.dnn.attention_api import attention, choose_algo, wgmma_supports
 from oxicuda.ptx import registry
 
 
@@ -79,7 +79,7 @@ def force_wgmma_variant(monkeypatch, **fields):
     """Make dispatch build its wgmma specs with ``fields`` replaced (overlap, consumers)."""
     import dataclasses
 
-    import oxicuda.dnn.attention as api
+    import oxicuda.dnn.attention_api as api
 
     monkeypatch.setattr(api, "wgmma_spec", lambda *a: dataclasses.replace(wg.choose_spec(*a), **fields))
 

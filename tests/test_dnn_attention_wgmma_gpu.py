@@ -9,7 +9,7 @@ import math
 import pytest
 
 import oxicuda
-from oxicuda.dnn.attention import attention
+from oxicuda.dnn.attention_api import attention
 
 pytestmark = pytest.mark.gpu
 
@@ -115,7 +115,7 @@ def test_wgmma_serial_variant_matches_float64(monkeypatch, b, h, s, d, causal):
     # variant fails on the GPU and this one passes, the overlap pipeline is at fault
     import dataclasses
 
-    import oxicuda.dnn.attention as api
+    import oxicuda.dnn.attention_api as api
     from oxicuda.dnn import attention_wgmma as wg
 
     torch = _torch()

@@ -28,7 +28,7 @@ from oxicuda.blas import gemm_core
 from oxicuda.blas.gemm_core import gemm_colmajor
 from oxicuda.blas.transpose_kernels import TransposeSpec
 from oxicuda.dnn import conv as conv_module
-from oxicuda.dnn.attention import attention  # (dnn.attention is the module once it is imported)
+from oxicuda.dnn.attention_api import attention
 from oxicuda.dnn.attention_kernels import REGISTERED_HEAD_DIMS
 from oxicuda.driver.facts import device_facts
 from oxicuda.memory.dtypes import BFLOAT16

@@ -2,7 +2,7 @@
 
 Element-wise and reduction ops (this package's softmax, norms, activations and pooling modules)
 import eagerly; ``conv2d`` and ``attention`` come from ``oxicuda.dnn.conv`` and
-``oxicuda.dnn.attention`` on first access, so a missing or broken one never breaks
+``oxicuda.dnn.attention_api`` on first access, so a missing or broken one never breaks
 ``import oxicuda.dnn``. ``conv2d_backward_data`` and ``conv2d_backward_filter`` (the gradients
 of ``conv2d`` with respect to its input and its filter) come with ``conv2d``.
 """
@@ -21,13 +21,13 @@ _LAZY = {
     "conv2d": "oxicuda.dnn.conv",
     "conv2d_backward_data": "oxicuda.dnn.conv",
     "conv2d_backward_filter": "oxicuda.dnn.conv",
-    "attention": "oxicuda.dnn.attention",
+    "attention": "oxicuda.dnn.attention_api",
 }
 
 #: modules whose import registers kernel families (``oxicuda.ptx.registry.load_all_families``)
 KERNEL_MODULES = tuple(
     ["softmax", "norms", "activations", "pooling"]
-    + [m for m in ("conv", "attention") if importlib.util.find_spec(f"oxicuda.dnn.{m}") is not None]
+    + [m for m in ("conv", "attention_api") if importlib.util.find_spec(f"oxicuda.dnn.{m}") is not None]
 )
 
 __all__ = [

@@ -57,7 +57,7 @@ def _reference_rows(q: np.ndarray, k: np.ndarray, v: np.ndarray, rows: np.ndarra
 def _prep(b: int, h: int, s: int, d: int, causal: bool, algo: str):
     def prepare(quick: bool) -> Prepared:
         import oxicuda
-        from oxicuda.dnn.attention import attention
+        from oxicuda.dnn.attention_api import attention
         from oxicuda.memory.dtypes import (
             bfloat16_bits_to_float32,
             float32_to_bfloat16_bits,

@@ -89,7 +89,7 @@ def _attention_flops(b: int, h: int, s: int, d: int, causal: bool) -> float:
 def _prep_attention(b: int, h: int, s: int, d: int, causal: bool):
     def prepare(quick: bool) -> Prepared:
         import oxicuda
-        from oxicuda.dnn.attention import attention
+        from oxicuda.dnn.attention_api import attention
         from oxicuda.memory.dtypes import (
             bfloat16_bits_to_float32,
             float32_to_bfloat16_bits,
