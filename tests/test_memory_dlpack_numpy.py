@@ -38,3 +38,17 @@ def test_a_consumed_capsule_is_released_by_its_deleter_only():
     del view
     gc.collect()
     assert interop.sweep_exports() == before
+
+
+def test_numpy_from_dlpack_with_device_cpu_gets_a_host_copy(rng):
+    host = rng.standard_normal((5, 7))
+    dev = oxicuda.asarray(host)
+    view = dev[1:, ::-2]
+    got = np.from_dlpack(view, device="cpu")
+    np.testing.assert_array_equal(got, host[1:, ::-2])
+    got[...] = 0.0  # a copy: the device array is untouched
+    np.testing.assert_array_equal(dev.get(), host)
+    with pytest.raises(BufferError, match="needs a copy"):
+        np.from_dlpack(dev, device="cpu", copy=False)
+    with pytest.raises(BufferError):
+        dev.__dlpack__(dl_device=(2, 7))

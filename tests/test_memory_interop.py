@@ -132,7 +132,9 @@ def test_dlpack_device_and_refusals():
     dev = oxicuda.zeros(3)
     assert dev.__dlpack_device__() == (2, dev.device)
     with pytest.raises(BufferError, match="cannot be exported"):
-        dev.__dlpack__(dl_device=(1, 0))
+        dev.__dlpack__(dl_device=(2, dev.device + 1))
+    with pytest.raises(BufferError, match="needs a copy"):
+        dev.__dlpack__(dl_device=(1, 0), copy=False)
     with pytest.raises(BufferError, match="device type 1"):
         from_dlpack(np.zeros(3))
     with pytest.raises(ValueError, match="ambiguous"):

@@ -165,8 +165,16 @@ def to_dlpack(
     ``stream``: the consumer's stream (None or 1: legacy default, 2: per-thread default, a
     handle, or -1 for no ordering); the consumer's later work is ordered after ``arr``'s
     stream. ``max_version >= (1, 0)`` gets a "dltensor_versioned" capsule, else "dltensor".
-    Raises BufferError when ``dl_device`` is not this array's device.
+    ``dl_device=(kDLCPU, 0)`` (``numpy.from_dlpack(a, device="cpu")``) exports a host copy, as
+    the array API standard allows; with ``copy=False`` that raises BufferError. Any other device
+    that is not this array's raises BufferError.
     """
+    if dl_device is not None and tuple(dl_device) == (KDL_CPU, 0):
+        if copy is False:
+            raise BufferError("__dlpack__: a host (kDLCPU) export of a device array needs a copy; "
+                              "copy=False cannot be honoured")
+        host = arr.get()
+        return host.__dlpack__() if max_version is None else host.__dlpack__(max_version=max_version)
     if dl_device is not None and tuple(dl_device) != (KDL_CUDA, arr.device):
         raise BufferError(f"__dlpack__: dl_device={tuple(dl_device)}; this array lives on "
                           f"{(KDL_CUDA, arr.device)} and cannot be exported elsewhere")
