@@ -338,3 +338,97 @@ def getri_batched(st: HandleState, dt: str, n, a_array, lda, ipiv, c_array, ldc,
     batched.getri_batched_ptr(n, P(a_array, "Aarray"), lda, P(ipiv, "PivotArray"),
                               P(c_array, "Carray"), ldc, P(info, "infoArray"), batch, dtype=dt,
                               stream=st.stream)
+
+
+# -- least squares (scikit-cuda's gelsBatched) --------------------------------------------------
+def gels_batched(st: HandleState, dt: str, trans: str, m, n, nrhs, a_array, lda, c_array, ldc, info,
+                 dev_info, batch) -> None:
+    """cublas<t>gelsBatched: for each z, the least-squares solution of A_z X = C_z (A_z m x n,
+    m >= n, full rank; only trans 'N', as cuBLAS). On exit A_z holds its QR factorization
+    (Householder reflectors below R) and the first n rows of C_z hold X_z. ``info`` (host int):
+    0, or -i when the i-th argument is invalid (then nothing is touched and the call raises).
+    ``devInfoArray[z]`` (device int32): 0, or j > 0 when R_z's j-th diagonal element is zero
+    (A_z is rank deficient; its C_z is then not a solution).
+
+    Each matrix runs our geqrf (blocked Householder QR), ormqr (Q^H C) and trsm (R X = (Q^H C)
+    [:n]); the zero-diagonal test is iamin over R's diagonal on the device, whose index and
+    element come back to decide devInfo."""
+    import numpy as np
+
+    from ..blas import operands as op
+    from ..driver.backend import api
+    from ..memory.workspace import workspace_ptr
+    from ..solver import geqrf
+
+    a_array, c_array = P(a_array, "Aarray"), P(c_array, "Carray")
+    info, dev_info = P(info, "info"), P(dev_info, "devInfoArray")
+    out = ctypes.c_int.from_address(info) if info else None
+
+    def bad(position: int, why: str):
+        if out is not None:
+            out.value = -position
+        raise ValueError(f"gelsBatched: {why}")
+
+    if trans != "N":
+        bad(2, f"trans={trans!r}; cuBLAS's gelsBatched solves only the non-transposed problem")
+    for position, name, value in ((3, "m", m), (4, "n", n), (5, "nrhs", nrhs), (12, "batchSize", batch)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            bad(position, f"{name}={value!r}; a non-negative int is required")
+    m, n, nrhs, batch = int(m), int(n), int(nrhs), int(batch)
+    if m < n:
+        bad(3, f"m={m} < n={n}; gelsBatched solves overdetermined or square systems (m >= n)")
+    if isinstance(lda, bool) or not isinstance(lda, (int, np.integer)) or lda < max(1, m):
+        bad(7, f"lda={lda!r}; at least max(1, m) = {max(1, m)}")
+    if isinstance(ldc, bool) or not isinstance(ldc, (int, np.integer)) or ldc < max(1, m):
+        bad(9, f"ldc={ldc!r}; at least max(1, m) = {max(1, m)}")
+    lda, ldc = int(lda), int(ldc)
+    if batch and (not a_array or not c_array or not dev_info):
+        bad(6 if not a_array else 8 if not c_array else 11, "a NULL pointer array or devInfoArray")
+    es = op.itemsize(dt)
+    if batch:
+        for p, what in ((a_array, "Aarray"), (c_array, "Carray")):
+            if p % 8:
+                bad(6 if what == "Aarray" else 8, f"{what}: 0x{p:x} is not 8-byte aligned")
+            op.check_span(p, 8 * batch, f"gelsBatched: {what} ({batch} pointers)")
+        op.check_span(dev_info, 4 * batch, f"gelsBatched: devInfoArray ({batch} int32)")
+    drv, stream = api(), st.stream
+    s = stream or None
+
+    def wait():
+        if s is None:
+            drv.ctx_synchronize()
+        else:
+            drv.stream_synchronize(s)
+
+    ptrs = np.zeros((2, max(batch, 1)), np.uint64)
+    if batch:  # the pointer arrays in the handle's stream order
+        drv.memcpy_dtoh(ptrs[0].ctypes.data, a_array, 8 * batch, s)
+        drv.memcpy_dtoh(ptrs[1].ctypes.data, c_array, 8 * batch, s)
+        wait()
+    for z in range(batch):  # every matrix checked before any is touched
+        op.check_span(int(ptrs[0, z]), op.matrix_span(m, n, lda, es), f"gelsBatched: A[{z}] ({m}x{n}, lda={lda})")
+        op.check_span(int(ptrs[1, z]), op.matrix_span(m, nrhs, ldc, es), f"gelsBatched: C[{z}] ({m}x{nrhs}, ldc={ldc})")
+    if out is not None:
+        out.value = 0
+    if batch == 0:
+        return
+    flags = np.zeros(batch, np.int32)
+    if n:
+        tau = workspace_ptr((np.dtype(dt), n), stream)
+        where = np.zeros(1, np.int32)
+        element = np.zeros(1, np.dtype(dt))
+        for z in range(batch):
+            a, c = int(ptrs[0, z]), int(ptrs[1, z])
+            geqrf.geqrf_ptr(m, n, a, lda, tau, dtype=dt, stream=stream)
+            if nrhs:
+                geqrf.ormqr_ptr("L", "C", m, nrhs, n, a, lda, tau, c, ldc, dtype=dt, stream=stream)
+            level1.iamin_ptr(n, a, lda + 1, where.ctypes.data, dtype=dt, stream=stream, result_on_host=True)
+            j = int(where[0])
+            drv.memcpy_dtoh(element.ctypes.data, a + (j - 1) * (lda + 1) * es, es, s)
+            wait()
+            if element[0] == 0:
+                flags[z] = j
+            if nrhs:
+                level3.trsm_ptr("L", "U", "N", "N", n, nrhs, 1.0, a, lda, c, ldc, dtype=dt, stream=stream)
+    drv.memcpy_htod(dev_info, flags.ctypes.data, 4 * batch, s)
+    wait()  # flags is a local host buffer

@@ -361,6 +361,13 @@ def _make_more(p: str) -> None:
             _c.getri_batched(_host(handle), dt, n, a, lda, piv, c, ldc, inf, batchSize)
         _do(go)
 
+    def gels_batched(handle, trans, m, n, nrhs, Aarray, lda, Carray, ldc, info, devInfoArray, batchSize):
+        def go():
+            a, c = _c.P(Aarray, "Aarray"), _c.P(Carray, "Carray")
+            inf, dinf = _c.P(info, "info"), _c.P(devInfoArray, "devInfoArray")
+            _c.gels_batched(_host(handle), dt, _op(trans), m, n, nrhs, a, lda, c, ldc, inf, dinf, batchSize)
+        _do(go)
+
     def rotg(handle, a, b):
         def go():
             va, vb = _v(a, "a").value, _v(b, "b").value
@@ -387,6 +394,9 @@ def _make_more(p: str) -> None:
     _define(f"cublas{p}getrfBatched", getrf_batched, f"LU with partial pivoting, pointer array ({dt}).")
     _define(f"cublas{p}getrsBatched", getrs_batched, f"solve with getrfBatched's factors ({dt}).")
     _define(f"cublas{p}getriBatched", getri_batched, f"inverses from getrfBatched's factors ({dt}).")
+    _define(f"cublas{p}gelsBatched", gels_batched,
+            f"least squares min ||A_z X - C_z|| (m >= n, trans 'N'), QR on the device; info host int*, "
+            f"devInfoArray device int* ({dt}).")
     _define(f"cublas{p}rotg", rotg, f"returns (r, c, s) of the Givens rotation zeroing b ({dt}).")
     if not cplx:
         _define(f"cublas{p}sbmv", sbmver(False), f"y = alpha A x + beta y, A symmetric banded ({dt}).")
