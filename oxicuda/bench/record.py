@@ -54,6 +54,12 @@ def environment() -> dict:
         "python": platform.python_version(),
         "host": platform.node(),
     }
+    from oxicuda.driver.facts import active_profile, device_facts
+
+    env["device_profile"] = active_profile()
+    if env["device_profile"] != "native":  # what dispatch saw; the timings are the device's
+        env["profile_facts"] = {"name": device_facts(0).name, "arch": device_facts(0).arch,
+                                "sm_count": device_facts(0).sm_count}
     for mod in ("torch", "cupy"):
         try:
             env[mod] = __import__(mod).__version__

@@ -17,7 +17,19 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--json", help="write the JSON record here (default on a GPU: "
                     "benches/results/<gpu>-<date>.json when that folder exists)")
     ap.add_argument("--plot", nargs="?", const="", help="write a PNG (matplotlib)")
+    ap.add_argument("--profile", help="run as on this board: rtx-a4000, a100, h200 or native "
+                    "(sets OXICUDA_DEVICE_PROFILE; the kernels still run on the device present)")
     args = ap.parse_args(argv)
+    if args.profile is not None:
+        from oxicuda.driver import facts
+
+        os.environ[facts.PROFILE_ENV] = args.profile
+        facts.clear_device_facts()
+        try:
+            facts.active_profile()
+        except facts.DeviceProfileError as exc:
+            print(f"bench: {exc}", file=sys.stderr)
+            return 2
     if args.repeats < 20:
         print("bench: --repeats below 20 gives medians too noisy to report; using 20",
               file=sys.stderr)

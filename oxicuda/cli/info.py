@@ -52,6 +52,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"driver version: {_version_text(drv.driver_get_version())}")
     count = Device.count()
     print(f"devices: {count}")
+    from oxicuda.driver import facts
+
+    try:
+        profile = facts.active_profile()
+    except facts.DeviceProfileError as exc:
+        print(f"device profile: {exc}")
+        profile = "native"
+    if profile != "native":
+        print(f"device profile: {profile} (dispatch and code generation see that board; kernels run on "
+              f"the devices below)")
     for i in range(count):
         dev = Device(i)
         major, minor = dev.compute_capability
@@ -59,6 +69,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  compute capability: {major}.{minor} ({dev.arch})")
         print(f"  multiprocessors: {dev.multiprocessor_count}")
         print(f"  total memory: {_format_bytes(dev.total_memory)}")
+        if profile != "native":
+            try:
+                seen = facts.device_facts(i)
+                print(f"  as profiled: {seen.name}: {seen.arch}, {seen.sm_count} SMs, "
+                      f"{seen.smem_per_block_optin} B shared per block")
+            except facts.DeviceProfileError as exc:
+                print(f"  as profiled: {exc}")
         print("  attributes:")
         width = max(len(n) for n in enums.DEVICE_ATTRIBUTES)
         for name, code in enums.DEVICE_ATTRIBUTES.items():

@@ -15,11 +15,23 @@ Nobody else writes a device number: ``from oxicuda.driver.facts import device_fa
 
 from __future__ import annotations
 
+import os
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-__all__ = ["ARCH_RATES", "BOARDS", "SHARED_OPTIN_BY_CC", "ArchRates", "Board", "DeviceFacts",
-           "arch_rates", "board_facts", "clear_device_facts", "current_device_facts", "device_facts", "shared_optin_limit"]
+__all__ = ["ARCH_RATES", "BOARDS", "PROFILE_ENV", "SHARED_OPTIN_BY_CC", "ArchRates", "Board", "DeviceFacts",
+           "DeviceProfileError", "active_profile", "arch_rates", "board_facts", "clear_device_facts",
+           "current_device_facts", "device_facts", "native_device_facts", "shared_optin_limit"]
+
+#: ``OXICUDA_DEVICE_PROFILE=rtx-a4000`` (or ``a100``, ``h200``; ``native``, the default, is the
+#: device itself): every decision that reads device facts sees that board instead (the arch and
+#: PTX ISA of generated code, family eligibility, tiles, split-K, grids), while the kernels run on
+#: the device present, whose driver JIT-compiles the profile's older-arch PTX.
+PROFILE_ENV = "OXICUDA_DEVICE_PROFILE"
+
+
+class DeviceProfileError(RuntimeError):
+    """The requested device profile is unknown, or cannot run on the device present."""
 
 
 @dataclass(frozen=True)
@@ -197,7 +209,7 @@ class DeviceFacts:
         return float(self.rates.memory_bytes_per_clock) * self.clock_khz * 1e3
 
 
-_lock = threading.Lock()
+_lock = threading.RLock()
 _facts: dict[int, DeviceFacts] = {}
 
 
@@ -216,6 +228,53 @@ def device_facts(ordinal: int | None = None) -> DeviceFacts:
         if facts is None:
             facts = _facts[ordinal] = _read(ordinal)
     return facts
+
+
+def active_profile() -> str:
+    """The device profile in force: ``native`` or a ``BOARDS`` key (from OXICUDA_DEVICE_PROFILE,
+    read when a device's facts are first read). Unknown names raise DeviceProfileError."""
+    name = os.environ.get(PROFILE_ENV, "").strip().lower() or "native"
+    if name != "native" and name not in BOARDS:
+        raise DeviceProfileError(f"{PROFILE_ENV}={name!r}; known profiles: native, {', '.join(sorted(BOARDS))}")
+    return name
+
+
+_native: dict[int, DeviceFacts] = {}
+
+
+def native_device_facts(ordinal: int | None = None) -> DeviceFacts:
+    """The facts the driver reports for device ``ordinal``, whatever profile is active."""
+    if ordinal is None:
+        from .context import current_device_ordinal
+
+        ordinal = current_device_ordinal()
+    facts = _native.get(ordinal)
+    if facts is None:
+        with _lock:
+            facts = _native.get(ordinal)
+            if facts is None:
+                facts = _native[ordinal] = _read_native(ordinal)
+    return facts
+
+
+def _profiled(native: DeviceFacts) -> DeviceFacts:
+    """``native`` seen through the active profile (itself when the profile is native)."""
+    name = active_profile()
+    if name == "native":
+        return native
+    prof = board_facts(name, native.ordinal)
+    if prof.cc > native.cc:
+        raise DeviceProfileError(
+            f"{PROFILE_ENV}={name}: the profile's {prof.arch} code cannot run on this {native.arch} "
+            f"device ({native.name}); a profile must be of the device's arch or older")
+    over = [f for f in ("smem_per_block_optin", "smem_per_sm", "max_threads_per_sm", "max_blocks_per_sm",
+                        "regs_per_sm", "regs_per_block", "max_threads_per_block")
+            if getattr(prof, f) > getattr(native, f)]
+    if over:
+        raise DeviceProfileError(
+            f"{PROFILE_ENV}={name}: the profile allows more than {native.name} has ({', '.join(over)}); "
+            f"kernels sized for it would not launch here")
+    return replace(prof, name=f"{prof.name} (profile on {native.name})")
 
 
 def board_facts(board: Board | str, ordinal: int = 0) -> DeviceFacts:
@@ -254,6 +313,10 @@ def current_device_facts() -> DeviceFacts:
 
 
 def _read(ordinal: int) -> DeviceFacts:
+    return _profiled(native_device_facts(ordinal))
+
+
+def _read_native(ordinal: int) -> DeviceFacts:
     from .device import Device
 
     dev = Device(ordinal)
@@ -285,4 +348,5 @@ def clear_device_facts() -> None:
     """Forget the cached facts (tests that switch the emulated device)."""
     with _lock:
         _facts.clear()
+        _native.clear()
         _by_context.clear()
