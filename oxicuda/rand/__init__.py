@@ -1,6 +1,6 @@
 """oxicuda.rand: the cuRAND counterpart. Generators whose bits are cuRAND's for the same seed and
 offset, computed on the device by generated PTX: Philox4x32-10, XORWOW, MRG32k3a, Sobol32 and
-Sobol64 (dimensions 1..10); MTGP32, MT19937 and the scrambled Sobol generators raise
+Sobol64 (dimensions 1..20000); MTGP32, MT19937 and the scrambled Sobol generators raise
 NotImplementedError when created.
 
 - ``default_rng(seed=None, generator="philox")`` -> ``Generator`` (numpy's shape: random, uniform,
