@@ -452,16 +452,20 @@ def sobol_points(vectors: np.ndarray, offset: int, count: int) -> np.ndarray:
 
 
 def xorwow_hq_doubles(seed: int, offset: int, count: int, threads: int = XORWOW_THREADS) -> np.ndarray:
-    """cuRAND's XORWOW generateUniformDouble (measured): value k is hq(word 2p, word 2p + 1) of
-    subsequence k mod 4096, p = k div 4096."""
-    k = np.arange(offset, offset + count, dtype=np.int64)
-    t, p = k % threads, k // threads
-    v, d = xorwow_states(seed, np.arange(threads), np.zeros(threads, np.int64))
-    out = np.empty(count)
-    pmax = int(p.max()) if count else -1
-    for pos in range(pmax + 1):
-        v, d, x = xorwow_step_all(v, d)
-        v, d, y = xorwow_step_all(v, d)
-        sel = p == pos
-        out[sel] = uniform_f64_hq(x[t[sel]], y[t[sel]])
-    return out
+    """cuRAND's XORWOW generateUniformDouble (measured on the H200): value i of a call belongs to
+    subsequence t = (offset + i) mod 4096 at value position p = (offset + i) div 4096; the offset
+    skips p0(t) words of subsequence t (one per earlier value: the k < offset with k mod 4096 =
+    t), and each value then takes two words: hq(word w, word w + 1), w = p0 + 2 (p - p0)."""
+    if count == 0:
+        return np.zeros(0)
+    j = np.arange(offset, offset + count, dtype=np.int64)
+    t, p = j % threads, j // threads
+    tt = np.arange(threads, dtype=np.int64)
+    p0 = np.where(offset > tt, (offset - tt + threads - 1) // threads, 0)
+    v, d = xorwow_states(seed, tt, p0)
+    w = p0[t] + 2 * (p - p0[t]) - p0[t]                   # words past each subsequence's start
+    steps = int(w.max()) + 2
+    words = np.empty((steps, threads), np.uint32)
+    for s in range(steps):
+        v, d, words[s] = xorwow_step_all(v, d)
+    return uniform_f64_hq(words[w, t], words[w + 1, t])

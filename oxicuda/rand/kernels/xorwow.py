@@ -16,8 +16,13 @@ apart). PSEUDO_SEEDED and DYNAMIC differ and are not reproduced. Two kernels per
 Distributions: ``raw32``, ``uniform_f32`` (cuRAND's ``_curand_uniform``), ``uniform_f64`` (one
 word, ``_curand_uniform_double``), ``uniform_f64_hq`` (two consecutive words of the value's
 subsequence, ``_curand_uniform_double_hq``: what cuRAND's generateUniformDouble does for XORWOW,
-measured on the H200), each ``a + b * u`` for the floats. The offset counts values; a value's
-subsequence and position are ``k mod 4096`` and ``k div 4096`` whatever its word count.
+measured on the H200), each ``a + b * u`` for the floats. The offset counts values; value i of a
+call goes where the same call of raw words would put word i (subsequence t = (offset + i) mod
+4096). The offset skips ``p0(t)`` words of subsequence t, one per value before it whatever the
+distribution (the count of k < offset with k mod 4096 = t), and then each value takes
+``WORDS_PER_VALUE`` words: the s-th double of subsequence t in a call is hq(word p0 + 2s, word
+p0 + 2s + 1). (H200, call s7c1: with the offset's words doubled too, only the values whose
+subsequence had p0 > 0 differed; offset 1 put that at the last value of every 4096.)
 """
 
 from __future__ import annotations
@@ -60,8 +65,9 @@ class XorwowSpec(KernelSpec):
             raise ValueError("XorwowSpec: the init stage has no distribution (dist='raw32')")
 
 
-def _thread(kb: KernelBuilder, count: Value, offset: Value, chunk: Value):
-    """(tid, t, start position) of this thread; threads past ``count`` return."""
+def _thread(kb: KernelBuilder, count: Value, offset: Value, chunk: Value, with_p0: bool = False):
+    """(tid, t, start position[, p0]) of this thread; threads past ``count`` return. ``p0`` is
+    the number of values of subsequence t before the offset (the first position of chunk 0)."""
     tid = kb.mad(kb.ctaid(), kb.ntid(), kb.tid())
     kb.ret(kb.setp("ge", tid, count))
     t = kb.and_(tid, SUBSEQUENCES - 1)
@@ -70,7 +76,7 @@ def _thread(kb: KernelBuilder, count: Value, offset: Value, chunk: Value):
     ahead = kb.setp("gt", offset, t64)
     p0 = kb.selp(kb.shr(kb.add(kb.sub(offset, t64), SUBSEQUENCES - 1), 12), kb.mov(0, "u64"), ahead)
     p = kb.mad(kb.cvt(k, "u64"), chunk, p0, type_="u64")
-    return tid, t, p
+    return (tid, t, p, p0) if with_p0 else (tid, t, p)
 
 
 def _matvec(kb: KernelBuilder, table: Value, v: list[Value]) -> list[Value]:
@@ -90,8 +96,10 @@ def _init_body(kb: KernelBuilder) -> None:
     seed0, seed1 = kb.param("seed0", "u32"), kb.param("seed1", "u32")
     offset, chunk = kb.param("offset", "u64"), kb.param("chunk", "u64")
     wpv = kb.param("wpv", "u32")
-    tid, t, p = _thread(kb, count, offset, chunk)
-    p = kb.mul(p, kb.cvt(wpv, "u64"))            # the first word of the thread's first value
+    tid, t, p, p0 = _thread(kb, count, offset, chunk, with_p0=True)
+    # the first word of the thread's first value: the offset skips p0 words of subsequence t (one
+    # per value before it, whatever the distribution), then each value takes wpv words
+    p = kb.add(p0, kb.mul(kb.sub(p, p0), kb.cvt(wpv, "u64")))
     t0 = kb.mul(kb.xor(seed0, 0xAAD26B49), 1099087573)
     t1 = kb.mul(kb.xor(seed1, 0xF7DCEFDD), 2591861531)
     v = [kb.add(t0, 123456789), kb.xor(t0, 362436069), kb.add(t1, 521288629), kb.xor(t1, 88675123),
