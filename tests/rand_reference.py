@@ -112,16 +112,20 @@ def box_muller_f64(x0, x1, y0, y1) -> tuple[np.ndarray, np.ndarray]:
     return s * np.sin(np.pi * v), s * np.cos(np.pi * v)
 
 
-def philox_unit_words(seed: int, units: np.ndarray, blocks: int) -> np.ndarray:
-    """(len(units), 4 * blocks) words of cuRAND's Philox host units: unit G is the G div 65536-th
-    unit of subsequence G mod 65536, its blocks ctr.x = r * blocks + u."""
+def philox_unit_words(seed: int, units: np.ndarray, blocks: int, unit0: int = 0) -> np.ndarray:
+    """(len(units), 4 * blocks) words of cuRAND's Philox host units in a call whose offset lies
+    in unit ``unit0``: unit G is the r = G div 65536-th unit of subsequence t = G mod 65536; the
+    offset skips r0 = ceil((unit0 - t) / 65536) blocks of t (0 when unit0 <= t), one per earlier
+    unit, and then each unit takes ``blocks`` blocks: ctr.x = r0 + blocks (r - r0) + u."""
     units = units.astype(np.uint64)
     t = units % np.uint64(PHILOX_SUBSEQUENCES)
     r = units // np.uint64(PHILOX_SUBSEQUENCES)
+    ti = t.astype(np.int64)
+    r0 = np.where(unit0 > ti, (unit0 - ti + PHILOX_SUBSEQUENCES - 1) // PHILOX_SUBSEQUENCES, 0).astype(np.uint64)
     key = np.array([seed & 0xFFFFFFFF, (seed >> 32) & 0xFFFFFFFF], np.uint32)
     parts = []
     for u in range(blocks):
-        hi = r * np.uint64(blocks) + np.uint64(u)
+        hi = r0 + (r - r0) * np.uint64(blocks) + np.uint64(u)
         ctr = np.stack([hi & MASK32, hi >> np.uint64(32), t, np.zeros_like(t)], axis=-1).astype(np.uint32)
         parts.append(philox4x32_10(ctr, np.broadcast_to(key, (units.size, 2))))
     return np.concatenate(parts, axis=1)
@@ -137,7 +141,7 @@ def philox_distribution(dist: str, seed: int, offset: int, n: int, a: float = 0.
     if n == 0:
         return np.zeros(0)
     units = np.arange(offset // 4, (offset + n - 1) // 4 + 1)
-    w = philox_unit_words(seed, units, wpo)                  # (units, 4 * wpo)
+    w = philox_unit_words(seed, units, wpo, offset // 4)     # (units, 4 * wpo)
     blocks = w.reshape(units.size * wpo, 4)                  # each block's 4 words
     lead = offset - 4 * int(units[0])
     x, y, z, v = (blocks[:, i] for i in range(4))
