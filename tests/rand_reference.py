@@ -473,3 +473,83 @@ def xorwow_hq_doubles(seed: int, offset: int, count: int, threads: int = XORWOW_
     for s in range(steps):
         v, d, words[s] = xorwow_step_all(v, d)
     return uniform_f64_hq(words[w, t], words[w + 1, t])
+
+
+# -- XORWOW and MRG32k3a normals: the pair layout of a host kernel calling curand_normal per value --
+def subsequence_pair_starts(offset: int, count: int, per_value: int, threads: int = 4096):
+    """For values i of a call: (t, first draw of its Box-Muller pair, component 0/1). Value i is
+    at position p = (offset + i) div 4096 of subsequence t = (offset + i) mod 4096; the offset
+    skips p0(t) draws; the thread's s-th value (s = p - p0) is component s mod 2 of the pair
+    whose draws start at p0 + per_value (s - s mod 2)."""
+    j = np.arange(offset, offset + count, dtype=np.int64)
+    t, p = j % threads, j // threads
+    p0 = np.where(offset > t, (offset - t + threads - 1) // threads, 0)
+    s = p - p0
+    return t, p0 + per_value * (s - s % 2), s % 2
+
+
+def xorwow_normals(seed: int, offset: int, count: int, double: bool, a: float = 0.0,
+                   b: float = 1.0) -> np.ndarray:
+    """What rand_xorwow's normal_f32 / normal_f64 compute (float64: the exact function)."""
+    t, start, comp = subsequence_pair_starts(offset, count, 2 if double else 1)
+    keys, inv = np.unique(np.stack([t, start]), axis=1, return_inverse=True)
+    v, d = xorwow_states(seed, keys[0], keys[1])
+    words = []
+    for _ in range(4 if double else 2):
+        v, d, w = xorwow_step_all(v, d)
+        words.append(w)
+    pair = box_muller_f64(*words) if double else box_muller_f64_from_f32_words(*words)
+    z = np.where(comp == 0, pair[0][inv.reshape(-1)], pair[1][inv.reshape(-1)])
+    return a + b * z
+
+
+def mrg_states_at(seed: int, subsequences: np.ndarray, positions: np.ndarray):
+    """(s1, s2) (k, 3) uint64 states of curand_init(seed, t, 0) advanced by ``positions``."""
+    s1, s2 = mrg_seed_state(seed)
+    st1 = np.array([s1] * subsequences.size, dtype=object).reshape(-1, 3)
+    st2 = np.array([s2] * subsequences.size, dtype=object).reshape(-1, 3)
+    for exps, base in ((subsequences.astype(np.int64), MRG_SUBSEQUENCE_LOG2), (positions.astype(np.int64), 0)):
+        e = exps.copy()
+        k = 0
+        while np.any(e):
+            sel = (e & 1).astype(bool)
+            if sel.any():
+                a1, a2 = _mrg_power2(base + k)
+                st1[sel] = (st1[sel] @ np.array(a1, dtype=object).T) % MRG_M1
+                st2[sel] = (st2[sel] @ np.array(a2, dtype=object).T) % MRG_M2
+            e >>= 1
+            k += 1
+    return st1.astype(np.uint64), st2.astype(np.uint64)
+
+
+def mrg_draw_all(s1: np.ndarray, s2: np.ndarray):
+    """One curand_MRG32k3a of every state: (s1, s2, r in [1, m1] as float64)."""
+    m1, m2 = np.uint64(MRG_M1), np.uint64(MRG_M2)
+    p1 = (np.uint64(MRG_A12) * s1[:, 1] + np.uint64(MRG_A13N) * (m1 - s1[:, 0])) % m1
+    p2 = (np.uint64(MRG_A21) * s2[:, 2] + np.uint64(MRG_A23N) * (m2 - s2[:, 0])) % m2
+    s1 = np.stack([s1[:, 1], s1[:, 2], p1], axis=1)
+    s2 = np.stack([s2[:, 1], s2[:, 2], p2], axis=1)
+    r = p1.astype(np.float64) - p2.astype(np.float64)
+    return s1, s2, np.where(p1 <= p2, r + MRG_M1, r)
+
+
+def mrg_normals(seed: int, offset: int, count: int, double: bool, a: float = 0.0,
+                b: float = 1.0) -> np.ndarray:
+    """What rand_mrg32k3a's normal_f32 / normal_f64 compute (float64: the exact function of
+    curand_box_muller_mrg(_double) after its rounded uniforms)."""
+    t, start, comp = subsequence_pair_starts(offset, count, 1)
+    keys, inv = np.unique(np.stack([t, start]), axis=1, return_inverse=True)
+    s1, s2 = mrg_states_at(seed, keys[0], keys[1])
+    s1, s2, r1 = mrg_draw_all(s1, s2)
+    s1, s2, r2 = mrg_draw_all(s1, s2)
+    if double:
+        u, v = r1 * MRG_NORM, r2 * MRG_NORM * 2.0
+        s = np.sqrt(-2.0 * np.log(u))
+        pair = (s * np.sin(np.pi * v), s * np.cos(np.pi * v))
+    else:
+        u = (r1 * MRG_NORM).astype(np.float32).astype(np.float64)
+        v = ((r2 * MRG_NORM).astype(np.float32) * np.float32(2 * np.pi)).astype(np.float64)
+        s = np.sqrt(-2.0 * np.log(u))
+        pair = (s * np.sin(v), s * np.cos(v))
+    z = np.where(comp == 0, pair[0][inv.reshape(-1)], pair[1][inv.reshape(-1)])
+    return a + b * z
