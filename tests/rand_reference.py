@@ -492,6 +492,12 @@ def xorwow_normals(seed: int, offset: int, count: int, double: bool, a: float = 
                    b: float = 1.0) -> np.ndarray:
     """What rand_xorwow's normal_f32 / normal_f64 compute (float64: the exact function)."""
     t, start, comp = subsequence_pair_starts(offset, count, 2 if double else 1)
+    return a + b * xorwow_normals_at(seed, t, start, comp, double)
+
+
+def xorwow_normals_at(seed: int, t: np.ndarray, start: np.ndarray, comp: np.ndarray, double: bool) -> np.ndarray:
+    """Component ``comp`` of the Box-Muller pair made from words ``start``.. of subsequence
+    ``t`` (float64: the exact function), element by element."""
     keys, inv = np.unique(np.stack([t, start]), axis=1, return_inverse=True)
     v, d = xorwow_states(seed, keys[0], keys[1])
     words = []
@@ -499,8 +505,7 @@ def xorwow_normals(seed: int, offset: int, count: int, double: bool, a: float = 
         v, d, w = xorwow_step_all(v, d)
         words.append(w)
     pair = box_muller_f64(*words) if double else box_muller_f64_from_f32_words(*words)
-    z = np.where(comp == 0, pair[0][inv.reshape(-1)], pair[1][inv.reshape(-1)])
-    return a + b * z
+    return np.where(comp == 0, pair[0][inv.reshape(-1)], pair[1][inv.reshape(-1)])
 
 
 def mrg_states_at(seed: int, subsequences: np.ndarray, positions: np.ndarray):
@@ -538,6 +543,12 @@ def mrg_normals(seed: int, offset: int, count: int, double: bool, a: float = 0.0
     """What rand_mrg32k3a's normal_f32 / normal_f64 compute (float64: the exact function of
     curand_box_muller_mrg(_double) after its rounded uniforms)."""
     t, start, comp = subsequence_pair_starts(offset, count, 1)
+    return a + b * mrg_normals_at(seed, t, start, comp, double)
+
+
+def mrg_normals_at(seed: int, t: np.ndarray, start: np.ndarray, comp: np.ndarray, double: bool) -> np.ndarray:
+    """Component ``comp`` of the Box-Muller pair made from draws ``start``, ``start + 1`` of
+    subsequence ``t`` (float64: the exact function), element by element."""
     keys, inv = np.unique(np.stack([t, start]), axis=1, return_inverse=True)
     s1, s2 = mrg_states_at(seed, keys[0], keys[1])
     s1, s2, r1 = mrg_draw_all(s1, s2)
@@ -551,5 +562,4 @@ def mrg_normals(seed: int, offset: int, count: int, double: bool, a: float = 0.0
         v = ((r2 * MRG_NORM).astype(np.float32) * np.float32(2 * np.pi)).astype(np.float64)
         s = np.sqrt(-2.0 * np.log(u))
         pair = (s * np.sin(v), s * np.cos(v))
-    z = np.where(comp == 0, pair[0][inv.reshape(-1)], pair[1][inv.reshape(-1)])
-    return a + b * z
+    return np.where(comp == 0, pair[0][inv.reshape(-1)], pair[1][inv.reshape(-1)])

@@ -203,6 +203,38 @@ def test_philox_double_normals_pairing_matches_curand_at_far_offsets(cp, seed, o
     assert ulp.max() <= 8, f"max {ulp.max()} ulp at {np.argmax(ulp)}"
 
 
+@pytest.mark.parametrize("rng_type,ordering", [(XORWOW, None), (100, None), (MRG32K3A, 103)])
+@pytest.mark.parametrize("seed,offset,n", [(1234, 0, 2), (0, 1, 1002), (5, 4097, 3 * 4096 + 6),
+                                           ((1 << 40) + 5, 6, (1 << 20) + 2)])
+@pytest.mark.parametrize("call,args", [("generateNormal", (0.0, 1.0)), ("generateNormal", (2.0, 3.0)),
+                                       ("generateLogNormal", (0.5, 0.75))])
+def test_subsequence_float_normals_are_curands_bits(cp, rng_type, ordering, seed, offset, n, call, args):
+    """XORWOW and MRG32k3a float normals: cuRAND's Box-Muller in the curand_normal-per-value
+    layout (.diag/rand_normals_layout.sh tells which layout cuRAND uses when this fails)."""
+    ours, theirs = _both(cp, rng_type, seed, offset, call, n, np.float32, *args, ordering=ordering)
+    same = ours.view(np.uint32) == theirs.view(np.uint32)
+    ulp = np.abs(ours.view(np.int32).astype(np.int64) - theirs.view(np.int32).astype(np.int64))
+    assert same.all(), f"{(~same).sum()} of {n} differ (max {ulp.max()} ulp), first at {np.argmin(same)}"
+
+
+@pytest.mark.parametrize("rng_type,ordering", [(XORWOW, None), (MRG32K3A, 103)])
+@pytest.mark.parametrize("offset", (0, 1, 4097))
+@pytest.mark.parametrize("call,args", [("generateNormalDouble", (0.0, 1.0)),
+                                       ("generateLogNormalDouble", (0.5, 0.75))])
+def test_subsequence_double_normals_within_a_few_ulp_of_curand(cp, rng_type, ordering, offset, call, args):
+    ours, theirs = _both(cp, rng_type, 1234, offset, call, (1 << 18) + 2, np.float64, *args, ordering=ordering)
+    ulp = np.abs(ours.view(np.int64) - theirs.view(np.int64))
+    print(f"{call}: {np.mean(ulp == 0):.4%} bit-exact, max {ulp.max()} ulp")
+    assert ulp.max() <= 8, f"max {ulp.max()} ulp at {np.argmax(ulp)}"
+
+
+@pytest.mark.parametrize("rng_type,ordering", [(XORWOW, None), (MRG32K3A, 103)])
+def test_subsequence_normal_calls_continue_as_curands(cp, rng_type, ordering):
+    ours, theirs = _both(cp, rng_type, 99, 3, "generateNormal", 5002, np.float32, 0.0, 1.0,
+                         ordering=ordering, calls=3)
+    np.testing.assert_array_equal(ours.view(np.uint32), theirs.view(np.uint32))
+
+
 def _quasi_both(cp, rng_type, dims, offset, call, n, dtype):
     from cupy.cuda import curand as vendor
 
