@@ -19,7 +19,7 @@ import math
 import threading
 
 from oxicuda.rand.api import DOUBLE_UNIFORM
-from oxicuda.rand.generator import IMPLEMENTED, Engine
+from oxicuda.rand.generator import IMPLEMENTED, NOT_IMPLEMENTED, Engine
 from oxicuda.rand.sobol_tables import MAX_DIMENSIONS
 
 # -- constants (curand.h) -------------------------------------------------------------------------
@@ -168,8 +168,8 @@ def createGenerator(rng_type: int) -> int:
     if name is None:
         raise CURANDError(CURAND_STATUS_TYPE_ERROR, f"createGenerator: rng_type={rng_type!r} is unknown")
     if name not in IMPLEMENTED:
-        raise NotImplementedError(f"createGenerator: the {name} generator has no device kernels yet "
-                                  f"(issue 17); implemented: {IMPLEMENTED}")
+        raise NotImplementedError(f"createGenerator: the {name} generator is not implemented "
+                                  f"({NOT_IMPLEMENTED[name]}; issue 17); implemented: {IMPLEMENTED}")
     engine = Engine(name)
     with _lock:
         handle = next(_next_handle)

@@ -46,6 +46,17 @@ REPRODUCED_ORDERINGS = {"philox": (ORDERING_BEST, ORDERING_DEFAULT, ORDERING_LEG
 #: every cuRAND type name this package knows (the rest raise NotImplementedError when created)
 KNOWN = ("philox", "xorwow", "mrg32k3a", "mtgp32", "mt19937", "sobol32", "scrambled_sobol32",
          "sobol64", "scrambled_sobol64")
+#: why each known generator is missing
+NOT_IMPLEMENTED = {
+    "mtgp32": "cuRAND's host MTGP32 layout (its parameter sets and block/thread split) is not "
+              "established, so its bits could not be reproduced",
+    "mt19937": "cuRAND's host MT19937 stream layout (its jump polynomials and thread split) is "
+               "not established, so its bits could not be reproduced",
+    "scrambled_sobol32": "cuRAND's scramble constants come only from its library "
+                         "(curandGetScrambleConstants32) and no published copy was found",
+    "scrambled_sobol64": "cuRAND's scramble constants come only from its library "
+                         "(curandGetScrambleConstants64) and no published copy was found",
+}
 _ARCH: dict[int, str] = {}
 _ORDERING_NAMES = {100: "PSEUDO_BEST", 101: "PSEUDO_DEFAULT", 102: "PSEUDO_SEEDED", 103: "PSEUDO_LEGACY",
                    104: "PSEUDO_DYNAMIC"}
@@ -75,8 +86,8 @@ class Engine:
             raise ValueError(f"rand: generator {rng_type!r} is unknown; known: {KNOWN}")
         if rng_type not in IMPLEMENTED:
             raise NotImplementedError(
-                f"rand: the {rng_type!r} generator has no device kernels yet (issue 17); "
-                f"implemented: {IMPLEMENTED}")
+                f"rand: the {rng_type!r} generator is not implemented ({NOT_IMPLEMENTED[rng_type]}; "
+                f"issue 17); implemented: {IMPLEMENTED}")
         self.rng_type = rng_type
         self.seed = int(seed) & ((1 << 64) - 1)
         self.offset = int(offset)
