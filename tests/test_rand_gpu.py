@@ -186,10 +186,12 @@ def test_far_offsets_give_curands_bits(cp, rng_type, n, offset, call, dtype):
     assert bad.size == 0, f"{bad.size} of {n} differ, first at {bad[0]}: {ours[bad[0]]!r} vs {theirs[bad[0]]!r}"
 
 
+@pytest.mark.parametrize("offset", [4099, 258001])
 @pytest.mark.parametrize("rng_type", [PHILOX, XORWOW])
-def test_consecutive_double_calls_continue_as_curands(cp, rng_type):
-    """The offset advances by the values written (not the words) after a double call."""
-    ours, theirs = _both(cp, rng_type, 99, 4099, "generateUniformDouble", 5001, np.float64, calls=3)
+def test_consecutive_double_calls_continue_as_curands(cp, rng_type, offset):
+    """The offset advances by the values written (not the words) after a double call (258001:
+    the calls cross Philox's first 2^18 values, where two-block units start at r0 + 2 (r - r0))."""
+    ours, theirs = _both(cp, rng_type, 99, offset, "generateUniformDouble", 5001, np.float64, calls=3)
     bad = np.flatnonzero(ours != theirs)
     assert bad.size == 0, f"{bad.size} of {ours.size} differ, first at {bad[0]}"
 
