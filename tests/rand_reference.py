@@ -112,16 +112,20 @@ def box_muller_f64(x0, x1, y0, y1) -> tuple[np.ndarray, np.ndarray]:
     return s * np.sin(np.pi * v), s * np.cos(np.pi * v)
 
 
-def philox_unit_words(seed: int, units: np.ndarray, blocks: int) -> np.ndarray:
-    """(len(units), 4 * blocks) words of cuRAND's Philox host units: unit G is the G div 65536-th
-    unit of subsequence G mod 65536, its blocks ctr.x = r * blocks + u."""
+def philox_unit_words(seed: int, units: np.ndarray, blocks: int, unit0: int = 0) -> np.ndarray:
+    """(len(units), 4 * blocks) words of cuRAND's Philox host units in a call whose offset lies
+    in unit ``unit0``: unit G is the r = G div 65536-th unit of subsequence t = G mod 65536; the
+    offset skips r0 = ceil((unit0 - t) / 65536) blocks of t (0 when unit0 <= t), one per earlier
+    unit, and then each unit takes ``blocks`` blocks: ctr.x = r0 + blocks (r - r0) + u."""
     units = units.astype(np.uint64)
     t = units % np.uint64(PHILOX_SUBSEQUENCES)
     r = units // np.uint64(PHILOX_SUBSEQUENCES)
+    ti = t.astype(np.int64)
+    r0 = np.where(unit0 > ti, (unit0 - ti + PHILOX_SUBSEQUENCES - 1) // PHILOX_SUBSEQUENCES, 0).astype(np.uint64)
     key = np.array([seed & 0xFFFFFFFF, (seed >> 32) & 0xFFFFFFFF], np.uint32)
     parts = []
     for u in range(blocks):
-        hi = r * np.uint64(blocks) + np.uint64(u)
+        hi = r0 + (r - r0) * np.uint64(blocks) + np.uint64(u)
         ctr = np.stack([hi & MASK32, hi >> np.uint64(32), t, np.zeros_like(t)], axis=-1).astype(np.uint32)
         parts.append(philox4x32_10(ctr, np.broadcast_to(key, (units.size, 2))))
     return np.concatenate(parts, axis=1)
@@ -137,7 +141,7 @@ def philox_distribution(dist: str, seed: int, offset: int, n: int, a: float = 0.
     if n == 0:
         return np.zeros(0)
     units = np.arange(offset // 4, (offset + n - 1) // 4 + 1)
-    w = philox_unit_words(seed, units, wpo)                  # (units, 4 * wpo)
+    w = philox_unit_words(seed, units, wpo, offset // 4)     # (units, 4 * wpo)
     blocks = w.reshape(units.size * wpo, 4)                  # each block's 4 words
     lead = offset - 4 * int(units[0])
     x, y, z, v = (blocks[:, i] for i in range(4))
@@ -452,16 +456,110 @@ def sobol_points(vectors: np.ndarray, offset: int, count: int) -> np.ndarray:
 
 
 def xorwow_hq_doubles(seed: int, offset: int, count: int, threads: int = XORWOW_THREADS) -> np.ndarray:
-    """cuRAND's XORWOW generateUniformDouble (measured): value k is hq(word 2p, word 2p + 1) of
-    subsequence k mod 4096, p = k div 4096."""
-    k = np.arange(offset, offset + count, dtype=np.int64)
-    t, p = k % threads, k // threads
-    v, d = xorwow_states(seed, np.arange(threads), np.zeros(threads, np.int64))
-    out = np.empty(count)
-    pmax = int(p.max()) if count else -1
-    for pos in range(pmax + 1):
-        v, d, x = xorwow_step_all(v, d)
-        v, d, y = xorwow_step_all(v, d)
-        sel = p == pos
-        out[sel] = uniform_f64_hq(x[t[sel]], y[t[sel]])
-    return out
+    """cuRAND's XORWOW generateUniformDouble (measured on the H200): value i of a call belongs to
+    subsequence t = (offset + i) mod 4096 at value position p = (offset + i) div 4096; the offset
+    skips p0(t) words of subsequence t (one per earlier value: the k < offset with k mod 4096 =
+    t), and each value then takes two words: hq(word w, word w + 1), w = p0 + 2 (p - p0)."""
+    if count == 0:
+        return np.zeros(0)
+    j = np.arange(offset, offset + count, dtype=np.int64)
+    t, p = j % threads, j // threads
+    tt = np.arange(threads, dtype=np.int64)
+    p0 = np.where(offset > tt, (offset - tt + threads - 1) // threads, 0)
+    v, d = xorwow_states(seed, tt, p0)
+    w = p0[t] + 2 * (p - p0[t]) - p0[t]                   # words past each subsequence's start
+    steps = int(w.max()) + 2
+    words = np.empty((steps, threads), np.uint32)
+    for s in range(steps):
+        v, d, words[s] = xorwow_step_all(v, d)
+    return uniform_f64_hq(words[w, t], words[w + 1, t])
+
+
+# -- XORWOW and MRG32k3a normals: the pair layout of a host kernel calling curand_normal per value --
+def subsequence_pair_starts(offset: int, count: int, per_value: int, threads: int = 4096):
+    """For values i of a call: (t, first draw of its Box-Muller pair, component 0/1). Value i is
+    at position p = (offset + i) div 4096 of subsequence t = (offset + i) mod 4096; the offset
+    skips p0(t) draws; the thread's s-th value (s = p - p0) is component s mod 2 of the pair
+    whose draws start at p0 + per_value (s - s mod 2)."""
+    j = np.arange(offset, offset + count, dtype=np.int64)
+    t, p = j % threads, j // threads
+    p0 = np.where(offset > t, (offset - t + threads - 1) // threads, 0)
+    s = p - p0
+    return t, p0 + per_value * (s - s % 2), s % 2
+
+
+def xorwow_normals(seed: int, offset: int, count: int, double: bool, a: float = 0.0,
+                   b: float = 1.0) -> np.ndarray:
+    """What rand_xorwow's normal_f32 / normal_f64 compute (float64: the exact function)."""
+    t, start, comp = subsequence_pair_starts(offset, count, 2 if double else 1)
+    return a + b * xorwow_normals_at(seed, t, start, comp, double)
+
+
+def xorwow_normals_at(seed: int, t: np.ndarray, start: np.ndarray, comp: np.ndarray, double: bool) -> np.ndarray:
+    """Component ``comp`` of the Box-Muller pair made from words ``start``.. of subsequence
+    ``t`` (float64: the exact function), element by element."""
+    keys, inv = np.unique(np.stack([t, start]), axis=1, return_inverse=True)
+    v, d = xorwow_states(seed, keys[0], keys[1])
+    words = []
+    for _ in range(4 if double else 2):
+        v, d, w = xorwow_step_all(v, d)
+        words.append(w)
+    pair = box_muller_f64(*words) if double else box_muller_f64_from_f32_words(*words)
+    return np.where(comp == 0, pair[0][inv.reshape(-1)], pair[1][inv.reshape(-1)])
+
+
+def mrg_states_at(seed: int, subsequences: np.ndarray, positions: np.ndarray):
+    """(s1, s2) (k, 3) uint64 states of curand_init(seed, t, 0) advanced by ``positions``."""
+    s1, s2 = mrg_seed_state(seed)
+    st1 = np.array([s1] * subsequences.size, dtype=object).reshape(-1, 3)
+    st2 = np.array([s2] * subsequences.size, dtype=object).reshape(-1, 3)
+    for exps, base in ((subsequences.astype(np.int64), MRG_SUBSEQUENCE_LOG2), (positions.astype(np.int64), 0)):
+        e = exps.copy()
+        k = 0
+        while np.any(e):
+            sel = (e & 1).astype(bool)
+            if sel.any():
+                a1, a2 = _mrg_power2(base + k)
+                st1[sel] = (st1[sel] @ np.array(a1, dtype=object).T) % MRG_M1
+                st2[sel] = (st2[sel] @ np.array(a2, dtype=object).T) % MRG_M2
+            e >>= 1
+            k += 1
+    return st1.astype(np.uint64), st2.astype(np.uint64)
+
+
+def mrg_draw_all(s1: np.ndarray, s2: np.ndarray):
+    """One curand_MRG32k3a of every state: (s1, s2, r in [1, m1] as float64)."""
+    m1, m2 = np.uint64(MRG_M1), np.uint64(MRG_M2)
+    p1 = (np.uint64(MRG_A12) * s1[:, 1] + np.uint64(MRG_A13N) * (m1 - s1[:, 0])) % m1
+    p2 = (np.uint64(MRG_A21) * s2[:, 2] + np.uint64(MRG_A23N) * (m2 - s2[:, 0])) % m2
+    s1 = np.stack([s1[:, 1], s1[:, 2], p1], axis=1)
+    s2 = np.stack([s2[:, 1], s2[:, 2], p2], axis=1)
+    r = p1.astype(np.float64) - p2.astype(np.float64)
+    return s1, s2, np.where(p1 <= p2, r + MRG_M1, r)
+
+
+def mrg_normals(seed: int, offset: int, count: int, double: bool, a: float = 0.0,
+                b: float = 1.0) -> np.ndarray:
+    """What rand_mrg32k3a's normal_f32 / normal_f64 compute (float64: the exact function of
+    curand_box_muller_mrg(_double) after its rounded uniforms)."""
+    t, start, comp = subsequence_pair_starts(offset, count, 1)
+    return a + b * mrg_normals_at(seed, t, start, comp, double)
+
+
+def mrg_normals_at(seed: int, t: np.ndarray, start: np.ndarray, comp: np.ndarray, double: bool) -> np.ndarray:
+    """Component ``comp`` of the Box-Muller pair made from draws ``start``, ``start + 1`` of
+    subsequence ``t`` (float64: the exact function), element by element."""
+    keys, inv = np.unique(np.stack([t, start]), axis=1, return_inverse=True)
+    s1, s2 = mrg_states_at(seed, keys[0], keys[1])
+    s1, s2, r1 = mrg_draw_all(s1, s2)
+    s1, s2, r2 = mrg_draw_all(s1, s2)
+    if double:
+        u, v = r1 * MRG_NORM, r2 * MRG_NORM * 2.0
+        s = np.sqrt(-2.0 * np.log(u))
+        pair = (s * np.sin(np.pi * v), s * np.cos(np.pi * v))
+    else:
+        u = (r1 * MRG_NORM).astype(np.float32).astype(np.float64)
+        v = ((r2 * MRG_NORM).astype(np.float32) * np.float32(2 * np.pi)).astype(np.float64)
+        s = np.sqrt(-2.0 * np.log(u))
+        pair = (s * np.sin(v), s * np.cos(v))
+    return np.where(comp == 0, pair[0][inv.reshape(-1)], pair[1][inv.reshape(-1)])

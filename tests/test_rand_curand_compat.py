@@ -88,3 +88,14 @@ def test_offset_and_stream_calls_shape_the_next_generate(gen):
     curand.setPseudoRandomGeneratorSeed(gen, 43)
     curand.generate(gen, out.ptr, 9)
     np.testing.assert_array_equal(out.get(), R.philox_words(43, 0, 9))
+
+
+def test_generators_not_reproduced_say_why_when_created():
+    from oxicuda.cuda import curand as c
+
+    for rng, why in ((c.CURAND_RNG_PSEUDO_MT19937, "MT19937 stream layout"),
+                     (c.CURAND_RNG_PSEUDO_MTGP32, "MTGP32 layout"),
+                     (c.CURAND_RNG_QUASI_SCRAMBLED_SOBOL32, "curandGetScrambleConstants32"),
+                     (c.CURAND_RNG_QUASI_SCRAMBLED_SOBOL64, "curandGetScrambleConstants64")):
+        with pytest.raises(NotImplementedError, match=why):
+            c.createGenerator(rng)

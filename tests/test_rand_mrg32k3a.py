@@ -6,10 +6,12 @@ float and double uniforms at unaligned offsets, with a second call continuing th
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import rand_reference as R
 
 import oxicuda
 from oxicuda.cuda import curand
+from oxicuda.rand import default_rng
 from oxicuda.rand.generator import Engine
 from oxicuda.rand.kernels.mrg32k3a import Mrg32k3aSpec
 from oxicuda.rand.mrg32k3a_tables import host_tables
@@ -22,7 +24,7 @@ def test_seed_zero_subsequence_zero_is_lecuyers_published_sequence():
     assert np.allclose(R.mrg_uniform_f64(R.mrg_values(0, 0, 0, 5)), PUBLISHED, atol=5e-11)
     # on the device: subsequence 0 is output 0, 4096, 8192, ... of the host ordering
     out = oxicuda.asarray(np.zeros(4 * 4096 + 1, np.float64))
-    Engine("mrg32k3a", 0).fill("uniform_f64", out.ptr, 4 * 4096 + 1, 0.0, 1.0)
+    Engine("mrg32k3a", 0, ordering=103).fill("uniform_f64", out.ptr, 4 * 4096 + 1, 0.0, 1.0)
     got = out.get()[::4096]
     assert np.allclose(got, PUBLISHED, atol=5e-11)
 
@@ -39,6 +41,7 @@ def test_raw_float_double_are_the_documented_interleaved_stream():
     seed, offset = 1234, 4097
     gen = curand.createGenerator(curand.CURAND_RNG_PSEUDO_MRG32K3A)
     curand.setPseudoRandomGeneratorSeed(gen, seed)
+    curand.setGeneratorOrdering(gen, curand.CURAND_ORDERING_PSEUDO_LEGACY)
     curand.setGeneratorOffset(gen, offset)
     raw = oxicuda.asarray(np.zeros(1003, np.uint32))
     with oxicuda.trace() as t:
@@ -55,3 +58,25 @@ def test_raw_float_double_are_the_documented_interleaved_stream():
     assert not raw.get()[1001:].any()
     np.testing.assert_array_equal(f32.get(), R.mrg_uniform_f32(r[1001:1078]))
     np.testing.assert_array_equal(f64.get(), R.mrg_uniform_f64(r[1078:]))
+
+
+def test_orderings_whose_stream_is_not_reproduced_raise_before_any_launch():
+    """cuRAND's PSEUDO_DEFAULT (the generator's initial ordering) and BEST orderings of MRG32k3a
+    differ from LEGACY after value 4095; rather than other bits, generation raises."""
+    gen = curand.createGenerator(curand.CURAND_RNG_PSEUDO_MRG32K3A)
+    out = oxicuda.asarray(np.zeros(8, np.uint32))
+    try:
+        for ordering in (None, curand.CURAND_ORDERING_PSEUDO_BEST, curand.CURAND_ORDERING_PSEUDO_DEFAULT):
+            if ordering is not None:
+                curand.setGeneratorOrdering(gen, ordering)
+            with oxicuda.trace() as t, pytest.raises(NotImplementedError, match="PSEUDO_LEGACY"):
+                curand.generate(gen, out.ptr, 8)
+            assert not t.launches and not out.get().any()
+        curand.setGeneratorOrdering(gen, curand.CURAND_ORDERING_PSEUDO_LEGACY)
+        curand.generate(gen, out.ptr, 8)
+        np.testing.assert_array_equal(out.get(), R.mrg_raw(R.mrg_interleaved(0, 0, 8)))
+    finally:
+        curand.destroyGenerator(gen)
+    # the numpy-shaped generator gives the legacy stream
+    rng = default_rng(99, generator="mrg32k3a")
+    np.testing.assert_array_equal(rng.random(5).get(), R.mrg_uniform_f64(R.mrg_interleaved(99, 0, 5)))

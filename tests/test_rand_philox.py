@@ -78,6 +78,41 @@ def test_bit_exact_distributions_match_the_oracle(dist, seed, offset, n):
     assert eng.offset == offset + n
 
 
+#: cuRAND's generateUniformDouble values at unit 65536 (t = 0, r = 1, r0 = 1: the double of block
+#: r0 + 2 (r - r0) = 1, not 2), H200 call s7c1, offset 5, value 262139
+CURAND_DOUBLE_AT_UNIT_65536 = {0: 0.3620914882398166, 1234: 0.11227557330034327,
+                               (1 << 40) + 5: 0.8087915226222706}
+
+
+@pytest.mark.parametrize("seed", sorted(CURAND_DOUBLE_AT_UNIT_65536))
+def test_two_block_units_start_where_the_offset_leaves_their_subsequence(seed):
+    """The offset skips one block of a subsequence per earlier unit, whatever the distribution;
+    from there a double unit takes two blocks. The offset 262141 = 4 * 65536 - 3 leaves r0 = 1
+    in every subsequence t < 65535, as offset 5 does in t = 0: cuRAND's value at unit 65536 is
+    the same for both."""
+    got, intact, eng = _run("uniform_f64_hq", seed, 262141, 11)
+    assert got[3] == CURAND_DOUBLE_AT_UNIT_65536[seed]
+    np.testing.assert_array_equal(got, R.philox_distribution("uniform_f64_hq", seed, 262141, 11))
+    assert intact and eng.offset == 262141 + 11
+    # the same rule under the other two-block distributions, and far offsets (r0 = 5, 6)
+    for dist in ("raw64", "uniform_f64_hq"):
+        for offset in (5 * 262144 + 7, 6 * 262144 - 2):
+            got, intact, _ = _run(dist, seed, offset, 13)
+            np.testing.assert_array_equal(got, R.philox_distribution(dist, seed, offset, 13))
+            assert intact
+    got, _, _ = _run("normal_f64", seed, 262141, 10, 0.5, 2.0)
+    want = R.philox_distribution("normal_f64", seed, 262141, 10, 0.5, 2.0)
+    assert np.max(np.abs(got - want) / np.maximum(1.0, np.abs(want))) < 1e-14
+
+
+def test_double_units_at_offset_5_differ_from_doubled_offsets_exactly_where_curand_did():
+    """The whole H200 pattern on the emulator: at offset 5, units (t = 0, r >= 1) take block
+    r0 + 2 (r - r0); the 4 values before 2^18 - 1 (here the last unit of the call) show it."""
+    got, _, _ = _run("uniform_f64_hq", 0, 5, 262143, pad=0)
+    assert got[262139] == CURAND_DOUBLE_AT_UNIT_65536[0]
+    np.testing.assert_array_equal(got[-64:], R.philox_distribution("uniform_f64_hq", 0, 5, 262143)[-64:])
+
+
 @pytest.mark.parametrize("shift", [1, 2, 3])
 def test_unaligned_output_pointers_take_the_scalar_stores(shift):
     got, intact, _ = _run("uniform_f32", 99, 2, 37, shift=shift)

@@ -45,9 +45,19 @@ def test_raw_then_uniform_are_the_documented_interleaved_stream():
 
 
 def test_double_uniforms_take_two_words_of_their_subsequence():
-    """As cuRAND's generateUniformDouble does for XORWOW (measured on the H200)."""
+    """As cuRAND's generateUniformDouble does for XORWOW (measured on the H200): the offset skips
+    one word per earlier value of each subsequence, then each double takes two words."""
     rng = default_rng((1 << 40) + 5, generator="xorwow")
     rng.offset = 4097
     got = rng.random(33).get()
     np.testing.assert_array_equal(got, R.xorwow_hq_doubles((1 << 40) + 5, 4097, 33))
     assert rng.offset == 4097 + 33
+    # cuRAND's own values (H200, s7c1): seed 0 at offset 1, value 4095 is the double of words
+    # 1 and 2 of subsequence 0 (not 2 and 3); at offset 4097, value 0 is words 1, 2 of subsequence 1
+    rng = default_rng(0, generator="xorwow")
+    rng.offset = 1
+    got = rng.random(4096).get()
+    assert got[4095] == 0.517012790997496
+    np.testing.assert_array_equal(got, R.xorwow_hq_doubles(0, 1, 4096))
+    rng.offset = 4097
+    assert rng.random(1).get()[0] == 0.3334639800773778

@@ -19,8 +19,8 @@ import math
 import threading
 
 from oxicuda.rand.api import DOUBLE_UNIFORM
-from oxicuda.rand.generator import IMPLEMENTED, Engine
-from oxicuda.rand.sobol_tables import MAX_DIMENSIONS as SOBOL_DIMENSIONS
+from oxicuda.rand.generator import IMPLEMENTED, NOT_IMPLEMENTED, Engine
+from oxicuda.rand.sobol_tables import MAX_DIMENSIONS
 
 # -- constants (curand.h) -------------------------------------------------------------------------
 CURAND_RNG_TEST = 0
@@ -67,7 +67,6 @@ STATUS = {v: k for k, v in dict(globals()).items() if k.startswith("CURAND_STATU
 
 #: the cuRAND version this surface is shaped after (curandGetVersion of CUDA 12.x's cuRAND 10.3)
 VERSION = 10300
-MAX_DIMENSIONS = 20000
 
 _TYPES = {CURAND_RNG_PSEUDO_DEFAULT: "xorwow", CURAND_RNG_PSEUDO_XORWOW: "xorwow",
           CURAND_RNG_PSEUDO_MRG32K3A: "mrg32k3a", CURAND_RNG_PSEUDO_MTGP32: "mtgp32",
@@ -169,8 +168,8 @@ def createGenerator(rng_type: int) -> int:
     if name is None:
         raise CURANDError(CURAND_STATUS_TYPE_ERROR, f"createGenerator: rng_type={rng_type!r} is unknown")
     if name not in IMPLEMENTED:
-        raise NotImplementedError(f"createGenerator: the {name} generator has no device kernels yet "
-                                  f"(issue 17); implemented: {IMPLEMENTED}")
+        raise NotImplementedError(f"createGenerator: the {name} generator is not implemented "
+                                  f"({NOT_IMPLEMENTED[name]}; issue 17); implemented: {IMPLEMENTED}")
     engine = Engine(name)
     with _lock:
         handle = next(_next_handle)
@@ -228,9 +227,6 @@ def setQuasiRandomGeneratorDimensions(generator: int, num_dimensions: int) -> No
     if not 1 <= int(num_dimensions) <= MAX_DIMENSIONS:
         raise CURANDError(CURAND_STATUS_OUT_OF_RANGE,
                           f"num_dimensions={num_dimensions}; allowed 1..{MAX_DIMENSIONS}")
-    if int(num_dimensions) > SOBOL_DIMENSIONS:
-        raise NotImplementedError(f"setQuasiRandomGeneratorDimensions: {num_dimensions} dimensions; this "
-                                  f"package holds Joe-Kuo direction numbers for 1..{SOBOL_DIMENSIONS} only")
     engine.dimensions = int(num_dimensions)
 
 

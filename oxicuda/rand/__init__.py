@@ -1,7 +1,9 @@
 """oxicuda.rand: the cuRAND counterpart. Generators whose bits are cuRAND's for the same seed and
-offset, computed on the device by generated PTX: Philox4x32-10, XORWOW, MRG32k3a, Sobol32 and
-Sobol64 (dimensions 1..10); MTGP32, MT19937 and the scrambled Sobol generators raise
-NotImplementedError when created.
+offset, computed on the device by generated PTX: Philox4x32-10, XORWOW, MRG32k3a (cuRAND's
+PSEUDO_LEGACY ordering; its DEFAULT/BEST orderings raise NotImplementedError at generation),
+Sobol32 and Sobol64 (dimensions 1..20000, Joe-Kuo 6.21201 direction numbers); MTGP32, MT19937
+and the scrambled Sobol generators raise NotImplementedError, with the reason, when created.
+XORWOW and MRG32k3a normals follow a layout not yet matched against cuRAND on a GPU.
 
 - ``default_rng(seed=None, generator="philox")`` -> ``Generator`` (numpy's shape: random, uniform,
   standard_normal, normal, lognormal, integers, poisson, bits);

@@ -21,7 +21,7 @@ import numpy as np
 
 from oxicuda.memory.array import DeviceArray, empty
 
-from .generator import Engine
+from .generator import ORDERING_DEFAULT, ORDERING_LEGACY, Engine
 
 #: cuRAND's generateUniformDouble for each generator: the distribution of rand_philox it matches
 DOUBLE_UNIFORM = {"philox": "uniform_f64_hq", "xorwow": "uniform_f64_hq", "mrg32k3a": "uniform_f64",
@@ -53,8 +53,9 @@ def _finite(name: str, value: object, method: str) -> float:
 
 
 class Generator:
-    """A cuRAND-stream generator (``generator``: "philox"). ``seed``: 64-bit int (None: from the
-    operating system's entropy); ``offset``: stream words to skip; ``stream``: where launches go.
+    """A cuRAND-stream generator (``generator``: "philox", "xorwow", "mrg32k3a" (cuRAND's
+    PSEUDO_LEGACY stream), "sobol32", "sobol64"). ``seed``: 64-bit int (None: from the
+    operating system's entropy); ``offset``: stream values to skip; ``stream``: where launches go.
     Setting ``seed`` restarts the stream at offset 0, as cuRAND's setPseudoRandomGeneratorSeed
     followed by a fresh generator does."""
 
@@ -62,8 +63,10 @@ class Generator:
                  stream: object = None) -> None:
         if seed is None:
             seed = int.from_bytes(os.urandom(8), "little")
+        # MRG32k3a: cuRAND's PSEUDO_LEGACY stream, the one of its orderings reproduced here
+        ordering = ORDERING_LEGACY if generator == "mrg32k3a" else ORDERING_DEFAULT
         self._engine = Engine(generator, self._check_seed(seed), self._check_offset(offset),
-                              stream=stream)
+                              ordering=ordering, stream=stream)
 
     @staticmethod
     def _check_seed(seed: object) -> int:

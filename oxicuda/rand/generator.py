@@ -3,11 +3,13 @@ cuRAND-shaped ``oxicuda.cuda.curand``): type, seed, offset, ordering, stream, an
 
 ``fill(dist, ptr, n, a, b)`` checks the pointer, takes the launch plan of the call's signature
 from ``plan.PLANS`` and runs it on the generator's stream (nothing is allocated per call), then
-advances the offset by n: the offset counts values of the generator's stream (Philox: values of
-the distribution, each taking its words from a fixed place in the block stream; XORWOW,
-MRG32k3a: words of the 4096-way interleaved stream; Sobol: points per dimension), and a second
-call continues where the first stopped, as cuRAND's host generators do (tests/test_rand_gpu.py
-checks it against cupy.cuda.curand).
+advances the offset by n: the offset counts values of the generator's stream (Philox: values
+of the distribution in units of four, 65536 subsequences; XORWOW, MRG32k3a: values of the
+4096-way interleaved stream; Sobol: points per dimension), and a second call continues where the
+first stopped, as cuRAND's host generators do (tests/test_rand_gpu.py checks it against
+cupy.cuda.curand). Whatever the distribution, the offset skips one word (Philox: one block) of
+each subsequence per value (unit) of it before the offset; a distribution taking several words
+a value takes them from there (kernels/philox.py, kernels/xorwow.py: measured on the H200).
 """
 
 from __future__ import annotations
@@ -34,10 +36,32 @@ IMPLEMENTED = ("philox", "xorwow", "mrg32k3a", "sobol32", "sobol64")
 DISTRIBUTIONS = {"philox": frozenset(WORDS_PER_OUTPUT), "xorwow": frozenset(X.DISTS),
                  "mrg32k3a": frozenset(M.DISTS), "sobol32": frozenset(S.DISTS[32]),
                  "sobol64": frozenset(S.DISTS[64])}
+#: cuRAND's ordering constants (curand.h)
+ORDERING_BEST, ORDERING_DEFAULT, ORDERING_LEGACY = 100, 101, 103
+#: the orderings whose streams each generator reproduces bit for bit (H200, against cuRAND):
+#: Philox and XORWOW give one stream under BEST, DEFAULT and LEGACY; MRG32k3a's DEFAULT and BEST
+#: use more subsequences than its LEGACY 4096 (they agree with it for the first 4096 values
+#: only), a layout not reproduced here, so an MRG32k3a generator under them raises at generation
+REPRODUCED_ORDERINGS = {"philox": (ORDERING_BEST, ORDERING_DEFAULT, ORDERING_LEGACY),
+                        "xorwow": (ORDERING_BEST, ORDERING_DEFAULT, ORDERING_LEGACY),
+                        "mrg32k3a": (ORDERING_LEGACY,)}
 #: every cuRAND type name this package knows (the rest raise NotImplementedError when created)
 KNOWN = ("philox", "xorwow", "mrg32k3a", "mtgp32", "mt19937", "sobol32", "scrambled_sobol32",
          "sobol64", "scrambled_sobol64")
+#: why each known generator is missing
+NOT_IMPLEMENTED = {
+    "mtgp32": "cuRAND's host MTGP32 layout (its parameter sets and block/thread split) is not "
+              "established, so its bits could not be reproduced",
+    "mt19937": "cuRAND's host MT19937 stream layout (its jump polynomials and thread split) is "
+               "not established, so its bits could not be reproduced",
+    "scrambled_sobol32": "cuRAND's scramble constants come only from its library "
+                         "(curandGetScrambleConstants32) and no published copy was found",
+    "scrambled_sobol64": "cuRAND's scramble constants come only from its library "
+                         "(curandGetScrambleConstants64) and no published copy was found",
+}
 _ARCH: dict[int, str] = {}
+_ORDERING_NAMES = {100: "PSEUDO_BEST", 101: "PSEUDO_DEFAULT", 102: "PSEUDO_SEEDED", 103: "PSEUDO_LEGACY",
+                   104: "PSEUDO_DYNAMIC"}
 
 
 def _device():
@@ -64,8 +88,8 @@ class Engine:
             raise ValueError(f"rand: generator {rng_type!r} is unknown; known: {KNOWN}")
         if rng_type not in IMPLEMENTED:
             raise NotImplementedError(
-                f"rand: the {rng_type!r} generator has no device kernels yet (issue 17); "
-                f"implemented: {IMPLEMENTED}")
+                f"rand: the {rng_type!r} generator is not implemented ({NOT_IMPLEMENTED[rng_type]}; "
+                f"issue 17); implemented: {IMPLEMENTED}")
         self.rng_type = rng_type
         self.seed = int(seed) & ((1 << 64) - 1)
         self.offset = int(offset)
@@ -87,6 +111,7 @@ class Engine:
         if dist not in DISTRIBUTIONS[self.rng_type]:
             raise NotImplementedError(f"rand: the {self.rng_type} generator has no {dist} kernel yet "
                                       f"(issue 17); it makes {sorted(DISTRIBUTIONS[self.rng_type])}")
+        self.check_ordering()
         ordinal, arch, facts = _device()
         word0 = self.offset
         seed = self.seed
@@ -119,6 +144,16 @@ class Engine:
             (word0, seed & 0xFFFFFFFF, seed >> 32, a, b)
         plan.run((ptr,), scalars, self.stream if stream is None else stream)
         self.offset = word0 + n
+
+    def check_ordering(self) -> None:
+        """Raise NotImplementedError when this generator's ordering gives a stream this package
+        does not reproduce (MRG32k3a under PSEUDO_DEFAULT or BEST), rather than other bits."""
+        allowed = REPRODUCED_ORDERINGS.get(self.rng_type)
+        if allowed is not None and self.ordering not in allowed:
+            raise NotImplementedError(
+                f"rand: cuRAND's {self.rng_type} stream under ordering {self.ordering} "
+                f"({_ORDERING_NAMES.get(self.ordering, '?')}) is not reproduced (issue 17); "
+                f"set CURAND_ORDERING_PSEUDO_LEGACY (103) for cuRAND's legacy stream, bit for bit")
 
     def fill_poisson(self, ptr: int, n: int, lam: float, out_type: str = "u32", stream: object = None) -> None:
         """Write ``n`` Poisson(lam) counts (u32 or s64) to ``ptr``; the offset advances by n.

@@ -77,6 +77,8 @@ def subsequence_plan(problem: SubsequenceProblem, device, tables) -> LaunchPlan:
     fill = max(1, device.sm_count * device.max_threads_per_sm // X.SUBSEQUENCES)
     k = max(1, min(fill, positions // 128))
     chunk = -(-positions // k)
+    if problem.dist in X.PAIRED:
+        chunk += chunk % 2          # a chunk holds whole Box-Muller pairs of its subsequence
     count = X.SUBSEQUENCES * k
     grid = -(-count // X.THREADS)
     table_ptr = tables.ptr

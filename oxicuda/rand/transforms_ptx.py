@@ -121,6 +121,13 @@ def box_muller_f32(kb: KernelBuilder, x: Value, y: Value) -> tuple[Value, Value]
     """cuRAND's ``_curand_box_muller``: two standard normals from two words."""
     u = uniform_f32(kb, x)
     v = kb.fma(u32_to_f32(kb, y), TWO_POW_M32_2PI, TWO_POW_M33_2PI, type_="f32")
+    return box_muller_f32_uv(kb, u, v)
+
+
+def box_muller_f32_uv(kb: KernelBuilder, u: Value, v: Value) -> tuple[Value, Value]:
+    """``s = sqrtf(-2 logf(u))``, ``__sincosf(v)``: ``(s sin v, s cos v)`` for a float uniform u
+    in (0, 1] and an angle v (cuRAND's float Box-Muller after its two uniforms; MRG32k3a's
+    ``curand_box_muller_mrg`` takes v = uniform * 2pi_f)."""
     s = kb.sqrt(kb.mul(logf_nv(kb, u), -2.0))
     return kb.mul(kb.sin(v), s), kb.mul(kb.cos(v), s)
 
@@ -203,6 +210,12 @@ def box_muller_f64(kb: KernelBuilder, x0: Value, x1: Value, y0: Value, y1: Value
     """cuRAND's ``_curand_box_muller_double``: two standard normals from four words."""
     u = uniform_f64_hq(kb, x0, x1)
     v = kb.fma(kb.cvt(hq53(kb, y0, y1), "f64"), 2.0 * TWO_POW_M53, TWO_POW_M53, type_="f64")
+    return box_muller_f64_uv(kb, u, v)
+
+
+def box_muller_f64_uv(kb: KernelBuilder, u: Value, v: Value) -> tuple[Value, Value]:
+    """``s = sqrt(-2 log u)``, ``sincospi(v)``: ``(s sin(pi v), s cos(pi v))`` (MRG32k3a's
+    ``curand_box_muller_mrg_double`` takes u = uniform, v = 2 * uniform)."""
     s = kb.sqrt(kb.mul(log_f64(kb, u), -2.0))
     sin_v, cos_v = sincospi_f64(kb, v)
     return kb.mul(sin_v, s), kb.mul(cos_v, s)

@@ -14,7 +14,12 @@ still gives the legacy stream, which differs from cuRAND's after value 4095. Two
 - ``stage="generate"``: cuRAND's integer recurrence (``p = a * s + a' * (m - s')`` folded with
   ``2^32 = m1c = 209 (mod m1)``, ``22853 (mod m2)``), the combination ``r = p1 - p2`` (+ m1 when
   ``p1 <= p2``) in [1, m1], and cuRAND's conversions: ``raw32 = (unsigned)(r * 1.000000048662)``,
-  ``uniform_f32 = (float)(r * 2.3283065498378288e-10)``, ``uniform_f64 = r * 2.3283065498378288e-10``.
+  ``uniform_f32 = (float)(r * 2.3283065498378288e-10)``, ``uniform_f64 = r * 2.3283065498378288e-10``,
+  and the normals of ``curand_box_muller_mrg`` (float: ``x = uniform_f32``, ``y = uniform_f32 *
+  2pi_f``, ``sqrtf(-2 logf x) (sin y, cos y)``) and ``curand_box_muller_mrg_double`` (``u =
+  uniform_f64``, ``v = 2 uniform_f64``, ``sqrt(-2 log u) sincospi(v)``) in the layout of
+  ``rand_xorwow``'s normals (two consecutive draws per pair; the pair's values s, s + 1 of the
+  subsequence): this package's reading of cuRAND, not yet matched on a GPU.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from oxicuda.ptx import registry
 from oxicuda.ptx.builder import KernelBuilder, Value
 from oxicuda.ptx.spec import KernelSpec
 
+from .. import transforms_ptx as T
 from ..mrg32k3a_tables import (
     A12,
     A13N,
@@ -37,10 +43,12 @@ from ..mrg32k3a_tables import (
     POSITION_MATRICES,
     SUBSEQUENCE_MATRICES,
 )
-from .xorwow import SUBSEQUENCES, THREADS, _thread
+from .xorwow import PAIRED, SUBSEQUENCES, THREADS, _thread, store_pairs
 
-DISTS = ("raw32", "uniform_f32", "uniform_f64")
-OUTPUT_TYPE = {"raw32": "u32", "uniform_f32": "f32", "uniform_f64": "f64"}
+DISTS = ("raw32", "uniform_f32", "uniform_f64", "normal_f32", "lognormal_f32", "normal_f64",
+         "lognormal_f64")
+OUTPUT_TYPE = {"raw32": "u32", "uniform_f32": "f32", "uniform_f64": "f64", "normal_f32": "f32",
+               "lognormal_f32": "f32", "normal_f64": "f64", "lognormal_f64": "f64"}
 STAGES = ("init", "generate")
 NORM = 2.3283065498378288e-10
 BITS_NORM = 1.000000048662
@@ -139,24 +147,25 @@ def _generate_body(kb: KernelBuilder, spec: Mrg32k3aSpec) -> None:
     idx = kb.sub(kb.add(kb.shl(p, 12), kb.cvt(t, "u64")), offset)
     es = 8 if ftype == "f64" else 4
     end = "$L_mrg_end"
+    if spec.dist in PAIRED:
+        if ftype == "f32":
+            def make_pair():
+                # curand_box_muller_mrg: x = curand_uniform, y = curand_uniform * 2pi (floats)
+                u = kb.cvt(kb.mul(_draw(kb, s1, s2), NORM), "f32", rnd="rn")
+                v = kb.mul(kb.cvt(kb.mul(_draw(kb, s1, s2), NORM), "f32", rnd="rn"), T.TWO_PI_F32)
+                return T.box_muller_f32_uv(kb, u, v)
+        else:
+            def make_pair():
+                # curand_box_muller_mrg_double: u = uniform, v = 2 uniform, sincospi(v)
+                u = kb.mul(_draw(kb, s1, s2), NORM)
+                v = kb.mul(kb.mul(_draw(kb, s1, s2), NORM), 2.0)
+                return T.box_muller_f64_uv(kb, u, v)
+        store_pairs(kb, spec.dist, make_pair, out, idx, n, chunk, a, b, end)
+        kb.label(end)
+        return
     with kb.loop(0, kb.cvt(chunk, "u32"), 1, type_="u32"):
         kb.bra(end, kb.setp("ge", idx, n))
-        p1 = kb.mad(s1[1], A12, kb.mul(kb.sub(M1, s1[0], type_="u32"), A13N, mode="wide", type_="u32"),
-                    mode="wide", type_="u32")
-        p1 = _fold(kb, p1, M1C)
-        p1 = kb.selp(kb.sub(p1, M1), p1, kb.setp("ge", p1, M1, type_="u64"))
-        p2 = kb.mad(s2[2], A21, kb.mul(kb.sub(M2, s2[0], type_="u32"), A23N, mode="wide", type_="u32"),
-                    mode="wide", type_="u32")
-        p2 = _fold(kb, _fold(kb, p2, M2C), M2C)
-        p2 = kb.selp(kb.sub(p2, M2), p2, kb.setp("ge", p2, M2, type_="u64"))
-        q1, q2 = kb.cvt(p1, "u32"), kb.cvt(p2, "u32")
-        for w in range(2):
-            kb.assign(s1[w], s1[w + 1])
-            kb.assign(s2[w], s2[w + 1])
-        kb.assign(s1[2], q1)
-        kb.assign(s2[2], q2)
-        diff = kb.sub(q1, q2)
-        r = kb.cvt(kb.selp(kb.add(diff, M1), diff, kb.setp("le", q1, q2)), "f64", type_="u32")
+        r = _draw(kb, s1, s2)
         if spec.dist == "raw32":
             value = kb.cvt(kb.mul(r, BITS_NORM), "u32", rnd="rzi")
         elif spec.dist == "uniform_f32":
@@ -166,6 +175,26 @@ def _generate_body(kb: KernelBuilder, spec: Mrg32k3aSpec) -> None:
         kb.st("global", kb.addr(out, idx, es), value)
         kb.add(idx, SUBSEQUENCES, out=idx)
     kb.label(end)
+
+
+def _draw(kb: KernelBuilder, s1: list[Value], s2: list[Value]) -> Value:
+    """One step of both components (states updated in place); returns r in [1, m1] as f64."""
+    p1 = kb.mad(s1[1], A12, kb.mul(kb.sub(M1, s1[0], type_="u32"), A13N, mode="wide", type_="u32"),
+                mode="wide", type_="u32")
+    p1 = _fold(kb, p1, M1C)
+    p1 = kb.selp(kb.sub(p1, M1), p1, kb.setp("ge", p1, M1, type_="u64"))
+    p2 = kb.mad(s2[2], A21, kb.mul(kb.sub(M2, s2[0], type_="u32"), A23N, mode="wide", type_="u32"),
+                mode="wide", type_="u32")
+    p2 = _fold(kb, _fold(kb, p2, M2C), M2C)
+    p2 = kb.selp(kb.sub(p2, M2), p2, kb.setp("ge", p2, M2, type_="u64"))
+    q1, q2 = kb.cvt(p1, "u32"), kb.cvt(p2, "u32")
+    for w in range(2):
+        kb.assign(s1[w], s1[w + 1])
+        kb.assign(s2[w], s2[w + 1])
+    kb.assign(s1[2], q1)
+    kb.assign(s2[2], q2)
+    diff = kb.sub(q1, q2)
+    return kb.cvt(kb.selp(kb.add(diff, M1), diff, kb.setp("le", q1, q2)), "f64", type_="u32")
 
 
 def generate_mrg32k3a(spec: Mrg32k3aSpec) -> str:

@@ -5,9 +5,15 @@ with benches/probe_curand.py, call 2): values come in units of four; unit G belo
 subsequence ``t = G mod 65536`` (``curand_init(seed, t, ...)``) and is its ``r = G div 65536``-th
 unit, made from the U next blocks of that subsequence (U = words per value: 1 for raw words,
 one-word uniforms and float normals, 2 for hq doubles, 64-bit words and double normals):
-``Philox4x32_10(ctr = (r U + u as 64 bits, t, 0), key = (seed lo, seed hi))``, u < U. The
-generator offset counts values: a call writes values offset, offset + 1, ...; Box-Muller pairs
-are fixed by the unit, not by the call (an odd offset starts at a pair's cosine).
+``Philox4x32_10(ctr = (r0 + U (r - r0) + u as 64 bits, t, 0), key = (seed lo, seed hi))``, u <
+U, where r0 is the number of units of subsequence t before the call's offset (its unit G0 =
+offset div 4: r0 = ceil((G0 - t) / 65536) when G0 > t, else 0). So the offset skips one block per
+earlier unit whatever the distribution, and the call's units take U blocks each from there
+(H200, call s7c1: with r U for doubles, offset 5 differed at exactly the units (t = 0, r >= 1)
+and offset 4097 at (t < 1024, r >= 1), the units with r0 = 1; cuRAND's value there is the hq
+double of block r0 + 2 (r - r0)). The generator offset counts values: a call writes values
+offset, offset + 1, ...; Box-Muller pairs are fixed by the unit, not by the call (an odd offset
+starts at a pair's cosine).
 
 One thread computes one unit per step of a grid-stride loop of ``iters`` steps and stores its
 four values (one 16-byte store, two for 8-byte values) when ``vec`` and ``aligned`` (the offset
@@ -83,11 +89,21 @@ class PhiloxSpec(KernelSpec):
         return 8 if OUTPUT_TYPE[self.dist] in ("u64", "f64", "s64") else 4
 
 
-def curand_counters(kb: KernelBuilder, unit: Value, blocks: int) -> list[tuple[Value, ...]]:
-    """The Philox counters of the ``blocks`` blocks of value unit ``unit`` (u64)."""
-    sub = kb.cvt(kb.and_(unit, SUBSEQUENCES - 1), "u32")
+def curand_counters(kb: KernelBuilder, unit: Value, blocks: int, unit0: Value | None = None
+                    ) -> list[tuple[Value, ...]]:
+    """The Philox counters of the ``blocks`` blocks of value unit ``unit`` (u64) in a call whose
+    offset is in unit ``unit0`` (u64; needed when blocks > 1): the offset skips r0 blocks of the
+    unit's subsequence t, one per earlier unit of t (r0 = ceil((unit0 - t) / 65536) when unit0 >
+    t, else 0), and from there each unit takes ``blocks`` blocks: its first block is
+    ``r0 + blocks (r - r0)``."""
+    sub64 = kb.and_(unit, SUBSEQUENCES - 1)
+    sub = kb.cvt(sub64, "u32")
     r = kb.shr(unit, 16)
-    base = kb.mul(r, blocks, type_="u64") if blocks > 1 else r
+    base = r
+    if blocks > 1:
+        ahead = kb.setp("gt", unit0, sub64)
+        r0 = kb.selp(kb.shr(kb.add(kb.sub(unit0, sub64), SUBSEQUENCES - 1), 16), kb.mov(0, "u64"), ahead)
+        base = kb.add(r0, kb.mul(kb.sub(r, r0), blocks, type_="u64"))
     out = []
     for u in range(blocks):
         hi = kb.add(base, u) if u else base
@@ -148,7 +164,7 @@ def generate_philox(spec: PhiloxSpec) -> str:
         start = kb.mul(g, opg, type_="u64")                  # the block's first value - value0 + shift
         with kb.if_(kb.setp("lt", start, span)):
             vals = []
-            for ctr in curand_counters(kb, kb.add(q0, g), spec.blocks_per_group):
+            for ctr in curand_counters(kb, kb.add(q0, g), spec.blocks_per_group, q0):
                 vals += _transform(kb, spec, philox4x32_10(kb, ctr, key), a, b)
             if spec.vec and spec.aligned:
                 whole = kb.setp("le", kb.add(start, opg), n)

@@ -9,9 +9,10 @@ directly, then steps by 32 points with ``x ^= V[4] ^ V[5 + ctz((i >> 5) + 1)]`` 
 of i and i + 32 differ in bit 4 and in the one bit that changes between the Gray codes of
 i >> 5 and its successor), so every step is one coalesced store per warp.
 
-Distributions: Sobol32 ``raw32``, ``uniform_f32`` (``_curand_uniform``), ``uniform_f64``
-(``_curand_uniform_double``, one word); Sobol64 ``raw64`` and ``uniform_f64`` (this module's
-reading of cuRAND's 64-bit conversion: ``(x >> 11) * 2^-53 + 2^-54``; the GPU test checks it).
+Distributions: Sobol32 ``raw32``, ``uniform_f32`` (``_curand_uniform``: ``x 2^-32 + 2^-33`` in
+float), ``uniform_f64`` (``x 2^-32 + 2^-32`` in double: what cuRAND's generateUniformDouble gives
+for Sobol32, measured on the H200, not the ``+ 2^-33`` of the pseudo generators); Sobol64
+``raw64`` and ``uniform_f64`` (``(x >> 11) 2^-53 + 2^-54``, matched on the H200).
 """
 
 from __future__ import annotations
@@ -117,7 +118,10 @@ def _convert(kb: KernelBuilder, spec: SobolSpec, x: Value, a: Value | None, b: V
     if spec.dist == "uniform_f32":
         return kb.fma(T.uniform_f32(kb, x), b, a)
     if spec.bits == 32:
-        return kb.fma(T.uniform_f64(kb, x), b, a)
+        # cuRAND's Sobol32 doubles are (x + 1) 2^-32, not the pseudo generators' x 2^-32 + 2^-33
+        # (H200: every value differed from the latter by exactly 2^-33)
+        u = kb.fma(kb.cvt(x, "f64", type_="u32"), T.TWO_POW_M32, T.TWO_POW_M32, type_="f64")
+        return kb.fma(u, b, a)
     u = kb.fma(kb.cvt(kb.shr(x, 11), "f64", type_="u64"), T.TWO_POW_M53, T.TWO_POW_M53 / 2, type_="f64")
     return kb.fma(u, b, a)
 

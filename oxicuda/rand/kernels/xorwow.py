@@ -13,11 +13,24 @@ apart). PSEUDO_SEEDED and DYNAMIC differ and are not reproduced. Two kernels per
   t - offset`` of each position p until the call's length; a warp's 32 subsequences write 32
   consecutive values per step.
 
+Normals (``normal_f32``, ``lognormal_f32``: a Box-Muller pair from two words,
+``_curand_box_muller``; ``normal_f64``, ``lognormal_f64``: from four, ``_curand_box_muller_double``)
+follow the layout of a host kernel calling ``curand_normal`` once per value, which hands out
+each pair over two calls: the s-th and (s+1)-th values of subsequence t in a call (s even) are
+the pair's ``s sin v`` and ``s cos v`` from its next 2 (4) words after the offset's p0(t). This
+layout is this package's reading of cuRAND, not yet matched on a GPU (tests/test_rand_gpu.py
+and .diag/rand_normals_layout.sh check it).
+
 Distributions: ``raw32``, ``uniform_f32`` (cuRAND's ``_curand_uniform``), ``uniform_f64`` (one
 word, ``_curand_uniform_double``), ``uniform_f64_hq`` (two consecutive words of the value's
 subsequence, ``_curand_uniform_double_hq``: what cuRAND's generateUniformDouble does for XORWOW,
-measured on the H200), each ``a + b * u`` for the floats. The offset counts values; a value's
-subsequence and position are ``k mod 4096`` and ``k div 4096`` whatever its word count.
+measured on the H200), each ``a + b * u`` for the floats. The offset counts values; value i of a
+call goes where the same call of raw words would put word i (subsequence t = (offset + i) mod
+4096). The offset skips ``p0(t)`` words of subsequence t, one per value before it whatever the
+distribution (the count of k < offset with k mod 4096 = t), and then each value takes
+``WORDS_PER_VALUE`` words: the s-th double of subsequence t in a call is hq(word p0 + 2s, word
+p0 + 2s + 1). (H200, call s7c1: with the offset's words doubled too, only the values whose
+subsequence had p0 > 0 differed; offset 1 put that at the last value of every 4096.)
 """
 
 from __future__ import annotations
@@ -33,10 +46,16 @@ from .. import transforms_ptx as T
 from ..xorwow_tables import MATRICES, NIBBLES, POSITION_MATRICES, SUBSEQUENCE_MATRICES, TABLE_WORDS
 
 SUBSEQUENCES = 4096
-DISTS = ("raw32", "uniform_f32", "uniform_f64", "uniform_f64_hq")
-OUTPUT_TYPE = {"raw32": "u32", "uniform_f32": "f32", "uniform_f64": "f64", "uniform_f64_hq": "f64"}
-#: stream words per value (the hq double takes two consecutive words of its subsequence)
-WORDS_PER_VALUE = {"raw32": 1, "uniform_f32": 1, "uniform_f64": 1, "uniform_f64_hq": 2}
+DISTS = ("raw32", "uniform_f32", "uniform_f64", "uniform_f64_hq", "normal_f32", "lognormal_f32",
+         "normal_f64", "lognormal_f64")
+OUTPUT_TYPE = {"raw32": "u32", "uniform_f32": "f32", "uniform_f64": "f64", "uniform_f64_hq": "f64",
+               "normal_f32": "f32", "lognormal_f32": "f32", "normal_f64": "f64", "lognormal_f64": "f64"}
+#: stream words per value (the hq double takes two consecutive words of its subsequence; a
+#: Box-Muller pair of float normals two words, of double normals four)
+WORDS_PER_VALUE = {"raw32": 1, "uniform_f32": 1, "uniform_f64": 1, "uniform_f64_hq": 2,
+                   "normal_f32": 1, "lognormal_f32": 1, "normal_f64": 2, "lognormal_f64": 2}
+#: the Box-Muller distributions: a thread makes its values two at a time
+PAIRED = frozenset(("normal_f32", "lognormal_f32", "normal_f64", "lognormal_f64"))
 THREADS = 256
 STAGES = ("init", "generate")
 
@@ -60,8 +79,9 @@ class XorwowSpec(KernelSpec):
             raise ValueError("XorwowSpec: the init stage has no distribution (dist='raw32')")
 
 
-def _thread(kb: KernelBuilder, count: Value, offset: Value, chunk: Value):
-    """(tid, t, start position) of this thread; threads past ``count`` return."""
+def _thread(kb: KernelBuilder, count: Value, offset: Value, chunk: Value, with_p0: bool = False):
+    """(tid, t, start position[, p0]) of this thread; threads past ``count`` return. ``p0`` is
+    the number of values of subsequence t before the offset (the first position of chunk 0)."""
     tid = kb.mad(kb.ctaid(), kb.ntid(), kb.tid())
     kb.ret(kb.setp("ge", tid, count))
     t = kb.and_(tid, SUBSEQUENCES - 1)
@@ -70,7 +90,7 @@ def _thread(kb: KernelBuilder, count: Value, offset: Value, chunk: Value):
     ahead = kb.setp("gt", offset, t64)
     p0 = kb.selp(kb.shr(kb.add(kb.sub(offset, t64), SUBSEQUENCES - 1), 12), kb.mov(0, "u64"), ahead)
     p = kb.mad(kb.cvt(k, "u64"), chunk, p0, type_="u64")
-    return tid, t, p
+    return (tid, t, p, p0) if with_p0 else (tid, t, p)
 
 
 def _matvec(kb: KernelBuilder, table: Value, v: list[Value]) -> list[Value]:
@@ -90,8 +110,10 @@ def _init_body(kb: KernelBuilder) -> None:
     seed0, seed1 = kb.param("seed0", "u32"), kb.param("seed1", "u32")
     offset, chunk = kb.param("offset", "u64"), kb.param("chunk", "u64")
     wpv = kb.param("wpv", "u32")
-    tid, t, p = _thread(kb, count, offset, chunk)
-    p = kb.mul(p, kb.cvt(wpv, "u64"))            # the first word of the thread's first value
+    tid, t, p, p0 = _thread(kb, count, offset, chunk, with_p0=True)
+    # the first word of the thread's first value: the offset skips p0 words of subsequence t (one
+    # per value before it, whatever the distribution), then each value takes wpv words
+    p = kb.add(p0, kb.mul(kb.sub(p, p0), kb.cvt(wpv, "u64")))
     t0 = kb.mul(kb.xor(seed0, 0xAAD26B49), 1099087573)
     t1 = kb.mul(kb.xor(seed1, 0xF7DCEFDD), 2591861531)
     v = [kb.add(t0, 123456789), kb.xor(t0, 362436069), kb.add(t1, 521288629), kb.xor(t1, 88675123),
@@ -136,6 +158,9 @@ def _generate_body(kb: KernelBuilder, spec: XorwowSpec) -> None:
         kb.add(d, 362437, out=d)
         return kb.add(v[4], d)
 
+    if spec.dist in PAIRED:
+        _pairs(kb, spec, step, out, idx, n, chunk, a, b, end)
+        return
     with kb.loop(0, kb.cvt(chunk, "u32"), 1, type_="u32"):
         kb.bra(end, kb.setp("ge", idx, n))
         word = step()
@@ -149,6 +174,47 @@ def _generate_body(kb: KernelBuilder, spec: XorwowSpec) -> None:
             value = kb.fma(T.uniform_f64(kb, word), b, a)
         kb.st("global", kb.addr(out, idx, es), value)
         kb.add(idx, SUBSEQUENCES, out=idx)
+    kb.label(end)
+
+
+def paired_values(kb: KernelBuilder, dist: str, z: tuple[Value, Value], a: Value, b: Value) -> list[Value]:
+    """``a + b z`` (fma) of a Box-Muller pair, exponentiated for the log-normals (libdevice's
+    expf for float; an accurate exp for double)."""
+    vals = [kb.fma(v, b, a) for v in z]
+    if dist == "lognormal_f32":
+        return [T.expf_nv(kb, v) for v in vals]
+    if dist == "lognormal_f64":
+        return [T.exp_f64(kb, v) for v in vals]
+    return vals
+
+
+def store_pairs(kb: KernelBuilder, dist: str, make_pair, out: Value, idx: Value, n: Value, chunk: Value,
+                a: Value, b: Value, end: str) -> None:
+    """The thread's chunk (an even number of positions) two positions at a time: the pair's
+    first value (s sin v) at ``idx``, its second (s cos v) at ``idx + 4096``, as cuRAND's
+    ``curand_normal`` hands out its Box-Muller pair over two calls."""
+    es = 8 if dist.endswith("f64") else 4
+    with kb.loop(0, kb.cvt(kb.shr(chunk, 1), "u32"), 1, type_="u32"):
+        kb.bra(end, kb.setp("ge", idx, n))
+        first, second = paired_values(kb, dist, make_pair(), a, b)
+        kb.st("global", kb.addr(out, idx, es), first)
+        kb.add(idx, SUBSEQUENCES, out=idx)
+        kb.bra(end, kb.setp("ge", idx, n))
+        kb.st("global", kb.addr(out, idx, es), second)
+        kb.add(idx, SUBSEQUENCES, out=idx)
+
+
+def _pairs(kb: KernelBuilder, spec: XorwowSpec, step, out: Value, idx: Value, n: Value, chunk: Value,
+           a: Value, b: Value, end: str) -> None:
+    if spec.dist.endswith("f32"):
+        def make_pair():
+            x = step()
+            return T.box_muller_f32(kb, x, step())
+    else:
+        def make_pair():
+            w = [step() for _ in range(4)]
+            return T.box_muller_f64(kb, *w)
+    store_pairs(kb, spec.dist, make_pair, out, idx, n, chunk, a, b, end)
     kb.label(end)
 
 
