@@ -148,3 +148,11 @@ def test_read_only_flag_travels_in_versioned_capsules():
     ro = from_cuda_array_interface(CAIHolder(dict(dev.__cuda_array_interface__,
                                                   data=(dev.ptr, True)), dev))
     assert from_dlpack(ro.__dlpack__(max_version=(1, 0))).readonly
+
+
+def test_dlpack_byte_strides_wrap_to_signed_steps():
+    from oxicuda.memory.interop import _signed64
+
+    assert _signed64(-4) == -4 and _signed64(280) == 280
+    assert _signed64(((1 << 62) - 1) * 4) == -4  # CuPy 14's export of c[:, ::-1] (float32)
+    assert _signed64(((1 << 61) - 1) * 8) == -8

@@ -234,6 +234,14 @@ def is_cuda_dlpack_producer(obj: object) -> bool:
         return False
 
 
+def _signed64(byte_stride: int) -> int:
+    """A byte stride as the signed 64-bit address step it is. CuPy 14 exports a negative element
+    stride divided as an unsigned number (``c[:, ::-1]`` of float32 gives 2**62 - 1 for -1, seen
+    on the GPU machine); times the item size it wraps to the true step modulo 2**64."""
+    byte_stride %= 1 << 64
+    return byte_stride - (1 << 64) if byte_stride >= 1 << 63 else byte_stride
+
+
 def from_dlpack(obj: object) -> DeviceArray:
     """A zero-copy DeviceArray over a DLPack producer on a CUDA device (or a raw capsule).
 
@@ -280,7 +288,7 @@ def from_dlpack(obj: object) -> DeviceArray:
     shape = tuple(t.shape[i] for i in range(t.ndim))
     strides = None
     if t.strides:
-        strides = tuple(t.strides[i] * dtype.itemsize for i in range(t.ndim))
+        strides = tuple(_signed64(t.strides[i] * dtype.itemsize) for i in range(t.ndim))
     _capsule_set_name(capsule, used)  # ownership moves to us
     deleter = ctypes.cast(managed.deleter, ctypes.c_void_p).value or 0
     owner = _DLPackOwner(address, deleter)
