@@ -166,3 +166,60 @@ def test_svd_batched_small_and_order_96_against_cupy(dt):
         if cupy is not None:
             ref = cupy.linalg.svd(cupy.asarray(a), compute_uv=False).get()
             assert np.abs(sv - ref).max() <= 30 * max(m, n) * norm * EPS[dt]
+
+
+@pytest.mark.parametrize("dt, n", [("complex64", 200), ("float64", 150)])
+def test_eigh_global_variant_past_the_old_shared_tables(dt, n):
+    """Orders whose round of rotations overflowed the global variant's old static shared table
+    (real n >= 85, complex n > 128): now in the scratch; also run under memcheck (.diag)."""
+    rng = np.random.default_rng(9)
+    x = _rand(rng, (2, n, n), dt)
+    a = ((x + np.conj(np.swapaxes(x, -1, -2))) / 2).astype(dt)
+    w, v = S.eigh(oxicuda.asarray(a))
+    W, V = w.get().astype(np.float64), v.get().astype(np.complex128)
+    norm = np.abs(a).sum(axis=-2).max()
+    assert np.abs(a @ V - V * W[..., None, :]).max() / (n * norm * EPS[dt]) < 30
+    np.testing.assert_allclose(W, np.linalg.eigvalsh(a.astype(np.complex128)), atol=30 * n * norm * EPS[dt])
+
+
+@pytest.mark.parametrize("dt", ("float32", "float64", "complex128"))
+def test_lstsq_pinv_matrix_rank_against_cupy(dt):
+    cupy = _cupy()
+    rng = np.random.default_rng(10)
+    m, n = 300, 100
+    a, b = _rand(rng, (m, n), dt), _rand(rng, (m, 3), dt)
+    x, res, rank, s = S.lstsq(oxicuda.asarray(a), oxicuda.asarray(b))
+    X, R, RK, SV = np.linalg.lstsq(a.astype(np.complex128), b.astype(np.complex128), rcond=None)
+    assert rank == RK == n
+    assert np.abs(x.get() - X).max() <= 1e3 * m * EPS[dt] * max(np.abs(X).max(), 1)
+    np.testing.assert_allclose(res.get(), R, rtol=1e3 * m * EPS[dt])
+    a2 = a[:120, :80].copy()
+    a2[:, 5] = a2[:, 7]
+    p = S.pinv(oxicuda.asarray(a2)).get().astype(np.complex128)
+    A2 = a2.astype(np.complex128)
+    assert np.abs(A2 @ p @ A2 - A2).max() / (120 * np.abs(A2).max() * EPS[dt]) < 300
+    st = _rand(rng, (200, 20, 12), dt)
+    st[::3, :, 4] = st[::3, :, 0]
+    r = S.matrix_rank(oxicuda.asarray(st)).get()
+    assert r.tolist() == [11 if z % 3 == 0 else 12 for z in range(200)]
+    if cupy is not None:
+        np.testing.assert_allclose(p, cupy.linalg.pinv(cupy.asarray(a2)).get(), atol=1e4 * 120 * EPS[dt])
+        assert r.tolist() == cupy.linalg.matrix_rank(cupy.asarray(st)).get().tolist()
+        cx = cupy.linalg.lstsq(cupy.asarray(a), cupy.asarray(b), rcond=None)[0].get()
+        assert np.abs(x.get() - cx).max() <= 1e3 * m * EPS[dt] * max(np.abs(cx).max(), 1)
+
+
+def test_solve_triangular_zero_diagonal_and_check_finite_large():
+    rng = np.random.default_rng(11)
+    n = 512
+    a = np.triu(rng.standard_normal((3, n, n))) + n * np.eye(n)
+    b = rng.standard_normal((3, n, 2))
+    x = S.solve_triangular(oxicuda.asarray(a), oxicuda.asarray(b)).get()
+    assert np.abs(a @ x - b).max() < 1e-10
+    a[2, 300, 300] = 0
+    with pytest.raises(np.linalg.LinAlgError, match="diagonal 300") as e:
+        S.solve_triangular(oxicuda.asarray(a), oxicuda.asarray(b))
+    assert e.value.index == (2,)
+    a[1, 7, 400] = np.nan
+    with pytest.raises(ValueError, match="infs or NaNs"):
+        S.lu_factor(oxicuda.asarray(a[1]))

@@ -174,7 +174,7 @@ def test_solve_triangular_both_triangles_all_transposes(rng, poisoned, dt, lower
     for trans in (0, 1, 2):
         for unit in (False, True):
             x = S.solve_triangular(oxicuda.asarray(stored), oxicuda.asarray(b), trans=trans, lower=lower,
-                                   unit_diagonal=unit).get()
+                                   unit_diagonal=unit, check_finite=False).get()
             t = tri.astype(rel(dt))
             if unit:
                 t = t - np.diag(np.diag(t)) + np.eye(n)

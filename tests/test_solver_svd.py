@@ -96,3 +96,17 @@ def test_no_host_lapack_and_bad_input(rng, no_host_lapack):
         with pytest.raises(NotImplementedError, match="ord"):
             S.norm(np.ones((3, 3)), "fro")
     assert t.launches == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dt, shape", [("float32", (2, 70, 65)), ("complex64", (65, 65))])
+def test_svd_global_path_above_small_max(rng, poisoned, dt, shape):
+    """n > SMALL_MAX takes the global variant, whose column norms once lived in a static shared
+    array of SMALL_MAX reals (the H200's illegal address at n = 96). Nearly orthogonal columns
+    keep the emulator's sweeps few."""
+    m, n = shape[-2:]
+    a = (np.eye(m, n) * np.arange(n, 0, -1) + 1e-2 * rand(rng, shape, dt)).astype(dt)
+    with oxicuda.trace() as t:
+        u, s, vh = S.svd(oxicuda.asarray(a), full_matrices=False)
+    assert [x.space for x in t.specs() if x is not None and x.family == "solver_gesvdj"] == ["global"]
+    check_svd(a, u.get(), s.get(), vh.get())

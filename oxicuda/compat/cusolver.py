@@ -12,8 +12,13 @@ INVALID_VALUE. oxicuda's factorizations take their scratch from its workspace ca
 
 Implemented for s/d/c/z: getrf(_bufferSize), getrs, potrf(_bufferSize), potrs, potrfBatched,
 potrsBatched, geqrf(_bufferSize), orgqr/ungqr(_bufferSize), ormqr/unmqr(_bufferSize),
-getrfBatched, getrsBatched (cuBLAS's meaning: pivots n * batch, host info for argument errors).
-Not implemented yet (absent, not stubbed): syevd/heevd, syevj/heevj, gesvd, gesvdj.
+getrfBatched, getrsBatched (cuBLAS's meaning: pivots n * batch, host info for argument errors);
+syevd/heevd, syevj/heevj, syevjBatched/heevjBatched (with createSyevjInfo and its setters),
+gesvd and gesvdj (with createGesvdjInfo) (+ their bufferSize calls). The eigen and SVD calls run
+oxicuda's Jacobi kernels (solver_syevj, solver_gesvdj): syevd is Jacobi too (no tridiagonal
+divide and conquer yet), eigenvalues always ascending (a valid answer for sort_eig = 0); devInfo
+> 0 (max_sweeps + 1) when the sweeps ran out. ``x*GetResidual``/``x*GetSweeps`` raise
+CUSOLVER_STATUS_NOT_SUPPORTED (the kernels do not report them).
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from ..blas import operands as _op
 from ..blas.handle import InvalidHandle as _InvalidHandle
 from ..driver.errors import CudaError as _CudaError
 from ..solver import batched as _b
+from ..solver import eigen as _eig
+from ..solver import gesvdj as _svd
 from ..solver import geqrf as _qr
 from ..solver import lu as _lu
 from ..solver import potrf as _po
@@ -400,6 +407,316 @@ def _getrsBatched(dt, handle, trans, n, nrhs, Aarray, lda, devIpiv, Barray, ldb,
         raise
 
 
+# -- symmetric/Hermitian eigen (syevd/heevd, syevj/heevj) -------------------------------------------
+class _JacobiInfo:
+    """syevjInfo_t / gesvdjInfo_t: tolerance (0 = machine epsilon), max_sweeps, sort_eig."""
+
+    def __init__(self) -> None:
+        self.tol, self.max_sweeps, self.sort = 0.0, _eig.MAX_SWEEPS, 1
+
+
+_INFOS: dict[int, _JacobiInfo] = {}
+_next_info = [1]
+
+
+def _new_info() -> int:
+    key = _next_info[0]
+    _next_info[0] += 1
+    _INFOS[key] = _JacobiInfo()
+    return key
+
+
+def _info(params: object, index: int = 0) -> _JacobiInfo:
+    obj = _INFOS.get(params) if isinstance(params, int) and not isinstance(params, bool) else None
+    if obj is None:
+        raise CUSOLVERError(CUSOLVER_STATUS_INVALID_VALUE, f"params={params!r} is not a live syevjInfo/gesvdjInfo "
+                            "(createSyevjInfo/createGesvdjInfo)")
+    return obj
+
+
+def createSyevjInfo() -> int:
+    return _new_info()
+
+
+def destroySyevjInfo(info: int) -> None:
+    _info(info)
+    del _INFOS[info]
+
+
+def xsyevjSetTolerance(info: int, tolerance: float) -> None:
+    t = float(tolerance)
+    if not t >= 0:
+        raise CUSOLVERError(CUSOLVER_STATUS_INVALID_VALUE, f"tolerance={tolerance!r}; must be >= 0")
+    _info(info).tol = t
+
+
+def xsyevjSetMaxSweeps(info: int, max_sweeps: int) -> None:
+    try:
+        v = _op.check_int(max_sweeps, "max_sweeps", minimum=1)
+    except (TypeError, ValueError) as exc:
+        raise CUSOLVERError(CUSOLVER_STATUS_INVALID_VALUE, str(exc)) from None
+    _info(info).max_sweeps = v
+
+
+def xsyevjSetSortEig(info: int, sort_eig: int) -> None:
+    _info(info).sort = int(sort_eig)
+
+
+def _not_reported(what: str):
+    def call(handle: int, info: int):
+        _run(lambda: _stream(handle))
+        _info(info)
+        raise CUSOLVERError(CUSOLVER_STATUS_NOT_SUPPORTED, f"{what}: oxicuda's Jacobi kernels do not report it")
+    call.__name__ = what
+    return call
+
+
+xsyevjGetResidual, xsyevjGetSweeps = _not_reported("xsyevjGetResidual"), _not_reported("xsyevjGetSweeps")
+createGesvdjInfo, destroyGesvdjInfo = createSyevjInfo, destroySyevjInfo
+xgesvdjSetTolerance, xgesvdjSetMaxSweeps, xgesvdjSetSortEig = xsyevjSetTolerance, xsyevjSetMaxSweeps, xsyevjSetSortEig
+xgesvdjGetResidual, xgesvdjGetSweeps = _not_reported("xgesvdjGetResidual"), _not_reported("xgesvdjGetSweeps")
+
+_JOBZ = {0: False, 1: True}
+
+
+def _real_es(dt: str) -> int:
+    return 4 if dt in ("float32", "complex64") else 8
+
+
+def _eig_args(dt, jobz, uplo, n, A, lda, W, batch=1):
+    vec = _enum(_JOBZ, jobz, 1, "jobz")
+    u = _enum(_FILL, uplo, 2, "uplo")
+    nn = _int(n, 3, "n")
+    ld = _ld(lda, nn, 5, "lda")
+    es = _op.itemsize(dt)
+    a = _matrix(A, nn, nn * batch if batch > 1 else nn, ld, es, 4, "A") if batch == 1 else \
+        _vec(A, max(1, ld * nn * batch) * es, 4, "A")
+    w = _vec(W, max(1, nn * batch) * _real_es(dt), 6, "W")
+    return vec, u, nn, ld, a, w
+
+
+def _syevd_bufferSize(dt, handle, jobz, uplo, n, A, lda, W, params=None):
+    def call():
+        _stream(handle)
+        _eig_args(dt, jobz, uplo, n, A, lda, W)
+        if params is not None:
+            _info(params)
+        return WORK
+    return _run(call)
+
+
+def _syev_run(dt, handle, jobz, uplo, n, A, lda, W, work, lwork, info, params, batch=1):
+    def call():
+        s = _stream(handle)
+        vec, u, nn, ld, a, w = _eig_args(dt, jobz, uplo, n, A, lda, W, batch)
+        _lwork(lwork, 8, WORK)
+        _vec(work, WORK * _op.itemsize(dt), 7, "work")
+        p = _vec(info, 4 * batch, 9, "devInfo")
+        opts = _info(params) if params is not None else _JacobiInfo()
+        if nn == 0:
+            from ..driver.backend import api
+
+            api().memset_d8(p, 0, 4 * batch, s or None)
+            return
+        # the eigenvectors overwrite A (the kernel reads A whole before it writes V)
+        _eig.syevj_ptr(u, nn, a, ld, w, a if vec else 0, ld, p, dtype=dt, batch=batch, stride_a=ld * nn,
+                       stride_w=nn, stride_v=ld * nn, vectors=vec, tol=opts.tol or None,
+                       max_sweeps=opts.max_sweeps, stream=s)
+    _run(call, info)
+
+
+def _syevd(dt, handle, jobz, uplo, n, A, lda, W, work, lwork, info):
+    _syev_run(dt, handle, jobz, uplo, n, A, lda, W, work, lwork, info, None)
+
+
+def _syevj(dt, handle, jobz, uplo, n, A, lda, W, work, lwork, info, params):
+    _syev_run(dt, handle, jobz, uplo, n, A, lda, W, work, lwork, info, params)
+
+
+def _syevjBatched_bufferSize(dt, handle, jobz, uplo, n, A, lda, W, params, batchSize):
+    def call():
+        _stream(handle)
+        _int(batchSize, 10, "batchSize", minimum=1)
+        _eig_args(dt, jobz, uplo, n, A, lda, W, _int(batchSize, 10, "batchSize", minimum=1))
+        _info(params)
+        return WORK
+    return _run(call)
+
+
+def _syevjBatched(dt, handle, jobz, uplo, n, A, lda, W, work, lwork, info, params, batchSize):
+    def call():
+        return _int(batchSize, 12, "batchSize", minimum=1)
+    batch = _run(call, info)
+    _syev_run(dt, handle, jobz, uplo, n, A, lda, W, work, lwork, info, params, batch)
+
+
+# -- SVD (gesvd, gesvdj) -------------------------------------------------------------------------------
+_JOB = {"A": "A", "S": "S", "O": "O", "N": "N"}
+
+
+def _job(value: object, index: int, what: str) -> str:
+    v = value
+    if isinstance(v, (bytes, bytearray)) and len(v) == 1:
+        v = chr(v[0])
+    elif isinstance(v, int) and not isinstance(v, bool) and 0 < v < 256:
+        v = chr(v)
+    if not isinstance(v, str) or v.upper() not in _JOB:
+        raise _BadArg(index, f"{what}={value!r}; allowed 'A', 'S', 'O', 'N' (or their ord())")
+    return v.upper()
+
+
+def _gesvd_bufferSize(dt, handle, m, n):
+    def call():
+        _stream(handle)
+        mm, nn = _int(m, 1, "m"), _int(n, 2, "n")
+        if mm < nn:
+            raise _BadArg(1, f"m={mm} < n={nn}; cuSOLVER's gesvd needs m >= n")
+        return WORK
+    return _run(call)
+
+
+def _complete_into(dt, q0: int, rows: int, cols: int, dst: int, ld: int, stream: int) -> None:
+    """dst (rows x rows, ld) = a unitary whose first cols columns are q0's (rows x cols, ld rows):
+    QR of q0 (geqrf), Q formed complete (orgqr), q0 copied in front."""
+    from ..memory.array import DeviceArray
+    from ..solver import layout
+
+    es = _op.itemsize(dt)
+    work, ws = layout.colmajor(1, rows, cols, dt)
+    layout.copy(dt, layout.Strided(q0, rows, cols, 1, 1, rows, rows * cols), ws, stream)
+    tau = DeviceArray((max(cols, 1),), dt)
+    _qr.geqrf_ptr(rows, cols, work.ptr, rows, tau.ptr, dtype=dt, stream=stream)
+    _qr.orgqr_ptr(rows, rows, cols, work.ptr, rows, tau.ptr, dst, ld, dtype=dt, stream=stream)
+    layout.copy(dt, layout.Strided(q0, rows, cols, 1, 1, rows, rows * cols),
+                layout.Strided(dst, rows, cols, 1, 1, ld, ld * rows), stream)
+    del es
+
+
+def _thin_svd(dt, mm, nn, a, ld, s_ptr, vec, info, opts, stream):
+    """gesvdj of the m x n (m >= n) matrix at a: returns the thin U (m x n) and V^H (n x n) as new
+    column-major DeviceArrays (None without vectors)."""
+    from ..memory.array import DeviceArray
+
+    u = DeviceArray((nn, mm), dt) if vec else None
+    vt = DeviceArray((nn, nn), dt) if vec else None
+    _svd.gesvdj_ptr(mm, nn, a, ld, s_ptr, u.ptr if vec else 0, mm, vt.ptr if vec else 0, nn, info, dtype=dt,
+                    vectors=vec, tol=opts.tol or None, max_sweeps=opts.max_sweeps, stream=stream)
+    return u, vt
+
+
+def _copy(dt, src, rows, cols, s_row, s_col, dst, ld, stream, conj=False):
+    from ..solver import layout
+
+    layout.copy(dt, layout.Strided(src, rows, cols, 1, s_row, s_col, rows * cols),
+                layout.Strided(dst, rows, cols, 1, 1, ld, ld * cols), stream,
+                fill="conj" if conj and dt.startswith("complex") else "copy")
+
+
+def _gesvd(dt, handle, jobu, jobvt, m, n, A, lda, S, U, ldu, VT, ldvt, Work, lwork, rwork, devInfo):
+    def call():
+        st = _stream(handle)
+        ju, jv = _job(jobu, 1, "jobu"), _job(jobvt, 2, "jobvt")
+        if ju == "O" and jv == "O":
+            raise _BadArg(2, "jobu and jobvt are both 'O'; at most one may overwrite A")
+        mm, nn = _int(m, 3, "m"), _int(n, 4, "n")
+        if mm < nn:
+            raise _BadArg(3, f"m={mm} < n={nn}; cuSOLVER's gesvd needs m >= n")
+        ld = _ld(lda, mm, 6, "lda")
+        es = _op.itemsize(dt)
+        a = _matrix(A, mm, nn, ld, es, 5, "A")
+        sp = _vec(S, max(1, nn) * _real_es(dt), 7, "S")
+        ucols = {"A": mm, "S": nn}.get(ju, 0)
+        lu_ = _ld(ldu, mm if ucols else 1, 9, "ldu")
+        u = _matrix(U, mm, ucols, lu_, es, 8, "U") if ucols else 0
+        vrows = nn if jv in ("A", "S") else 0
+        lv = _ld(ldvt, vrows or 1, 11, "ldvt")
+        vt = _matrix(VT, nn, nn, lv, es, 10, "VT") if vrows else 0
+        _lwork(lwork, 13, WORK)
+        _vec(Work, WORK * es, 12, "Work")
+        info = _vec(devInfo, 4, 15, "devInfo")
+        if nn == 0:
+            from ..driver.backend import api
+
+            api().memset_d8(info, 0, 4, st or None)
+            return
+        vec = ju != "N" or jv != "N"
+        tu, tvt = _thin_svd(dt, mm, nn, a, ld, sp, vec, info, _JacobiInfo(), st)
+        if not vec:
+            return
+        if ju == "S" or (ju == "A" and mm == nn):
+            _copy(dt, tu.ptr, mm, nn, 1, mm, u, lu_, st)
+        elif ju == "A":
+            _complete_into(dt, tu.ptr, mm, nn, u, lu_, st)
+        elif ju == "O":
+            _copy(dt, tu.ptr, mm, nn, 1, mm, a, ld, st)
+        if jv in ("A", "S"):
+            _copy(dt, tvt.ptr, nn, nn, 1, nn, vt, lv, st)
+        elif jv == "O":
+            _copy(dt, tvt.ptr, nn, nn, 1, nn, a, ld, st)
+    _run(call, devInfo)
+
+
+def _gesvdj_args(dt, jobz, econ, m, n, A, lda, S, U, ldu, V, ldv):
+    vec = _enum(_JOBZ, jobz, 1, "jobz")
+    ec = _enum({0: False, 1: True}, econ, 2, "econ")
+    mm, nn = _int(m, 3, "m"), _int(n, 4, "n")
+    k = min(mm, nn)
+    ld = _ld(lda, mm, 6, "lda")
+    es = _op.itemsize(dt)
+    a = _matrix(A, mm, nn, ld, es, 5, "A")
+    sp = _vec(S, max(1, k) * _real_es(dt), 7, "S")
+    ucols, vcols = (k, k) if ec else (mm, nn)
+    lu_, lv = _ld(ldu, mm, 9, "ldu"), _ld(ldv, nn, 11, "ldv")
+    u = _matrix(U, mm, ucols, lu_, es, 8, "U") if vec else 0
+    v = _matrix(V, nn, vcols, lv, es, 10, "V") if vec else 0
+    return vec, ec, mm, nn, k, ld, a, sp, lu_, u, lv, v
+
+
+def _gesvdj_bufferSize(dt, handle, jobz, econ, m, n, A, lda, S, U, ldu, V, ldv, params):
+    def call():
+        _stream(handle)
+        _gesvdj_args(dt, jobz, econ, m, n, A, lda, S, U, ldu, V, ldv)
+        _info(params)
+        return WORK
+    return _run(call)
+
+
+def _gesvdj(dt, handle, jobz, econ, m, n, A, lda, S, U, ldu, V, ldv, work, lwork, info, params):
+    def call():
+        from ..memory.array import DeviceArray
+
+        st = _stream(handle)
+        vec, ec, mm, nn, k, ld, a, sp, lu_, u, lv, v = _gesvdj_args(dt, jobz, econ, m, n, A, lda, S, U, ldu, V, ldv)
+        _lwork(lwork, 13, WORK)
+        _vec(work, WORK * _op.itemsize(dt), 12, "work")
+        p = _vec(info, 4, 14, "devInfo")
+        opts = _info(params)
+        if k == 0:
+            from ..driver.backend import api
+
+            api().memset_d8(p, 0, 4, st or None)
+            return
+        wide = mm < nn
+        if wide:  # A^H = U' S V'^H, so A = V' S U'^H: U = V', V = U'
+            ah = DeviceArray((mm, nn), dt)  # column-major n x m
+            _copy(dt, a, nn, mm, ld, 1, ah.ptr, nn, st, conj=True)
+            tu, tvt = _thin_svd(dt, nn, mm, ah.ptr, nn, sp, vec, p, opts, st)
+        else:
+            tu, tvt = _thin_svd(dt, mm, nn, a, ld, sp, vec, p, opts, st)
+        if not vec:
+            return
+        M, N = (nn, mm) if wide else (mm, nn)  # the thin factors: tu M x N, tvt N x N
+        # left factor of the solved matrix (M x N, full M x M unless econ) and V = (V^H)^H (N x N)
+        left, right = (v, u) if wide else (u, v)
+        lleft, lright = (lv, lu_) if wide else (lu_, lv)
+        if ec or M == N:
+            _copy(dt, tu.ptr, M, N, 1, M, left, lleft, st)
+        else:
+            _complete_into(dt, tu.ptr, M, N, left, lleft, st)
+        _copy(dt, tvt.ptr, N, N, N, 1, right, lright, st, conj=True)
+    _run(call, info)
+
+
 def _bind(fn, dt):
     def bound(*args):
         return fn(dt, *args)
@@ -417,6 +734,14 @@ for _l, _d in _DT.items():
                        ("geqrf_bufferSize", _geqrf_bufferSize), ("geqrf", _geqrf),
                        (f"{_q}gqr_bufferSize", _orgqr_bufferSize), (f"{_q}gqr", _orgqr),
                        (f"{_q}mqr_bufferSize", _ormqr_bufferSize), (f"{_q}mqr", _ormqr),
-                       ("getrfBatched", _getrfBatched), ("getrsBatched", _getrsBatched)):
+                       ("getrfBatched", _getrfBatched), ("getrsBatched", _getrsBatched),
+                       (f"{'sy' if _real else 'he'}evd_bufferSize", _syevd_bufferSize),
+                       (f"{'sy' if _real else 'he'}evd", _syevd),
+                       (f"{'sy' if _real else 'he'}evj_bufferSize", _syevd_bufferSize),
+                       (f"{'sy' if _real else 'he'}evj", _syevj),
+                       (f"{'sy' if _real else 'he'}evjBatched_bufferSize", _syevjBatched_bufferSize),
+                       (f"{'sy' if _real else 'he'}evjBatched", _syevjBatched),
+                       ("gesvd_bufferSize", _gesvd_bufferSize), ("gesvd", _gesvd),
+                       ("gesvdj_bufferSize", _gesvdj_bufferSize), ("gesvdj", _gesvdj)):
         globals()[f"{_l}{_name}"] = _bind(_fn, _d)
 del _l, _d, _real, _q, _name, _fn

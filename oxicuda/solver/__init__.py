@@ -16,7 +16,7 @@ import importlib.util
 
 _LAZY = {
     **{name: "api" for name in ("solve", "inv", "det", "slogdet", "lu_factor", "lu_solve", "solve_triangular",
-                                          "cholesky", "cho_factor", "cho_solve", "qr", "QRResult", "eigh", "eigvalsh", "EighResult", "svd", "SVDResult", "norm")},
+                                          "cholesky", "cho_factor", "cho_solve", "qr", "QRResult", "eigh", "eigvalsh", "EighResult", "svd", "SVDResult", "norm", "lstsq", "pinv", "matrix_rank")},
     "LinAlgError": "errors",
     "getrf_ptr": "lu",
     "getrs_ptr": "lu",
@@ -31,7 +31,7 @@ _LAZY = {
 }
 
 _GENERATORS = ("kernels.lu_kernels", "kernels.layout_kernels", "kernels.chol_kernels", "kernels.qr_kernels",
-               "kernels.jacobi_kernels", "kernels.svd_kernels")
+               "kernels.jacobi_kernels", "kernels.svd_kernels", "kernels.svals_kernels")
 #: full module names (the registry imports a dotted name as it is)
 KERNEL_MODULES = tuple(f"{__name__}.{m}" for m in _GENERATORS if importlib.util.find_spec(f"{__name__}.{m}") is not None)
 

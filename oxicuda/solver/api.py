@@ -18,6 +18,7 @@ from . import eigen, layout, lu
 from . import geqrf as qrm
 from . import gesvdj as svdm
 from . import potrf as chol
+from . import svals
 from .checks import operand, rhs, same_dtype, square, trans_code
 from .errors import LinAlgError
 
@@ -32,9 +33,12 @@ __all__ = [
     "eigh",
     "eigvalsh",
     "inv",
+    "lstsq",
     "lu_factor",
     "lu_solve",
+    "matrix_rank",
     "norm",
+    "pinv",
     "qr",
     "slogdet",
     "solve",
@@ -208,10 +212,13 @@ def lu_factor(a: object, overwrite_a: bool = False, check_finite: bool = True) -
     """(lu, piv) as scipy.linalg.lu_factor: lu (..., n, n) holds U and the unit-lower L's
     multipliers, piv (..., n) int32 the 0-based row interchanges (row i swapped with piv[i]).
     A singular matrix factors without error (its U has a zero on the diagonal), as scipy warns
-    only. ``overwrite_a`` is accepted and ignored (a new array is returned); ``check_finite`` is
-    accepted, the device does not check (non-finite input gives non-finite factors)."""
+    only. ``overwrite_a`` is accepted and ignored (a new array is returned); ``check_finite``
+    (scipy's default True) raises ValueError for a NaN or an infinity in a (a device check that
+    reads one flag back)."""
     a = operand(a, "lu_factor")
     n = square(a, "lu_factor")
+    if check_finite:
+        _finite(a, "lu_factor")
     fac = _Factor(a, "lu_factor")
     piv = DeviceArray((*fac.bshape, n), np.int32)
     layout.shift_pivots(fac.batch * n, fac.ipiv.ptr, piv.ptr, -1, _STREAM)
@@ -235,6 +242,9 @@ def lu_solve(lu_and_piv: tuple[object, object], b: object, trans: int | str = 0,
     same_dtype(lu_arr, b, "lu_solve")
     rhs(lu_arr, b, n, "lu_solve")
     dt = _name(lu_arr)
+    if check_finite:
+        _finite(lu_arr, "lu_solve", "lu")
+        _finite(b, "lu_solve", "b")
     if lu_arr.size == 0 or b.size == 0:
         return DeviceArray(b.shape, dt)
     lu_arr, src = layout.strided(lu_arr)
@@ -264,7 +274,9 @@ def solve_triangular(a: object, b: object, trans: int | str = 0, lower: bool = F
     """x with op(a) x = b for triangular a (scipy.linalg.solve_triangular): only the ``lower`` (or
     upper) triangle of a is read, ``unit_diagonal`` takes its diagonal as ones; trans 0/1/2 (N,
     T, C); a (..., n, n), b (n,) or (..., n, k). oxicuda.blas trsm on the device, per matrix. A
-    zero on the diagonal gives non-finite results (no host check)."""
+    zero on the diagonal (without ``unit_diagonal``) raises LinAlgError("singular matrix:
+    resolution failed at diagonal i") as scipy does (a device scan of the diagonal; this reads
+    one int per matrix back); ``check_finite`` (default True) raises ValueError for NaN/inf."""
     from ..blas import level3
 
     a, b = operand(a, "solve_triangular"), operand(b, "solve_triangular", "b")
@@ -273,12 +285,21 @@ def solve_triangular(a: object, b: object, trans: int | str = 0, lower: bool = F
     same_dtype(a, b, "solve_triangular")
     vector, _, k = rhs(a, b, n, "solve_triangular")
     dt = _name(a)
+    if check_finite:
+        _finite(a, "solve_triangular")
+        _finite(b, "solve_triangular", "b")
     out = DeviceArray(b.shape, dt)
     if b.size == 0:
         return out
     a, asrc = layout.strided(a)
     f, fs = layout.colmajor(asrc.batch, n, n, dt)
     layout.copy(dt, asrc, fs, _STREAM)
+    if not unit_diagonal and n:
+        info = DeviceArray((asrc.batch,), np.int32)
+        svals.launch(dt, "zero_diag", n, n, asrc.batch, x=f.ptr, out=info.ptr, strides=(1, n, n * n),
+                     stream=_STREAM)
+        raise_for_info(info, a.shape[:-2], "solve_triangular", "singular matrix",
+                       "resolution failed at diagonal {i}")
     _, src = layout.strided(b.reshape(n, 1) if vector else b)
     _, dst = layout.strided(out.reshape(n, 1) if vector else out)
     x, xs = layout.colmajor(src.batch, n, k, dt)
@@ -338,10 +359,12 @@ def cho_factor(a: object, lower: bool = False, overwrite_a: bool = False,
                check_finite: bool = True) -> tuple[DeviceArray, bool]:
     """(c, lower) as scipy.linalg.cho_factor: c (..., n, n) holds the factor in its lower (or
     upper) triangle and a's entries in the other. Raises LinAlgError if a matrix is not positive
-    definite. ``overwrite_a``/``check_finite`` are accepted and ignored (a new array; the device
-    does not check finiteness)."""
+    definite. ``overwrite_a`` is accepted and ignored (a new array); ``check_finite`` (default
+    True) raises ValueError for a NaN or an infinity (a device check)."""
     a = operand(a, "cho_factor")
     square(a, "cho_factor")
+    if check_finite:
+        _finite(a, "cho_factor")
     if a.size == 0:
         return DeviceArray(a.shape, a.dtype), bool(lower)
     fac = _Cholesky(a, "L" if lower else "U", "cho_factor")
@@ -360,6 +383,9 @@ def cho_solve(c_and_lower: tuple[object, bool], b: object, overwrite_b: bool = F
     same_dtype(c, b, "cho_solve")
     vector, _, k = rhs(c, b, n, "cho_solve")
     dt = _name(c)
+    if check_finite:
+        _finite(c, "cho_solve", "c")
+        _finite(b, "cho_solve", "b")
     out = DeviceArray(b.shape, dt)
     if c.size == 0 or b.size == 0:
         return out
@@ -590,3 +616,145 @@ def norm(x: object, ord: object = None, axis: object = None, keepdims: bool = Fa
         raise NotImplementedError("norm: vector norms are not implemented yet; x must be (..., m, n)")
     s = svd(a, compute_uv=False)
     return s[..., 0] if ord == 2 else s[..., -1]
+
+
+def _finite(a: DeviceArray, who: str, what: str = "a") -> None:
+    """check_finite=True (scipy.linalg): ValueError when ``a`` holds a NaN or an infinity,
+    found by the ``solver_svals`` finite kernel on the device (this reads one flag back)."""
+    if a.size == 0:
+        return
+    x = a.reshape(1, a.shape[0]) if a.ndim == 1 else a
+    x, src = layout.strided(x)
+    flag = DeviceArray((1,), np.int32)
+    flag.fill(0)
+    svals.launch(_name(a), "finite", src.rows, src.cols, src.batch, x=src.ptr, out=flag.ptr,
+                 strides=(src.s_row, src.s_col, src.s_batch), stream=_STREAM)
+    if int(flag.get()[0]):
+        raise ValueError(f"{who}: {what} must not contain infs or NaNs (check_finite=True)")
+
+
+def _default_rtol(m: int, n: int, dt: str) -> float:
+    return max(m, n) * float(np.finfo(_REAL[dt]).eps)
+
+
+def pinv(a: object, rcond: object = None, hermitian: bool = False, *, rtol: object = None) -> DeviceArray:
+    """The Moore-Penrose pseudo-inverse of each matrix of a (..., m, n) (numpy.linalg.pinv), shape
+    (..., n, m): V diag(1/s) U^H from the device SVD (gesvdj), singular values at most
+    rcond * max(s) treated as zero (``rcond``/``rtol`` a scalar; default max(m, n) * eps, numpy
+    2's default). The cutoff and the scaling run in ``solver_svals``, the product in
+    oxicuda.blas (batched gemm). ``hermitian`` is accepted and ignored (the SVD serves)."""
+    from ..blas.gemm_batched import gemm_strided_batched
+
+    a = operand(a, "pinv")
+    if a.ndim < 2:
+        raise LinAlgError(f"pinv: a is {a.ndim}-dimensional (shape {a.shape}); it must be at least two-dimensional")
+    if rcond is not None and rtol is not None:
+        raise ValueError("pinv: pass rcond or rtol, not both")
+    cut = rtol if rtol is not None else rcond
+    *bshape, m, n = a.shape
+    dt = _name(a)
+    k = min(m, n)
+    tol = _default_rtol(m, n, dt) if cut is None else float(cut)
+    out_shape = (*bshape, n, m)
+    if a.size == 0:
+        out = DeviceArray(out_shape, dt)
+        if out.size:
+            out.fill(0)
+        return out
+    u, s, vh = svd(a, full_matrices=False)
+    batch = int(np.prod(bshape, dtype=np.int64)) if bshape else 1
+    vh3, u3 = vh.reshape(batch, k, n), u.reshape(batch, m, k)
+    svals.launch(dt, "pinv_scale", k, n, batch, s=s.ptr, x=vh3.ptr, rtol=tol, stream=_STREAM)
+    return gemm_strided_batched(vh3, u3, transa="C", transb="C").reshape(*out_shape)
+
+
+def matrix_rank(A: object, tol: object = None, hermitian: bool = False, *, rtol: object = None) -> DeviceArray:
+    """The rank of each matrix of A (..., m, n) (numpy.linalg.matrix_rank): the number of singular
+    values (device SVD, values only) above ``tol`` (absolute), or above rtol * max(s) (default
+    rtol max(m, n) * eps). A 1-D A is one 1 x n matrix. Returns an int64 DeviceArray of shape
+    A.shape[:-2] (0-d for one matrix), counted on the device (``solver_svals`` rank)."""
+    a = operand(A, "matrix_rank", "A")
+    if a.ndim == 0:
+        raise LinAlgError("matrix_rank: A is 0-dimensional; it must be at least one-dimensional")
+    if a.ndim == 1:
+        a = a.reshape(1, a.shape[0])
+    if tol is not None and rtol is not None:
+        raise ValueError("matrix_rank: pass tol or rtol, not both")
+    *bshape, m, n = a.shape
+    dt = _name(a)
+    out = DeviceArray(tuple(bshape), np.int64)
+    if out.size == 0:
+        return out
+    if min(m, n) == 0:
+        out.fill(0)
+        return out
+    s = svd(a, compute_uv=False)
+    k = min(m, n)
+    if tol is not None:
+        r, at = 0.0, float(tol)
+    else:
+        r, at = (_default_rtol(m, n, dt) if rtol is None else float(rtol)), 0.0
+    svals.launch(dt, "rank", k, 1, out.size, s=s.ptr, out=out.ptr, rtol=r, atol=at, stream=_STREAM)
+    return out
+
+
+def lstsq(a: object, b: object, rcond: object = None):
+    """The least-squares solution of a x = b (numpy.linalg.lstsq): a (m, n), b (m,) or (m, k).
+    Returns (x (n,) or (n, k), residuals, rank, s) as numpy: s the singular values of a (device
+    SVD, values only), rank the count above rcond * max(s) (default max(m, n) * eps; this reads
+    one int back), residuals the squared 2-norms of b - a x per column when rank == n < m, else
+    empty. Full column rank (rank == n, m >= n) solves through QR on the device (geqrf, ormqr
+    applying Q^H, trsm with R); otherwise x is the minimum-norm solution pinv(a) @ b (gesvdj,
+    cutoff, gemm)."""
+    from ..blas import level3
+    from ..blas.gemm_api import gemm
+
+    a, b = operand(a, "lstsq"), operand(b, "lstsq", "b")
+    if a.ndim != 2:
+        raise LinAlgError(f"lstsq: a has shape {a.shape}; it must be two-dimensional (m, n)")
+    same_dtype(a, b, "lstsq")
+    m, n = a.shape
+    if b.ndim not in (1, 2) or b.shape[0] != m:
+        raise LinAlgError(f"lstsq: a has shape {a.shape} and b has shape {b.shape}; b must be ({m},) or ({m}, k)")
+    vector = b.ndim == 1
+    k = 1 if vector else b.shape[1]
+    dt = _name(a)
+    rt = _REAL[dt]
+    tol = _default_rtol(m, n, dt) if rcond is None else float(rcond)
+    xshape = (n,) if vector else (n, k)
+    if a.size == 0:
+        x = DeviceArray(xshape, dt)
+        if x.size:
+            x.fill(0)
+        return x, DeviceArray((0,), rt), 0, DeviceArray((0,), rt)
+    s = svd(a, compute_uv=False)
+    rank_d = DeviceArray((), np.int64)
+    svals.launch(dt, "rank", min(m, n), 1, 1, s=s.ptr, out=rank_d.ptr, rtol=tol, stream=_STREAM)
+    rank = int(rank_d.get())
+    b2 = b.reshape(m, 1) if vector else b
+    if rank == n and m >= n:
+        _, asrc = layout.strided(a)
+        f, fs = layout.colmajor(1, m, n, dt)
+        layout.copy(dt, asrc, fs, _STREAM)
+        tau = DeviceArray((n,), dt)
+        qrm.geqrf_ptr(m, n, f.ptr, m, tau.ptr, dtype=dt, stream=_STREAM)
+        bb, bs = layout.colmajor(1, m, k, dt)
+        _, bsrc = layout.strided(b2)
+        layout.copy(dt, bsrc, bs, _STREAM)
+        if k:
+            qrm.ormqr_ptr("L", "C", m, k, n, f.ptr, m, tau.ptr, bb.ptr, m, dtype=dt, stream=_STREAM)
+            level3.trsm_ptr("L", "U", "N", "N", n, k, 1.0, f.ptr, m, bb.ptr, m, dtype=dt, stream=_STREAM)
+        x = DeviceArray(xshape, dt)
+        _, xdst = layout.strided(x.reshape(n, 1) if vector else x)
+        layout.copy(dt, layout.Strided(bb.ptr, n, k, 1, 1, m, m * k), xdst, _STREAM)
+        if m > n:
+            res = DeviceArray((k,), rt)
+            es = np.dtype(dt).itemsize
+            svals.launch(dt, "colsq", m - n, k, 1, x=bb.ptr + n * es, out=res.ptr, strides=(1, m, m * k),
+                         stream=_STREAM)
+        else:
+            res = DeviceArray((0,), rt)
+        return x, res, rank, s
+    p = pinv(a, rcond=tol)
+    x = gemm(p, b2).reshape(*xshape)
+    return x, DeviceArray((0,), rt), rank, s

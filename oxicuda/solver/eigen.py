@@ -12,7 +12,7 @@ from ..driver.facts import device_facts
 from ..ptx.launch_plan import KernelStep, PlanCache
 from . import dispatch
 from .kernels.common import esize
-from .kernels.jacobi_kernels import JACOBI_THREADS, SMALL_MAX, SyevjSpec, shared_bytes
+from .kernels.jacobi_kernels import JACOBI_THREADS, SMALL_MAX, SyevjSpec, scratch_elements, shared_bytes
 from .lu import _check_batch
 
 PLANS = PlanCache("solver.eigen")
@@ -43,6 +43,6 @@ def syevj_ptr(uplo: str, n: int, a: int, lda: int, w: int, v: int, ldv: int, inf
     spec = SyevjSpec(arch=facts.arch, dtype=dtype, uplo=uplo, vectors=vectors, space=space)
     step = PLANS.get_or_build(key, lambda: KernelStep(spec, (batch,), (JACOBI_THREADS,), bind=None,
                                                       shared_mem=shared_bytes(n, dtype, vectors) if fits else 0))
-    scratch = dispatch.scratch("jacobi", 2 * n * n * esize(dtype) * batch, stream) if not fits else 0
+    scratch = dispatch.scratch("jacobi", scratch_elements(n) * esize(dtype) * batch, stream) if not fits else 0
     t = default_tol(dtype) if tol is None else float(tol)
     step.launch((n, a, lda, stride_a, w, stride_w, v, ldv, stride_v, scratch, info, t, max_sweeps), stream)

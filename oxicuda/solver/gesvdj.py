@@ -11,7 +11,7 @@ from ..driver.facts import device_facts
 from ..ptx.launch_plan import KernelStep, PlanCache
 from . import dispatch
 from .kernels.common import esize
-from .kernels.svd_kernels import SMALL_MAX, SVD_THREADS, GesvdjSpec, shared_bytes
+from .kernels.svd_kernels import SMALL_MAX, SVD_THREADS, GesvdjSpec, scratch_elements, shared_bytes
 from .lu import _check_batch
 
 PLANS = PlanCache("solver.svd")
@@ -38,7 +38,7 @@ def gesvdj_ptr(m: int, n: int, a: int, lda: int, s: int, u: int, ldu: int, vt: i
     key = (spec, m, n, batch, facts.ordinal)
     step = PLANS.get_or_build(key, lambda: KernelStep(spec, (batch,), (SVD_THREADS,), bind=None,
                                                       shared_mem=shared_bytes(m, n, dtype) if fits else 0))
-    scratch = 0 if fits else dispatch.scratch("svd", (m * n + n * n) * esize(dtype) * batch, stream)
+    scratch = 0 if fits else dispatch.scratch("svd", scratch_elements(m, n) * esize(dtype) * batch, stream)
     t = float(np.finfo(dtype).eps) if tol is None else float(tol)
     step.launch((m, n, a, lda, stride_a, s, stride_s, u, ldu, stride_u, vt, ldvt, stride_vt, scratch, info, t,
                  max_sweeps), stream)

@@ -61,7 +61,21 @@ class SyevjSpec(KernelSpec):
 
 
 def shared_bytes(n: int, dtype: str, vectors: bool) -> int:
+    """Dynamic shared memory of the shared variant: A (and V), then the rotation table of one
+    round (at most SMALL_MAX / 2 pairs of 2 + nc reals; 4 elements a pair bound it)."""
+    if n > SMALL_MAX:
+        raise ValueError(f"syevj shared variant: order {n} > {SMALL_MAX}; the global variant takes it")
     return (2 if vectors else 1) * n * n * esize(dtype) + SMALL_MAX * 4 * esize(dtype)
+
+
+def scratch_elements(n, kb: KernelBuilder | None = None):
+    """Elements (of the dtype) of the global variant's scratch per matrix: A and V (n^2 each) and
+    the rotation table, 2 (n + 1) elements, which holds ceil(n/2) pairs of 2 + nc reals for real
+    (3 (n + 1) / 2 <= 2 (n + 1)) and complex (4 (n + 1) / 2 reals = (n + 1) elements) dtypes. With
+    ``kb``, ``n`` is a u32 register and the count is computed in the kernel."""
+    if kb is None:
+        return 2 * n * n + 2 * (n + 1)
+    return kb.add(kb.mul(kb.mul(n, n), 2), kb.mul(kb.add(n, 1), 2))
 
 
 def generate_syevj(spec: SyevjSpec) -> str:
@@ -93,11 +107,13 @@ def generate_syevj(spec: SyevjSpec) -> str:
         rot = kb.add(base, kb.mul(nn_bytes, 2 if spec.vectors else 1))
         rot_space = "shared"
     else:
-        sb = batch_base(kb, scratch, bat, kb.mul(kb.cvt(kb.mul(n, n), "u64"), 2), es)
+        # A, V and the round's rotation table (ceil(n/2) pairs of 2 + nc reals: any order, so it
+        # cannot be a static shared array sized for SMALL_MAX) in the global scratch
+        sb = batch_base(kb, scratch, bat, kb.cvt(scratch_elements(n, kb), "u64"), es)
         A = Matrix(kb, "global", sb, n, spec.dtype)
         V = Matrix(kb, "global", kb.addr(sb, kb.mul(n, n), es), n, spec.dtype)
-        rot = kb.shared_addr(kb.shared("rot", rt, SMALL_MAX * 4 // 2 * nc))
-        rot_space = "shared"
+        rot = kb.addr(sb, kb.mul(kb.mul(n, n), 2), es)
+        rot_space = "global"
     zero = kb.mov(0.0, rt)
     lower = spec.uplo == "L"
     total = kb.mul(n, n)
@@ -147,7 +163,7 @@ def generate_syevj(spec: SyevjSpec) -> str:
     with kb.loop(0, rounds, 1, type_="u32") as r:
         with kb.loop(tid, half, T) as i:  # the rotations of this round
             p, q = pair(r, i)
-            ra = kb.mad(i, rsz, rot)
+            ra = kb.addr(rot, i, rsz)
             real = kb.setp("lt", q, n)   # not the dummy partner of an odd order
             qc = kb.min(q, kb.sub(n, 1))
             app, aqq = A.load(p, p)[0], A.load(qc, qc)[0]
@@ -173,7 +189,7 @@ def generate_syevj(spec: SyevjSpec) -> str:
         kb.bar_sync()
 
         def load_rot(i: Value) -> tuple[Value, Value, list[Value]]:
-            ra = kb.mad(i, rsz, rot)
+            ra = kb.addr(rot, i, rsz)
             vals = [kb.ld(rot_space, rt, ra, offset=k * rs) for k in range(2 + nc)]
             return vals[0], vals[1], vals[2:]
 

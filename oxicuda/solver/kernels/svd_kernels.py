@@ -56,7 +56,19 @@ class GesvdjSpec(KernelSpec):
 
 
 def shared_bytes(m: int, n: int, dtype: str) -> int:
+    """Dynamic shared memory of the shared variant (W and V; the column norms are a static array
+    of SMALL_MAX reals, so n must not exceed it)."""
+    if n > SMALL_MAX:
+        raise ValueError(f"gesvdj shared variant: n={n} > {SMALL_MAX}; the global variant takes it")
     return (m * n + n * n) * esize(dtype)
+
+
+def scratch_elements(m, n, kb: KernelBuilder | None = None):
+    """Elements (of the dtype) of the global variant's scratch per matrix: W (m n), V (n^2) and
+    the n column norms (reals, one element each). With ``kb``, m and n are u32 registers."""
+    if kb is None:
+        return m * n + n * n + n
+    return kb.add(kb.add(kb.mul(m, n), kb.mul(n, n)), n)
 
 
 def generate_gesvdj(spec: GesvdjSpec) -> str:
@@ -74,7 +86,6 @@ def generate_gesvdj(spec: GesvdjSpec) -> str:
     scratch, info = kb.param_ptr("scratch"), kb.param_ptr("info")
     tol, max_sweeps = kb.param("tol", rt), kb.param("max_sweeps", "u32")
     flag = kb.shared("flag", "u32", 1)
-    norms = kb.shared("norms", rt, SMALL_MAX)
     tid, bat = kb.tid(), kb.ctaid()
     lane, warp = kb.and_(tid, 31), kb.shr(tid, 5)
     nwarps = T // 32
@@ -85,11 +96,13 @@ def generate_gesvdj(spec: GesvdjSpec) -> str:
         base = kb.shared_addr(smem)
         W = Matrix(kb, "shared", base, m, spec.dtype)
         V = Matrix(kb, "shared", kb.add(base, kb.mul(kb.mul(m, n), es)), n, spec.dtype)
+        norms, nspace = kb.shared_addr(kb.shared("norms", rt, SMALL_MAX)), "shared"  # n <= SMALL_MAX here
     else:
-        per = kb.cvt(kb.add(kb.mul(m, n), kb.mul(n, n)), "u64")
-        sb = batch_base(kb, scratch, bat, per, es)
+        # W, V and the n column norms (any n: not a static shared array) in the global scratch
+        sb = batch_base(kb, scratch, bat, kb.cvt(scratch_elements(m, n, kb), "u64"), es)
         W = Matrix(kb, "global", sb, m, spec.dtype)
         V = Matrix(kb, "global", kb.addr(sb, kb.mul(m, n), es), n, spec.dtype)
+        norms, nspace = kb.addr(sb, kb.add(kb.mul(m, n), kb.mul(n, n)), es), "global"
     zero = kb.mov(0.0, rt)
     with kb.loop(tid, kb.mul(m, n), T) as e:
         j = kb.div(e, m)
@@ -171,16 +184,16 @@ def generate_gesvdj(spec: GesvdjSpec) -> str:
                 kb.fma(x, x, acc, out=acc)
         acc = warp_sum(kb, acc)
         with kb.if_(kb.setp("eq", lane, 0)):
-            kb.st("shared", kb.mad(j, rs, kb.shared_addr(norms)), kb.sqrt(acc))
+            kb.st(nspace, kb.addr(norms, j, rs), kb.sqrt(acc))
     kb.bar_sync()
     sb_out = batch_base(kb, s_p, bat, stride_s, rs)
     U = Matrix(kb, "global", batch_base(kb, u_p, bat, stride_u, es), ldu, spec.dtype)
     VT = Matrix(kb, "global", batch_base(kb, vt_p, bat, stride_vt, es), ldvt, spec.dtype)
     with kb.loop(tid, n, T) as i:
-        si = kb.ld("shared", rt, kb.mad(i, rs, kb.shared_addr(norms)))
+        si = kb.ld(nspace, rt, kb.addr(norms, i, rs))
         rank = kb.mov(0, "u32")
         with kb.loop(0, n, 1, type_="u32") as j:
-            sj = kb.ld("shared", rt, kb.mad(j, rs, kb.shared_addr(norms)))
+            sj = kb.ld(nspace, rt, kb.addr(norms, j, rs))
             before = kb.or_(kb.setp("gt", sj, si), kb.and_(kb.setp("eq", sj, si), kb.setp("lt", j, i)))
             kb.add(rank, kb.selp(1, 0, before, type_="u32"), out=rank)
         kb.st("global", kb.addr(sb_out, rank, rs), si)
