@@ -21,12 +21,23 @@ def _power_law(n, rng, dtype=np.float32):
     return a
 
 
+def _uniform(n, per_row, rng, dtype=np.float32):
+    """``per_row`` uniform column draws in every row (repeats merged), built from the entries:
+    scipy.sparse.random(n, n, density=32 / n) with an int random_state samples through
+    RandomState.choice(n * n, replace=False), a permutation of all n^2 = 2^36 positions (the
+    OOM killer stopped it at 130 GB on the GPU machine)."""
+    rows = np.repeat(np.arange(n, dtype=np.int32), per_row)
+    cols = rng.integers(0, n, rows.size, dtype=np.int32)
+    a = sp.csr_matrix((rng.standard_normal(rows.size).astype(dtype), (rows, cols)), shape=(n, n))
+    a.sum_duplicates()
+    return a
+
+
 @pytest.mark.parametrize("kind", ["uniform", "power_law"])
 def test_spmv_of_a_large_matrix_matches_cupyx(kind):
     rng = np.random.default_rng(0)
-    n = 1 << 18
-    ref = sp.random(n, n, density=32 / n, format="csr", random_state=1, dtype=np.float32) if kind == "uniform" \
-        else _power_law(n, rng)
+    n = 1 << 18  # about 8.4M entries: a few hundred MB on the host
+    ref = _uniform(n, 32, rng) if kind == "uniform" else _power_law(n, rng)
     a = S.csr_matrix(ref)
     assert a.spmv_kernel()[0] == ("vector" if kind == "uniform" else "merge")
     x = rng.standard_normal(n).astype(np.float32)

@@ -156,6 +156,27 @@ def test_construction_helpers_match_scipy():
     np.testing.assert_array_equal(d.toarray().get(), sp.diags([[1.0, 2.0], [3.0, 4.0, 5.0]], [1, 0]).toarray())
     r = S.random(20, 10, 0.3, format="csr", random_state=4)
     assert r.nnz == 60 and S.isspmatrix_csr(r)
+    h = S.random(1 << 20, 1 << 20, 1e-9, random_state=5).get()  # 2^40 positions, 1100 entries
+    assert h.nnz == 1100 and np.unique(h.row.astype(np.int64) * (1 << 20) + h.col).size == 1100
+
+
+def test_random_positions_are_distinct_and_take_memory_in_the_entries_not_the_shape():
+    import tracemalloc
+
+    from oxicuda.sparse.construct import _distinct_positions
+
+    rng = np.random.default_rng(0)
+    for total, k in [(1, 1), (10, 10), (10, 3), (100, 60), (1 << 40, 1000)]:
+        p = _distinct_positions(rng, total, k)
+        assert p.size == k and np.unique(p).size == k and 0 <= p.min() and p.max() < total
+    tracemalloc.start()
+    p = _distinct_positions(rng, 16_000_000, 800_000)  # numpy's choice makes a 128 MB arange here
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert np.unique(p).size == 800_000 and peak < 40e6, peak
+    # uniform: each of 20 positions is drawn about equally often
+    counts = np.bincount(np.concatenate([_distinct_positions(rng, 20, 5) for _ in range(4000)]), minlength=20)
+    assert counts.min() > 850 and counts.max() < 1150, counts
 
 
 def test_bad_input_raises_before_anything_is_written():
