@@ -160,3 +160,23 @@ def test_a_cupyx_script_runs_with_only_its_imports_changed():
     exec(compile(script, "cupyx_script", "exec"), ns)  # noqa: S102 (the script under test)
     err, info, nnz, total = ns["result"]
     assert err < 1e-6 and info == 0 and nnz == 148 and total == 2 * (4 * 50 - 2 * 49)
+
+
+@pytest.mark.parametrize("tail", ["empty_rows", "full_last_row"])
+def test_merge_spmv_keeps_row_ends_right_to_the_last_row(rng, tail):
+    m, n = 97, 120
+    lengths = rng.integers(0, 4, m)
+    lengths[5] = n  # long: the merge kernel
+    if tail == "empty_rows":
+        lengths[-7:] = 0
+    else:
+        lengths[-1] = n
+    rows = np.repeat(np.arange(m), lengths)
+    cols = np.concatenate([rng.permutation(n)[:k] for k in lengths])
+    ref = sp.csr_matrix((rng.standard_normal(rows.size), (rows, cols)), shape=(m, n))
+    a = S.csr_matrix(ref)
+    assert a.spmv_kernel()[0] == "merge"
+    x = rng.standard_normal(n)
+    y = oxicuda.full((m,), np.nan, np.float64)
+    a.spmv(oxicuda.asarray(x), y)
+    np.testing.assert_allclose(y.get(), ref @ x, rtol=1e-12, atol=1e-12)

@@ -119,8 +119,12 @@ def _merge(kb: KernelBuilder, nm: Num, spec: SpmvSpec) -> None:
     row = kb.mov(lo)
     j = kb.sub(d, lo)
     acc = nm.zero()
+    # the current row's end stays in a register, reloaded only when the row changes (a load
+    # per merge step fewer); the thread's first row is < nrows unless its range is empty
+    rowend = kb.mov(nnz)
+    with kb.if_(kb.setp("lt", row, nrows)):
+        kb.assign(rowend, kb.ld("global", "s32", kb.addr(indptr, row, 4), offset=4, nc=True))
     with kb.loop(d, dend, 1, type_="s32"):
-        rowend = kb.ld("global", "s32", kb.addr(indptr, row, 4), offset=4, nc=True)
         with kb.if_(kb.setp("lt", j, rowend)):
             col = kb.ld("global", "s32", kb.addr(indices, j, 4), nc=True)
             nm.assign(acc, nm.fma(nm.load(data, j, nc=True), nm.load(x, col, nc=True), acc))
@@ -129,6 +133,8 @@ def _merge(kb: KernelBuilder, nm: Num, spec: SpmvSpec) -> None:
             _axpby(nm, alpha, acc, beta, y, row, read_y)
             nm.assign(acc, nm.zero())
             kb.add(row, 1, out=row)
+            with kb.if_(kb.setp("lt", row, nrows)):
+                kb.assign(rowend, kb.ld("global", "s32", kb.addr(indptr, row, 4), offset=4, nc=True))
     kb.st("global", kb.addr(carry_row, t, 4), row)
     nm.store(carry_val, t, acc)
 
