@@ -45,3 +45,22 @@ def test_segmented_reduce_and_select_at_scale():
     got = prim.segmented_reduce(oxicuda.asarray(x), oxicuda.asarray(off)).get()
     np.testing.assert_allclose(got, x.reshape(-1, 256).astype(np.float64).sum(1), rtol=1e-4, atol=1e-4)
     np.testing.assert_array_equal(prim.select_if(x, "gt", 1.0).get(), x[x > 1.0])
+
+
+@pytest.mark.parametrize("dtype,op,exclusive", [("float64", "sum", False), ("int32", "max", True), ("int64", "sum", True)])
+def test_scans_with_many_tiles_in_flight_match_numpy(dtype, op, exclusive):
+    """2^25 elements: tens of thousands of tiles, so the warp look-back folds aggregates of tiles
+    still in flight (the path the emulator never takes)."""
+    rng = np.random.default_rng(11)
+    n = 1 << 25
+    x = rng.standard_normal(n) if dtype == "float64" else rng.integers(-1000, 1000, n).astype(dtype)
+    f = prim.exclusive_scan if exclusive else prim.inclusive_scan
+    got = f(oxicuda.asarray(x), op).get()
+    ref = np.cumsum(x) if op == "sum" else np.maximum.accumulate(x)
+    if exclusive:
+        first = 0 if op == "sum" else np.iinfo(dtype).min
+        ref = np.concatenate([[first], ref[:-1]]).astype(x.dtype)
+    if dtype == "float64":
+        np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-6 * np.sqrt(n))
+    else:
+        np.testing.assert_array_equal(got, ref)

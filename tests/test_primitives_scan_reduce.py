@@ -139,3 +139,39 @@ def test_bad_arguments_raise_before_any_launch():
         with pytest.raises(TypeError, match="offsets has dtype float32"):
             prim.segmented_reduce(x, x)
     assert t.launches == []
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float64"])
+@pytest.mark.parametrize("nearest_inclusive", [None, 40, 69])
+def test_look_back_folds_aggregates_across_windows_up_to_the_nearest_inclusive_prefix(rng, dtype, nearest_inclusive):
+    """The emulator runs CTAs in ticket order, so a scan there always finds its predecessor's
+    inclusive prefix at once; this launches the tile T = 70 alone over a state whose earlier
+    tiles hold only aggregates (flag 1) except tile 0 (and ``nearest_inclusive``), as on a GPU
+    where many tiles are in flight: the warp must fold 32 tiles a step through three windows."""
+    from oxicuda.primitives.kernels.scan import scan_spec
+    from oxicuda.primitives.plan import arch
+    from oxicuda.ptx.cache import load
+
+    spec = scan_spec(arch(), dtype, "sum", False)
+    tile, T = tile_of(dtype), 70
+    x = _data(rng, dtype, (T + 1) * tile)
+    agg = _data(rng, dtype, T + 1)
+    pref = _data(rng, dtype, T + 1)
+    flags = np.zeros(T + 1, np.uint32)
+    flags[1:T] = 1
+    flags[0] = 2
+    if nearest_inclusive is not None:
+        flags[nearest_inclusive] = 2
+    k = nearest_inclusive or 0
+    want_prefix = pref[k].astype(np.float64) + agg[k + 1:T].astype(np.float64).sum()
+    y = _poisoned(x.size, dtype)
+    counter = oxicuda.asarray(np.array([T], np.uint32))
+    d_flags, d_agg, d_pref = oxicuda.asarray(flags), oxicuda.asarray(agg), oxicuda.asarray(pref)
+    fn = load(spec)
+    fn(1, spec.threads, (oxicuda.asarray(x), y, x.size, counter, d_flags, d_agg, d_pref))
+    got = y.get()[T * tile:]
+    want = want_prefix + np.cumsum(x[T * tile:].astype(np.float64))
+    tol = 1e-9 if dtype == "float64" else 0
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol)
+    assert d_flags.get()[T] == 2  # published its inclusive prefix
+    np.testing.assert_allclose(d_pref.get()[T].astype(np.float64), want[-1], rtol=tol, atol=tol)

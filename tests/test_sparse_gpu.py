@@ -21,12 +21,23 @@ def _power_law(n, rng, dtype=np.float32):
     return a
 
 
+def _uniform(n, per_row, rng, dtype=np.float32):
+    """``per_row`` uniform column draws in every row (repeats merged), built from the entries:
+    scipy.sparse.random(n, n, density=32 / n) with an int random_state samples through
+    RandomState.choice(n * n, replace=False), a permutation of all n^2 = 2^36 positions (the
+    OOM killer stopped it at 130 GB on the GPU machine)."""
+    rows = np.repeat(np.arange(n, dtype=np.int32), per_row)
+    cols = rng.integers(0, n, rows.size, dtype=np.int32)
+    a = sp.csr_matrix((rng.standard_normal(rows.size).astype(dtype), (rows, cols)), shape=(n, n))
+    a.sum_duplicates()
+    return a
+
+
 @pytest.mark.parametrize("kind", ["uniform", "power_law"])
 def test_spmv_of_a_large_matrix_matches_cupyx(kind):
     rng = np.random.default_rng(0)
-    n = 1 << 18
-    ref = sp.random(n, n, density=32 / n, format="csr", random_state=1, dtype=np.float32) if kind == "uniform" \
-        else _power_law(n, rng)
+    n = 1 << 18  # about 8.4M entries: a few hundred MB on the host
+    ref = _uniform(n, 32, rng) if kind == "uniform" else _power_law(n, rng)
     a = S.csr_matrix(ref)
     assert a.spmv_kernel()[0] == ("vector" if kind == "uniform" else "merge")
     x = rng.standard_normal(n).astype(np.float32)
@@ -103,3 +114,25 @@ def test_spgemm_of_a_poisson_matrix_with_itself_and_sptrsv_of_its_lower_triangle
     b = np.random.default_rng(7).standard_normal(side * side)
     x = L.spsolve_triangular(S.csr_matrix(low), b)
     np.testing.assert_allclose(x.get(), spl.spsolve_triangular(low, b), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_sptrsv_of_a_long_dependency_chain_waits_for_every_row(lower):
+    """Every row depends on its neighbour (one level per row) and on a random earlier row: with
+    all CTAs of the launch resident at once, a wait that does not wait reads x before it is
+    written (the H200 showed it, with the flag loads deleted by ptxas)."""
+    import scipy.sparse.linalg as spl
+
+    from oxicuda.sparse import linalg as L
+
+    rng = np.random.default_rng(8)
+    n = 20000
+    far = rng.integers(0, np.arange(1, n), n - 1)  # row i (i >= 1) also reads a row < i
+    rows = np.concatenate([np.arange(n), np.arange(1, n), np.arange(1, n)])
+    cols = np.concatenate([np.arange(n), np.arange(n - 1), far])
+    vals = np.concatenate([4 + rng.random(n), -rng.random(2 * (n - 1))])
+    low = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
+    ref = low if lower else low.T.tocsr()
+    b = rng.standard_normal(n)
+    x = L.spsolve_triangular(S.csr_matrix(ref), b, lower=lower)
+    np.testing.assert_allclose(x.get(), spl.spsolve_triangular(ref, b, lower=lower), rtol=1e-10, atol=1e-10)

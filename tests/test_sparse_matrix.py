@@ -55,7 +55,7 @@ def test_coo_to_csr_and_csc_sum_duplicates_like_scipy(rng, dtype):
         with oxicuda.trace() as t:
             csr = a.tocsr()
         fams = {x.spec.family for x in t.launches}
-        assert {"prim_onesweep", "prim_segreduce", "sparse_convert"} <= fams
+        assert ({"prim_onesweep"} if m * n > 1 else set()) | {"prim_segreduce", "sparse_convert"} <= fams
         want = ref.tocsr()
         want.sum_duplicates()
         np.testing.assert_array_equal(csr.indptr.get(), want.indptr)
@@ -148,6 +148,77 @@ def test_sum_duplicates_sort_indices_and_eliminate_zeros(rng):
     np.testing.assert_array_equal(a.data.get(), want.data)
 
 
+def _sorts(t):
+    """The key types of the radix sorts in a trace (one entry per sort: its histogram launch)."""
+    return [x.spec.key_type for x in t.launches if x.spec.family == "prim_onesweep" and x.spec.stage == "hist"]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "complex64"])
+def test_conversions_sort_only_what_is_out_of_order(rng, dtype):
+    m, n = 300, 170
+    ref = sp.random(m, n, density=0.05, format="csr", random_state=int(rng.integers(1 << 30)), dtype=np.float64)
+    ref.data = _values(rng, dtype, ref.nnz)
+    coo = ref.tocoo()
+    r, c = coo.row.astype(np.int32), coo.col.astype(np.int32)
+    a = S.coo_matrix((oxicuda.asarray(coo.data), (oxicuda.asarray(r), oxicuda.asarray(c))), shape=(m, n))
+    # sorted and unique: no sort, no merge; copy=False shares the arrays (scipy allows it)
+    with oxicuda.trace() as t:
+        csr = a.tocsr()
+    assert _sorts(t) == [] and "prim_segreduce" not in {x.spec.family for x in t.launches}
+    assert csr.data.ptr == a.data.ptr and csr.indices.ptr == a.col.ptr
+    assert a.tocsr(copy=True).data.ptr != a.data.ptr
+    np.testing.assert_array_equal(csr.indptr.get(), ref.indptr)
+    np.testing.assert_array_equal(csr.indices.get(), ref.indices)
+    np.testing.assert_array_equal(csr.data.get(), ref.data)
+    # sorted with duplicates: merged without a sort
+    k = np.repeat(np.arange(coo.nnz), 1 + (np.arange(coo.nnz) % 3 == 0))
+    dup = S.coo_matrix((oxicuda.asarray(coo.data[k]), (oxicuda.asarray(r[k]), oxicuda.asarray(c[k]))), shape=(m, n))
+    with oxicuda.trace() as t:
+        merged = dup.tocsr()
+    assert _sorts(t) == []
+    want = sp.coo_matrix((coo.data[k], (r[k], c[k])), shape=(m, n)).tocsr()
+    want.sum_duplicates()
+    np.testing.assert_array_equal(merged.indices.get(), want.indices)
+    np.testing.assert_allclose(merged.data.get(), want.data, rtol=_tol(dtype), atol=_tol(dtype))
+    # CSR -> CSC: the rows are in order, so one sort of the int32 column indices
+    with oxicuda.trace() as t:
+        csc = csr.tocsc()
+    assert _sorts(t) == ["int32"]
+    wc = ref.tocsc()
+    np.testing.assert_array_equal(csc.indptr.get(), wc.indptr)
+    np.testing.assert_array_equal(csc.indices.get(), wc.indices)
+    np.testing.assert_array_equal(csc.data.get(), wc.data)
+    # shuffled: the u64 (row, col) keys
+    p = rng.permutation(coo.nnz)
+    shuf = S.coo_matrix((oxicuda.asarray(coo.data[p]), (oxicuda.asarray(r[p]), oxicuda.asarray(c[p]))), shape=(m, n))
+    with oxicuda.trace() as t:
+        back = shuf.tocsr()
+    assert _sorts(t) == ["uint64"]
+    np.testing.assert_array_equal(back.indices.get(), ref.indices)
+    np.testing.assert_array_equal(back.data.get(), ref.data)
+
+
+def test_order_bits_of_every_kind_of_neighbour_across_cta_tiles():
+    from oxicuda.sparse import device_ops as D
+    from oxicuda.sparse.kernels.convert import ORDER_DUPLICATE, ORDER_MINOR_UNSORTED, ORDER_UNSORTED
+
+    tile = 256 * 4
+    for n in (0, 1, 2, tile - 1, tile, tile + 1, 3 * tile + 5):
+        major = np.arange(n, dtype=np.int32) // 3
+        minor = (np.arange(n, dtype=np.int32) % 3) * 7
+        assert D.order_bits(oxicuda.asarray(major), oxicuda.asarray(minor), None) == \
+            (ORDER_MINOR_UNSORTED if n > 3 else 0)
+        for at in sorted({1, n // 2, n - 1, tile, tile + 1} & set(range(1, n))):
+            mj, mn = major.copy(), minor.copy()
+            mj[at], mn[at] = mj[at - 1], mn[at - 1]  # a duplicate of the entry before
+            bits = D.order_bits(oxicuda.asarray(mj), oxicuda.asarray(mn), None)
+            assert bits & ORDER_DUPLICATE and not bits & ORDER_UNSORTED, (n, at)
+            mj = major.copy()
+            mj[at - 1] = mj[at] + 1  # one pair out of order, at a tile edge too
+            bits = D.order_bits(oxicuda.asarray(mj), oxicuda.asarray(minor), None)
+            assert bits & ORDER_UNSORTED, (n, at)
+
+
 def test_construction_helpers_match_scipy():
     np.testing.assert_array_equal(S.eye(4, 6, k=2).toarray().get(), sp.eye(4, 6, k=2).toarray())
     np.testing.assert_array_equal(S.eye(5, 3, k=-1, format="csc").toarray().get(), sp.eye(5, 3, k=-1).toarray())
@@ -156,6 +227,27 @@ def test_construction_helpers_match_scipy():
     np.testing.assert_array_equal(d.toarray().get(), sp.diags([[1.0, 2.0], [3.0, 4.0, 5.0]], [1, 0]).toarray())
     r = S.random(20, 10, 0.3, format="csr", random_state=4)
     assert r.nnz == 60 and S.isspmatrix_csr(r)
+    h = S.random(1 << 20, 1 << 20, 1e-9, random_state=5).get()  # 2^40 positions, 1100 entries
+    assert h.nnz == 1100 and np.unique(h.row.astype(np.int64) * (1 << 20) + h.col).size == 1100
+
+
+def test_random_positions_are_distinct_and_take_memory_in_the_entries_not_the_shape():
+    import tracemalloc
+
+    from oxicuda.sparse.construct import _distinct_positions
+
+    rng = np.random.default_rng(0)
+    for total, k in [(1, 1), (10, 10), (10, 3), (100, 60), (1 << 40, 1000)]:
+        p = _distinct_positions(rng, total, k)
+        assert p.size == k and np.unique(p).size == k and 0 <= p.min() and p.max() < total
+    tracemalloc.start()
+    p = _distinct_positions(rng, 16_000_000, 800_000)  # numpy's choice makes a 128 MB arange here
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert np.unique(p).size == 800_000 and peak < 40e6, peak
+    # uniform: each of 20 positions is drawn about equally often
+    counts = np.bincount(np.concatenate([_distinct_positions(rng, 20, 5) for _ in range(4000)]), minlength=20)
+    assert counts.min() > 850 and counts.max() < 1150, counts
 
 
 def test_bad_input_raises_before_anything_is_written():

@@ -160,3 +160,44 @@ def test_a_cupyx_script_runs_with_only_its_imports_changed():
     exec(compile(script, "cupyx_script", "exec"), ns)  # noqa: S102 (the script under test)
     err, info, nnz, total = ns["result"]
     assert err < 1e-6 and info == 0 and nnz == 148 and total == 2 * (4 * 50 - 2 * 49)
+
+
+@pytest.mark.parametrize("tail", ["empty_rows", "full_last_row"])
+def test_merge_spmv_keeps_row_ends_right_to_the_last_row(rng, tail):
+    m, n = 97, 120
+    lengths = rng.integers(0, 4, m)
+    lengths[5] = n  # long: the merge kernel
+    if tail == "empty_rows":
+        lengths[-7:] = 0
+    else:
+        lengths[-1] = n
+    rows = np.repeat(np.arange(m), lengths)
+    cols = np.concatenate([rng.permutation(n)[:k] for k in lengths])
+    ref = sp.csr_matrix((rng.standard_normal(rows.size), (rows, cols)), shape=(m, n))
+    a = S.csr_matrix(ref)
+    assert a.spmv_kernel()[0] == "merge"
+    x = rng.standard_normal(n)
+    y = oxicuda.full((m,), np.nan, np.float64)
+    a.spmv(oxicuda.asarray(x), y)
+    np.testing.assert_allclose(y.get(), ref @ x, rtol=1e-12, atol=1e-12)
+
+
+def test_merge_spmv_over_several_ctas_matches_scipy(rng):
+    """Rows and entries enough for six CTAs of the merge kernel, long and empty rows landing on
+    CTA edges: each thread's search runs between the rows its CTA's span starts and ends in."""
+    m, n = 3000, 500
+    lengths = rng.integers(0, 6, m)
+    lengths[[7, 1500, 2999]] = n
+    lengths[2000:2300] = 0
+    rows = np.repeat(np.arange(m), lengths)
+    cols = np.concatenate([rng.permutation(n)[:k] for k in lengths])
+    ref = sp.csr_matrix((rng.standard_normal(rows.size).astype(np.float32), (rows, cols)), shape=(m, n))
+    a = S.csr_matrix(ref)
+    assert a.spmv_kernel()[0] == "merge"
+    x = rng.standard_normal(n).astype(np.float32)
+    y0 = rng.standard_normal(m).astype(np.float32)
+    y = oxicuda.asarray(y0)
+    with oxicuda.trace() as t:
+        a.spmv(oxicuda.asarray(x), y, alpha=2.0, beta=0.5)
+    assert [r.grid[0] for r in t.launches if r.spec.variant == "merge"][0] >= 6
+    np.testing.assert_allclose(y.get(), 2.0 * (ref.astype(np.float64) @ x) + 0.5 * y0, rtol=1e-4, atol=1e-4)

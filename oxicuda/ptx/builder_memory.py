@@ -21,6 +21,12 @@ from .types import ptx_type
 SPACES = ("global", "shared", "local", "param", "const")
 LOAD_CACHE_OPS = ("ca", "cg", "cs", "lu", "cv")
 STORE_CACHE_OPS = ("wb", "cg", "cs", "wt")
+# memory-model orderings of ld/st (sm_70, PTX 6.0). A cache operator is only a hint on a weak
+# access: ptxas may delete a spin loop over ``ld.cv`` whose value feeds nothing but the loop's
+# branch (it did, in the SpTRSV wait on the H200). Flags other CTAs write need one of these.
+LOAD_SEMS = ("volatile", "relaxed", "acquire")
+STORE_SEMS = ("volatile", "relaxed", "release")
+SCOPES = ("cta", "cluster", "gpu", "sys")
 # sub-word loads land widened in a 32-bit register (PTX zero/sign-extends them)
 _WIDENED = {"u8": "u32", "s8": "s32", "b8": "u32"}
 # ld/st have no half, packed-half or tf32 types: they move those as bits
@@ -187,10 +193,14 @@ class MemoryMixin(BuilderBase):
         vec: int = 1,
         nc: bool = False,
         cache: str | None = None,
+        sem: str | None = None,
+        scope: str = "gpu",
     ) -> Value | tuple[Value, ...]:
         """Load ``vec`` (1, 2 or 4) elements of ``type_`` from ``[addr+offset]`` in ``space``.
         ``nc`` reads through the non-coherent (read-only) path; ``cache`` is a cache operator
-        (ca cg cs lu cv). Returns one Value, or a tuple for vec > 1. u8/s8 load into u32/s32."""
+        (ca cg cs lu cv); ``sem`` a strong ordering (volatile, relaxed or acquire at ``scope``),
+        what a load of a flag written by another CTA needs. Returns one Value, or a tuple for
+        vec > 1. u8/s8 load into u32/s32."""
         t = ptx_type(type_)
         if vec not in (1, 2, 4):
             raise ValueError(f"ld: vec={vec}; allowed 1, 2, 4")
@@ -206,11 +216,13 @@ class MemoryMixin(BuilderBase):
             raise ValueError(f"ld: nc=True needs space='global', got {space!r}")
         if cache is not None and cache not in LOAD_CACHE_OPS:
             raise ValueError(f"ld: cache={cache!r}; allowed: {LOAD_CACHE_OPS}")
+        order = self._ordering("ld", sem, scope, LOAD_SEMS, space, cache, nc)
         a = self._address(space, addr, offset, "ld")
         rtype = _WIDENED.get(t.name, t.name)
         outs = tuple(self._dst(rtype, None, "ld") for _ in range(vec))
         mods = (
-            [space]
+            order
+            + [space]
             + ([cache] if cache else [])
             + (["nc"] if nc else [])
             + ([f"v{vec}"] if vec > 1 else [])
@@ -227,9 +239,12 @@ class MemoryMixin(BuilderBase):
         offset: int = 0,
         type_: str | None = None,
         cache: str | None = None,
+        sem: str | None = None,
+        scope: str = "gpu",
     ) -> None:
         """Store one value or a 2/4-vector to ``[addr+offset]`` in ``space``. ``type_`` defaults to
-        the values' type (give it for immediates or to narrow, e.g. ``u8``)."""
+        the values' type (give it for immediates or to narrow, e.g. ``u8``). ``sem``: a strong
+        ordering (volatile, relaxed or release at ``scope``), e.g. the release of a ready flag."""
         vals = tuple(values) if isinstance(values, (tuple, list)) else (values,)
         if len(vals) not in (1, 2, 4):
             raise ValueError(f"st: {len(vals)} values; allowed 1, 2 or 4")
@@ -237,6 +252,7 @@ class MemoryMixin(BuilderBase):
             raise ValueError(f"st: space={space!r} is read-only")
         if cache is not None and cache not in STORE_CACHE_OPS:
             raise ValueError(f"st: cache={cache!r}; allowed: {STORE_CACHE_OPS}")
+        order = self._ordering("st", sem, scope, STORE_SEMS, space, cache, False)
         t = ptx_type(self._infer_type("st", *vals, type_=type_))
         if t.kind == "pred":
             raise TypeError("st: predicates cannot be stored; selp them to an integer first")
@@ -253,8 +269,28 @@ class MemoryMixin(BuilderBase):
             else:
                 ops.append(self._src(v, t.name, "st"))
         src = ops[0] if len(ops) == 1 else ir.Vec(tuple(ops))
-        mods = [space] + ([cache] if cache else []) + ([f"v{len(vals)}"] if len(vals) > 1 else [])
+        mods = order + [space] + ([cache] if cache else []) + ([f"v{len(vals)}"] if len(vals) > 1 else [])
         self._emit("st", (*mods, _MEMORY_TYPE.get(t.name, t.name)), (a, src))
+
+    def _ordering(self, op: str, sem: str | None, scope: str, allowed: tuple[str, ...], space: str,
+                  cache: str | None, nc: bool) -> list[str]:
+        """The memory-order modifiers of a strong ld/st (empty for a weak one)."""
+        if sem is None:
+            return []
+        if sem not in allowed:
+            raise ValueError(f"{op}: sem={sem!r}; allowed: {allowed}")
+        if space not in ("global", "shared"):
+            raise ValueError(f"{op}: sem={sem!r} needs space 'global' or 'shared', got {space!r}")
+        if cache is not None or nc:
+            raise ValueError(f"{op}: sem={sem!r} takes no cache operator or nc (they are hints of weak accesses)")
+        self._require(f"{op}.{sem}", 70, ptx="6.0")
+        if sem == "volatile":
+            return ["volatile"]
+        if scope not in SCOPES:
+            raise ValueError(f"{op}: scope={scope!r}; allowed: {SCOPES}")
+        if scope == "cluster":
+            self._require(f"{op}.{sem}.cluster", 90, ptx="7.8")
+        return [sem, scope]
 
     # -- performance directives -----------------------------------------------------------------
     def _directive(self, name: str, values: tuple[int, ...]) -> None:

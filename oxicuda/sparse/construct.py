@@ -61,6 +61,22 @@ def diags(diagonals, offsets=0, shape=None, format: str | None = None, dtype=Non
     return _as(coo, format)
 
 
+def _distinct_positions(rng: np.random.Generator, total: int, k: int) -> np.ndarray:
+    """``k`` distinct flat positions in [0, total), a uniformly random subset, in O(k) memory.
+    numpy's choice without replacement makes an arange of ``total`` once k > total / 50 (and
+    RandomState's always: scipy.sparse.random of a 2^18-square matrix took 130 GB): draw with
+    replacement, drop repeats, top up, then pick k of the distinct ones."""
+    if k == 0:
+        return np.zeros(0, np.int64)
+    if 2 * k >= total:  # dense: a permutation of the positions costs at most twice the entries
+        return rng.permutation(total)[:k]
+    got = np.unique(rng.integers(0, total, k + k // 4 + 16))
+    while got.size < k:
+        short = k - got.size
+        got = np.unique(np.concatenate([got, rng.integers(0, total, 2 * short + 16)]))
+    return rng.choice(got, size=k, replace=False, shuffle=True) if got.size > k else rng.permutation(got)
+
+
 def random(m: int, n: int, density: float = 0.01, format: str = "coo", dtype=np.float64,
            random_state=None):
     """A random m x n matrix with ``density * m * n`` distinct entries uniform in [0, 1)
@@ -69,7 +85,7 @@ def random(m: int, n: int, density: float = 0.01, format: str = "coo", dtype=np.
         raise ValueError(f"random: density={density}; it must lie in [0, 1]")
     rng = random_state if isinstance(random_state, np.random.Generator) else np.random.default_rng(random_state)
     k = round(density * m * n)
-    flat = rng.choice(m * n, size=k, replace=False) if k else np.zeros(0, np.int64)
+    flat = _distinct_positions(rng, m * n, k)
     dt = matrix_dtype(dtype, "random")
     vals = rng.random(k).astype(dt)
     coo = coo_matrix((vals, ((flat // n).astype(np.int32), (flat % n).astype(np.int32))), shape=(m, n), check=False)

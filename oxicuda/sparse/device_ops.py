@@ -58,16 +58,54 @@ def indptr_from_sorted(major: DeviceArray, n_major: int, stream: object) -> Devi
     return indptr
 
 
+def order_bits(major: DeviceArray, minor: DeviceArray, stream: object) -> int:
+    """The ``ORDER_*`` bits of how the (major, minor) pairs already lie (a flag word read back,
+    like a size)."""
+    from .kernels.convert import ORDER_ITEMS
+
+    nnz = major.size
+    word = zeros((1,), np.uint32, stream=stream)
+    if nnz > 1:
+        run1(ConvertSpec(arch=arch(), variant="order"), blocks(nnz, THREADS * ORDER_ITEMS),
+             (major.ptr, minor.ptr, word.ptr, nnz), stream)
+    return int(word.get()[0])
+
+
 def compress(major: DeviceArray, minor: DeviceArray, data: DeviceArray, n_major: int, n_minor: int,
-             sum_duplicates: bool, stream: object) -> tuple[DeviceArray, DeviceArray, DeviceArray]:
+             sum_duplicates: bool, stream: object, copy: bool = True) -> tuple[DeviceArray, DeviceArray, DeviceArray]:
     """COO entries sorted by (major, minor) and, with ``sum_duplicates``, merged: returns (data,
-    indices, indptr) of the compressed form. Radix sort of the u64 keys major * n_minor + minor
-    (only the bits the largest key needs), gather of the data, reduce-by-key of duplicates."""
+    indices, indptr) of the compressed form.
+
+    One pass first finds how the entries lie: already sorted, the sort is skipped (and with
+    ``copy=False`` and no duplicates the result shares ``data`` and ``minor``, as scipy's
+    ``copy=False`` allows); minor already ascending (CSR -> CSC: the rows), a stable radix sort of
+    the major index alone (its bits only) orders them; otherwise a radix sort of the u64 keys
+    major * n_minor + minor (the bits the largest key needs) and a gather. Duplicates merge by a
+    reduce-by-key of those keys."""
+    from .kernels.convert import ORDER_DUPLICATE, ORDER_MINOR_UNSORTED, ORDER_UNSORTED
+
     nnz = data.size
     if nnz == 0:
         return empty((0,), data.dtype, stream=stream), empty((0,), INDEX, stream=stream), \
             zeros((n_major + 1,), INDEX, stream=stream)
     a = arch()
+    bits = order_bits(major, minor, stream)
+    if not bits & ORDER_UNSORTED:
+        smaj = major
+        if sum_duplicates and bits & ORDER_DUPLICATE:
+            return _merge_sorted(major, minor, data, n_major, n_minor, stream)
+        smin, sdata = (minor.copy(), data.copy()) if copy else (minor, data)
+        return sdata, smin, indptr_from_sorted(smaj, n_major, stream)
+    if not bits & ORDER_MINOR_UNSORTED:
+        end_bit = max(1, (n_major - 1).bit_length())
+        # int32 keys: their order-preserving image flips bit 31 only, so for indices below
+        # 2^end_bit the low end_bit bits order them
+        smaj, perm = prim.argsort(major, end_bit=end_bit, return_keys=True, stream=stream)
+        smin = prim.gather(minor, perm, stream=stream)
+        sdata = prim.gather(data, perm, stream=stream)
+        if sum_duplicates:
+            return _merge_sorted(smaj, smin, sdata, n_major, n_minor, stream)
+        return sdata, smin, indptr_from_sorted(smaj, n_major, stream)
     key = empty((nnz,), np.uint64, stream=stream)
     run1(ConvertSpec(arch=a, variant="coo_key"), blocks(nnz),
          (major.ptr, minor.ptr, key.ptr, nnz, n_minor), stream)
@@ -76,10 +114,24 @@ def compress(major: DeviceArray, minor: DeviceArray, data: DeviceArray, n_major:
     sdata = prim.gather(data, perm, stream=stream)
     if sum_duplicates:
         sk, sdata = prim.reduce_by_key(sk, sdata, "sum", stream=stream)
+    return _split(sk, sdata, n_major, n_minor, stream)
+
+
+def _merge_sorted(major, minor, data, n_major: int, n_minor: int, stream: object):
+    """Entries already sorted by (major, minor), duplicates summed: keys, reduce-by-key, split."""
+    nnz = data.size
+    key = empty((nnz,), np.uint64, stream=stream)
+    run1(ConvertSpec(arch=arch(), variant="coo_key"), blocks(nnz),
+         (major.ptr, minor.ptr, key.ptr, nnz, n_minor), stream)
+    sk, sdata = prim.reduce_by_key(key, data, "sum", stream=stream)
+    return _split(sk, sdata, n_major, n_minor, stream)
+
+
+def _split(sk: DeviceArray, sdata: DeviceArray, n_major: int, n_minor: int, stream: object):
     m = sk.size
     out_major = empty((m,), INDEX, stream=stream)
     out_minor = empty((m,), INDEX, stream=stream)
-    run1(ConvertSpec(arch=a, variant="split_key"), blocks(m),
+    run1(ConvertSpec(arch=arch(), variant="split_key"), blocks(m),
          (sk.ptr, out_major.ptr, out_minor.ptr, m, n_minor), stream)
     return sdata, out_minor, indptr_from_sorted(out_major, n_major, stream)
 

@@ -573,12 +573,12 @@ class coo_matrix(spmatrix):
 
     def tocsr(self, copy: bool = False):
         m, n = self.shape
-        d, ind, ptr = D.compress(self.row, self.col, self.data, m, n, True, self.stream)
+        d, ind, ptr = D.compress(self.row, self.col, self.data, m, n, True, self.stream, copy)
         return csr_matrix._from_parts(d, ind, ptr, self.shape, True, self.stream)
 
     def tocsc(self, copy: bool = False):
         m, n = self.shape
-        d, ind, ptr = D.compress(self.col, self.row, self.data, n, m, True, self.stream)
+        d, ind, ptr = D.compress(self.col, self.row, self.data, n, m, True, self.stream, copy)
         return csc_matrix._from_parts(d, ind, ptr, self.shape, True, self.stream)
 
     def sum_duplicates(self) -> None:

@@ -173,19 +173,19 @@ def _scatter(kb: KernelBuilder, spec: OnesweepSpec) -> None:
     word = kb.addr(status, kb.mad(tile, DIGITS, tid), 4)
     prefix = kb.mov(0, "u32")
     with kb.if_(kb.setp("eq", tile, 0)):
-        kb.st("global", word, kb.or_(c, INCLUSIVE))
+        kb.st("global", word, kb.or_(c, INCLUSIVE), sem="relaxed")
     with kb.else_():
-        kb.st("global", word, kb.or_(c, AGGREGATE))
+        kb.st("global", word, kb.or_(c, AGGREGATE), sem="relaxed")
         j = kb.sub(tile, 1)
         look = kb.label("look")
-        w = kb.ld("global", "u32", kb.addr(status, kb.mad(j, DIGITS, tid), 4), cache="cv")
+        w = kb.ld("global", "u32", kb.addr(status, kb.mad(j, DIGITS, tid), 4), sem="relaxed")
         kb.bra(look, kb.setp("eq", w, 0))
         kb.add(prefix, kb.and_(w, VALUE_MASK), out=prefix)
         more = kb.setp("eq", kb.and_(w, INCLUSIVE), 0)
         with kb.if_(more):
             kb.sub(j, 1, out=j)
         kb.bra(look, more)
-        kb.st("global", word, kb.or_(kb.add(prefix, c), INCLUSIVE))
+        kb.st("global", word, kb.or_(kb.add(prefix, c), INCLUSIVE), sem="relaxed")
     kb.st("shared", kb.addr(kb.shared_addr(bases), tid, 4), kb.sub(kb.add(hist_excl, prefix), tile_start))
     kb.bar_sync(0)
     for k in range(I):

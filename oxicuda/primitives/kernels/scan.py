@@ -2,9 +2,9 @@
 
 Family ``prim_scan``. Each CTA takes the next tile by an atomic ticket (so a tile only waits on
 tiles whose CTAs already started: no deadlock however CTAs are scheduled), scans its tile in
-shared memory, publishes its aggregate (flag 1), looks back over its predecessors' flags,
-folding aggregates until it meets an inclusive prefix (flag 2), and publishes its own inclusive
-prefix. Loads and stores are coalesced (striped) and transposed through shared memory so that
+shared memory, publishes its aggregate (flag 1), looks back over its predecessors' flags with
+its first warp, 32 tiles per step, folding aggregates until it meets an inclusive prefix (flag
+2), and publishes its own inclusive prefix. Loads and stores are coalesced (striped) and transposed through shared memory so that
 every thread scans ``items`` consecutive elements.
 
 State (in the caller's workspace): one u32 ticket counter followed by a u32 flag per tile
@@ -124,32 +124,8 @@ def generate_scan(spec: ScanSpec) -> str:
         incl.append(C.combine(kb, op, incl[-1], vals[k]))
     texcl, total = C.block_exclusive_scan(kb, op, incl[-1], misc, warps, warp, lane, ident)
     prefix_slot = kb.shared_addr(misc, (warps + 1) * size)
-    with kb.if_(is0):
-        prefix = kb.mov(ident, t)
-        with kb.if_(kb.setp("eq", tile_id, 0)):
-            kb.st("global", pref, total)
-            kb.membar("gl")
-            kb.st("global", flags, 2, type_="u32")
-        with kb.else_():
-            kb.st("global", kb.addr(agg, tile_id, size), total)
-            kb.membar("gl")
-            kb.st("global", kb.addr(flags, tile_id, 4), 1, type_="u32")
-            j = kb.sub(tile_id, 1)
-            look = kb.label("look")
-            f = kb.ld("global", "u32", kb.addr(flags, j, 4), cache="cv")
-            kb.bra(look, kb.setp("eq", f, 0))
-            kb.membar("gl")
-            done = kb.setp("eq", f, 2)
-            with kb.if_(done):
-                kb.assign(prefix, C.combine(kb, op, kb.ld("global", t, kb.addr(pref, j, size), cache="cv"), prefix))
-            with kb.else_():
-                kb.assign(prefix, C.combine(kb, op, kb.ld("global", t, kb.addr(agg, j, size), cache="cv"), prefix))
-                kb.sub(j, 1, out=j)
-            kb.bra(look, done, negate=True)
-            kb.st("global", kb.addr(pref, tile_id, size), C.combine(kb, op, prefix, total))
-            kb.membar("gl")
-            kb.st("global", kb.addr(flags, tile_id, 4), 2, type_="u32")
-        kb.st("shared", prefix_slot, prefix)
+    with kb.if_(kb.setp("eq", warp, 0)):
+        _look_back(kb, op, t, size, ident, tile_id, total, lane, flags, agg, pref, prefix_slot)
     kb.bar_sync(0)
     lead = C.combine(kb, op, kb.ld("shared", t, prefix_slot), texcl)
     for k in range(I):
@@ -164,6 +140,61 @@ def generate_scan(spec: ScanSpec) -> str:
         with kb.if_(kb.setp("lt", idx, n)):
             kb.st("global", kb.addr(y, idx, size), kb.ld("shared", t, striped[k]))
     return kb.ptx()
+
+
+def _look_back(kb: KernelBuilder, op: str, t: str, size: int, ident, tile_id, total, lane, flags, agg,
+               pref, prefix_slot) -> None:
+    """Warp 0: publish this tile's aggregate, then look back 32 predecessors at a time (lane l
+    reads tile - 1 - l - 32 r): fold the aggregates of the lanes nearer than the nearest inclusive
+    prefix, and that prefix, until one is found; publish the inclusive prefix and leave the
+    exclusive one in ``prefix_slot``.
+
+    Every load of another CTA's flag or value is strong (ld.relaxed.gpu). This look-back first
+    ran (431e50b) with ``ld.global.cv``, a weak load with a cache hint: ptxas compiled its poll
+    loop to a single load (nothing in the SASS branched back), so lanes read aggregates not yet
+    written and the H200 run failed. tests/test_sync_loads.py now rejects such a poll."""
+    first = kb.setp("eq", tile_id, 0)
+    lane0 = kb.setp("eq", lane, 0)
+    with kb.if_(lane0):
+        with kb.if_(first):
+            kb.st("global", pref, total)
+            kb.membar("gl")
+            kb.st("global", flags, 2, type_="u32", sem="relaxed")
+        with kb.else_():
+            kb.st("global", kb.addr(agg, tile_id, size), total)
+            kb.membar("gl")
+            kb.st("global", kb.addr(flags, tile_id, 4), 1, type_="u32", sem="relaxed")
+    prefix = kb.mov(ident, t)
+    with kb.if_(first, negate=True):
+        window = kb.bitcast(kb.sub(tile_id, 1), "s32")
+        below = kb.sub(kb.shl(kb.mov(1, "u32"), lane), 1)
+        again = kb.label("window")
+        j = kb.sub(window, kb.bitcast(lane, "s32"))
+        valid = kb.setp("ge", j, 0)
+        f = kb.mov(0, "u32")
+        with kb.if_(valid):
+            poll = kb.label("poll")
+            kb.assign(f, kb.ld("global", "u32", kb.addr(flags, j, 4), sem="relaxed"))
+            kb.bra(poll, kb.setp("eq", f, 0))
+        kb.membar("gl")
+        inclusive = kb.and_(valid, kb.setp("eq", f, 2))
+        found = kb.vote_sync("ballot", inclusive)
+        take = kb.and_(valid, kb.setp("eq", kb.and_(found, below), 0))
+        v = kb.mov(ident, t)
+        with kb.if_(take):
+            with kb.if_(inclusive):
+                kb.assign(v, kb.ld("global", t, kb.addr(pref, j, size), sem="relaxed"))
+            with kb.else_():
+                kb.assign(v, kb.ld("global", t, kb.addr(agg, j, size), sem="relaxed"))
+        kb.assign(prefix, C.combine(kb, op, prefix, C.warp_reduce(kb, op, v)))
+        kb.sub(window, 32, out=window)
+        kb.bra(again, kb.setp("eq", found, 0))
+        with kb.if_(lane0):
+            kb.st("global", kb.addr(pref, tile_id, size), C.combine(kb, op, prefix, total))
+            kb.membar("gl")
+            kb.st("global", kb.addr(flags, tile_id, 4), 2, type_="u32", sem="relaxed")
+    with kb.if_(lane0):
+        kb.st("shared", prefix_slot, prefix)
 
 
 def scan_spec(arch: str, dtype: str, op: str, exclusive: bool) -> ScanSpec:

@@ -3,6 +3,10 @@
 Family ``sparse_convert``, variants (params in each generator's docstring):
 
 - ``expand_rows``: CSR row pointers to one row index per non-zero (a warp per row);
+- ``order``: how COO entries already lie (one pass, one atomic OR per CTA into a zeroed word):
+  bit 0 some neighbours are equal (duplicates), bit 1 some pair is out of (major, minor) order,
+  bit 2 some pair is out of minor order; lets COO -> CSR/CSC skip the sort of sorted input and
+  sort CSR -> CSC by the column alone (the rows are already in order);
 - ``coo_key``: ``key = major * n_minor + minor`` (u64), the sort key of COO -> CSR/CSC;
 - ``split_key``: the inverse, after the sort; ``split_pos``: dense positions to (row, col);
 - ``indptr``: row pointers from sorted row indices (thread i fills the pointers of the rows
@@ -32,7 +36,7 @@ from oxicuda.ptx.spec import KernelSpec
 from .numeric import DTYPES, Num
 
 THREADS = 256
-INDEX_VARIANTS = ("expand_rows", "coo_key", "split_key", "split_pos", "indptr", "row_lengths", "narrow_index")
+INDEX_VARIANTS = ("expand_rows", "order", "coo_key", "split_key", "split_pos", "indptr", "row_lengths", "narrow_index")
 VALUE_VARIANTS = ("diagonal", "toarray", "nonzero_flag", "conj", "cast", "mul_dense", "mul_sparse")
 
 
@@ -73,6 +77,45 @@ def _expand_rows(kb, spec):
     hi = kb.ld("global", "s32", kb.addr(indptr, row, 4), offset=4)
     with kb.loop(kb.add(lo, lane), hi, 32) as j:
         kb.st("global", kb.addr(rows, j, 4), row)
+
+
+ORDER_DUPLICATE, ORDER_UNSORTED, ORDER_MINOR_UNSORTED = 1, 2, 4
+ORDER_ITEMS = 4  # pairs per thread, strided by THREADS (coalesced)
+
+
+def _order(kb, spec):
+    """(major, minor, word, n): ``word |= `` the ORDER_* bits of the pairs (i, i + 1)."""
+    major, minor, word = kb.param_ptr("major"), kb.param_ptr("minor"), kb.param_ptr("word")
+    n = kb.param("n", "u32")
+    tid = kb.tid()
+    cta_bits = kb.shared("cta_bits", "u32", 1)
+    at = kb.shared_addr(cta_bits)
+    with kb.if_(kb.setp("eq", tid, 0)):
+        kb.st("shared", at, 0, type_="u32")
+    kb.bar_sync(0)
+    base = kb.mad(kb.ctaid(), THREADS * ORDER_ITEMS, tid)
+    bits = kb.mov(0, "u32")
+    for k in range(ORDER_ITEMS):
+        i = kb.add(base, k * THREADS)
+        with kb.if_(kb.setp("lt", kb.add(i, 1), n)):
+            a0 = kb.ld("global", "s32", kb.addr(major, i, 4))
+            a1 = kb.ld("global", "s32", kb.addr(major, i, 4), offset=4)
+            b0 = kb.ld("global", "s32", kb.addr(minor, i, 4))
+            b1 = kb.ld("global", "s32", kb.addr(minor, i, 4), offset=4)
+            same = kb.setp("eq", a0, a1)
+            dup = kb.and_(same, kb.setp("eq", b0, b1))
+            down = kb.or_(kb.setp("gt", a0, a1), kb.and_(same, kb.setp("gt", b0, b1)))
+            kb.or_(bits, kb.selp(ORDER_DUPLICATE, 0, dup, type_="u32"), out=bits)
+            kb.or_(bits, kb.selp(ORDER_UNSORTED, 0, down, type_="u32"), out=bits)
+            kb.or_(bits, kb.selp(ORDER_MINOR_UNSORTED, 0, kb.setp("gt", b0, b1), type_="u32"), out=bits)
+    warp_bits = kb.redux_sync("or", bits)
+    with kb.if_(kb.and_(kb.setp("eq", kb.and_(tid, 31), 0), kb.setp("ne", warp_bits, 0))):
+        kb.red("shared", "or", "b32", at, warp_bits)
+    kb.bar_sync(0)
+    with kb.if_(kb.setp("eq", tid, 0)):
+        total = kb.ld("shared", "u32", at)
+        with kb.if_(kb.setp("ne", total, 0)):
+            kb.red("global", "or", "b32", word, total)
 
 
 def _coo_key(kb, spec):

@@ -101,26 +101,36 @@ def _merge(kb: KernelBuilder, nm: Num, spec: SpmvSpec) -> None:
     read_y = kb.param("read_y", "u32")
     items, threads = kb.param("items", "s32"), kb.param("threads", "u32")
     carry_row, carry_val = kb.param_ptr("carry_row"), kb.param_ptr("carry_val")
-    t = kb.mad(kb.ctaid(), THREADS, kb.tid())
-    kb.ret(kb.setp("ge", t, threads))
+    tid = kb.tid()
+    t = kb.mad(kb.ctaid(), THREADS, tid)
     total = kb.add(nrows, nnz)
+    # the rows of this CTA's span of the merge path first (two searches, by threads 0 and 32):
+    # every thread then searches only between them, 11 steps over a few L1-hot lines of indptr
+    # instead of log2(rows) steps from the whole array
+    span = kb.mul(kb.bitcast(kb.ctaid(), "s32"), items)
+    span = kb.mul(span, THREADS)
+    bounds = kb.shared("bounds", "s32", 2)
+    for k, who in enumerate((0, 32)):
+        with kb.if_(kb.setp("eq", tid, who)):
+            dk = kb.min(kb.add(span, kb.mul(items, THREADS)) if k else span, total)
+            r = _merge_search(kb, indptr, dk, kb.max(kb.sub(dk, nnz), 0), kb.min(dk, nrows), f"cta_search{k}")
+            kb.st("shared", kb.shared_addr(bounds, 4 * k), r)
+    kb.bar_sync(0)
+    r0 = kb.ld("shared", "s32", kb.shared_addr(bounds))
+    r1 = kb.ld("shared", "s32", kb.shared_addr(bounds, 4))
+    kb.ret(kb.setp("ge", t, threads))
     d = kb.min(kb.mul(kb.bitcast(t, "s32"), items), total)
     dend = kb.min(kb.add(d, items), total)
-    lo = kb.max(kb.sub(d, nnz), 0)
-    hi = kb.min(d, nrows)
-    search = kb.label("search")
-    with kb.if_(kb.setp("lt", lo, hi)):
-        mid = kb.shr(kb.add(lo, hi), 1)
-        end = kb.ld("global", "s32", kb.addr(indptr, mid, 4), offset=4)
-        go_right = kb.setp("le", end, kb.sub(kb.sub(d, 1), mid))
-        kb.selp(kb.add(mid, 1), lo, go_right, out=lo)
-        kb.selp(hi, mid, go_right, out=hi)
-        kb.bra(search)
+    lo = _merge_search(kb, indptr, d, kb.max(kb.max(kb.sub(d, nnz), 0), r0), kb.min(kb.min(d, nrows), r1), "search")
     row = kb.mov(lo)
     j = kb.sub(d, lo)
     acc = nm.zero()
+    # the current row's end stays in a register, reloaded only when the row changes (a load
+    # per merge step fewer); the thread's first row is < nrows unless its range is empty
+    rowend = kb.mov(nnz)
+    with kb.if_(kb.setp("lt", row, nrows)):
+        kb.assign(rowend, kb.ld("global", "s32", kb.addr(indptr, row, 4), offset=4, nc=True))
     with kb.loop(d, dend, 1, type_="s32"):
-        rowend = kb.ld("global", "s32", kb.addr(indptr, row, 4), offset=4, nc=True)
         with kb.if_(kb.setp("lt", j, rowend)):
             col = kb.ld("global", "s32", kb.addr(indices, j, 4), nc=True)
             nm.assign(acc, nm.fma(nm.load(data, j, nc=True), nm.load(x, col, nc=True), acc))
@@ -129,8 +139,25 @@ def _merge(kb: KernelBuilder, nm: Num, spec: SpmvSpec) -> None:
             _axpby(nm, alpha, acc, beta, y, row, read_y)
             nm.assign(acc, nm.zero())
             kb.add(row, 1, out=row)
+            with kb.if_(kb.setp("lt", row, nrows)):
+                kb.assign(rowend, kb.ld("global", "s32", kb.addr(indptr, row, 4), offset=4, nc=True))
     kb.st("global", kb.addr(carry_row, t, 4), row)
     nm.store(carry_val, t, acc)
+
+
+def _merge_search(kb: KernelBuilder, indptr, d, lo, hi, name: str):
+    """The row coordinate of merge-path diagonal ``d``: the first row r in [lo, hi] whose end
+    indptr[r + 1] > d - 1 - r (rows before it end on or before the diagonal)."""
+    lo, hi = kb.mov(lo), kb.mov(hi)
+    top = kb.label(name)
+    with kb.if_(kb.setp("lt", lo, hi)):
+        mid = kb.shr(kb.add(lo, hi), 1)
+        end = kb.ld("global", "s32", kb.addr(indptr, mid, 4), offset=4)
+        go_right = kb.setp("le", end, kb.sub(kb.sub(d, 1), mid))
+        kb.selp(kb.add(mid, 1), lo, go_right, out=lo)
+        kb.selp(hi, mid, go_right, out=hi)
+        kb.bra(top)
+    return lo
 
 
 def _fixup(kb: KernelBuilder, nm: Num, spec: SpmvSpec) -> None:

@@ -51,10 +51,19 @@ def _ticket(kb: KernelBuilder, counter, lane):
 
 
 def _wait(kb: KernelBuilder, flags, c, name: str) -> None:
+    """Spin until ``flags[c]`` is set, with an acquire load: the reads after it see what the
+    flag's writer stored before its release. The loaded value feeds only the branch, so a weak
+    load (``ld.cv``, a cache hint) let ptxas delete the whole loop: on the H200 every row then
+    read x[c] before it was written (the emulator, running CTAs one by one in ticket order,
+    never waits and could not see it; tests/test_sync_loads.py checks the PTX instead)."""
     top = kb.label(name)
-    f = kb.ld("global", "u32", kb.addr(flags, c, 4), cache="cv")
+    f = kb.ld("global", "u32", kb.addr(flags, c, 4), sem="acquire", scope="gpu")
     kb.bra(top, kb.setp("eq", f, 0))
-    kb.membar("gl")
+
+
+def _publish(kb: KernelBuilder, flags, i) -> None:
+    """``flags[i] = 1`` with release order: after this thread's stores of row i's results."""
+    kb.st("global", kb.addr(flags, i, 4), 1, type_="u32", sem="release", scope="gpu")
 
 
 def generate_sptrsv(spec: SptrsvSpec) -> str:
@@ -84,12 +93,11 @@ def generate_sptrsv(spec: SptrsvSpec) -> str:
             c = kb.ld("global", "s32", kb.addr(indices, j, 4))
             with kb.if_(kb.setp("lt" if spec.lower else "gt", c, me)):
                 _wait(kb, ready, c, "wait")
-                kb.max(m, kb.ld("global", "s32", kb.addr(level, c, 4), cache="cv"), out=m)
+                kb.max(m, kb.ld("global", "s32", kb.addr(level, c, 4)), out=m)
         m = warp_reduce(kb, "max", m)
         with kb.if_(kb.setp("eq", lane, 0)):
             kb.st("global", kb.addr(level, i, 4), kb.add(m, 1))
-            kb.membar("gl")
-            kb.st("global", kb.addr(ready, i, 4), 1, type_="u32")
+            _publish(kb, ready, i)
         return kb.ptx()
     nm = Num(kb, spec.dtype)
     acc = nm.zero()
@@ -98,8 +106,8 @@ def generate_sptrsv(spec: SptrsvSpec) -> str:
         c = kb.ld("global", "s32", kb.addr(indices, j, 4))
         with kb.if_(kb.setp("lt" if spec.lower else "gt", c, me)):
             _wait(kb, done, c, "wait")
-            # x[c] was written by another CTA of this launch: read it at L2 (an L1 line of x
-            # loaded before the write would be stale; the H200 showed it)
+            # x[c] was written by another CTA of this launch; the acquire in _wait orders this
+            # read after it (ptxas invalidates L1 there), .cg keeps it at L2 all the same
             nm.assign(acc, nm.fma(nm.load(data, j), nm.load(x, c, cache="cg"), acc))
         if not spec.unit:
             with kb.if_(kb.setp("eq", c, me)):
@@ -111,8 +119,7 @@ def generate_sptrsv(spec: SptrsvSpec) -> str:
         diag = tuple(warp_reduce(kb, "sum", v) for v in diag)
     with kb.if_(kb.setp("eq", lane, 0)):
         nm.store(x, i, divide(nm, nm.sub(nm.load(b, i), acc), diag))
-        kb.membar("gl")
-        kb.st("global", kb.addr(done, i, 4), 1, type_="u32")
+        _publish(kb, done, i)
     return kb.ptx()
 
 
