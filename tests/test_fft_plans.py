@@ -14,7 +14,8 @@ from fft_checks import check, poisoned, random
 import oxicuda
 import oxicuda.fft as F
 from oxicuda.driver.backend import api
-from oxicuda.fft import config
+from oxicuda.driver.facts import device_facts
+from oxicuda.fft import config, dispatch
 from oxicuda.fft.kernels import elementwise, stockham
 from oxicuda.ptx import registry
 
@@ -29,8 +30,25 @@ def test_each_plan_kind_launches_its_kernels(rng):
     c = oxicuda.asarray(random(rng, (2, 64), np.complex64))
     assert launched(F.fft, c) == [("fft_stockham", 64)]
     assert launched(F.fft, c, n=11) == [("fft_stockham", 32), ("fft_stockham", 32)]  # Bluestein, m = 32
+    # the single-pass limit is the longest power-of-two length whose transform fits one CTA's
+    # shared memory (at most 8192 complex128 points): 5000 complex128 points take one pass on
+    # sm_80/sm_90 (the H200's 227 KB hold 8192 points) and the four-step 50 x 100 on sm_86
+    # (99 KB hold 4096)
     z = oxicuda.asarray(random(rng, (1, 5000), np.complex128))
-    assert launched(F.fft, z) == [("fft_stockham", 50), ("fft_stockham", 100)]  # four-step
+    smem = device_facts().smem_per_block_optin
+    top = dispatch.single_limit("c128", smem)
+    assert top & (top - 1) == 0 and top * 16 <= smem and (top == 8192 or 2 * top * 16 > smem)
+    if 5000 <= top:
+        assert dispatch.axis_strategy(5000, "c128", smem) == ("single",)
+        assert launched(F.fft, z) == [("fft_stockham", 5000)]
+    else:
+        assert dispatch.axis_strategy(5000, "c128", smem) == ("four_step", 50, 100)
+        assert launched(F.fft, z) == [("fft_stockham", 50), ("fft_stockham", 100)]
+    # a four-step plan on every device: 2^15 complex128 points (512 KB) never fit one CTA
+    big = oxicuda.asarray(random(rng, (1, 1 << 15), np.complex128))
+    n1, n2 = dispatch.axis_strategy(1 << 15, "c128", smem)[1:]
+    assert n1 * n2 == 1 << 15 and max(n1, n2) * 16 <= smem
+    assert launched(F.fft, big) == [("fft_stockham", n1), ("fft_stockham", n2)]
     r = oxicuda.asarray(random(rng, (2, 64), np.float32))
     assert launched(F.rfft, r) == [("fft_stockham", 32), ("fft_aux", "r2c_post")]
     assert launched(F.rfft, r, n=9) == [("fft_aux", "gather_real"), ("fft_stockham", 9)]
