@@ -475,12 +475,75 @@ def xorwow_hq_doubles(seed: int, offset: int, count: int, threads: int = XORWOW_
     return uniform_f64_hq(words[w, t], words[w + 1, t])
 
 
-# -- XORWOW and MRG32k3a normals: the pair layout of a host kernel calling curand_normal per value --
+# -- XORWOW and MRG32k3a normals -------------------------------------------------------------------
+def values_before(offset: int, t: np.ndarray, threads: int = 4096) -> np.ndarray:
+    """p0(t): the values k < offset of subsequence t (k mod 4096 = t)."""
+    return np.where(offset > t, (offset - t + threads - 1) // threads, 0)
+
+
+def subsequence_pair_layout(offset: int, count: int, words_per_pair: int, start_words=None,
+                            threads: int = 4096):
+    """cuRAND's host layout of XORWOW/MRG32k3a normals (H200, s7c4: every fraction of
+    .diag/rand_normals_layout.sh reproduced): for values i of a call, (t, first word of its
+    Box-Muller pair, component 0 sin / 1 cos). Values 2i2, 2i2 + 1 are one pair (curand_normal2
+    stored whole); pair i2 is the q = i2 div 4096-th pair of the call of subsequence t = (i2 mod
+    4096 + offset) mod 4096 (the rotation of the single values); its words start at W(t) +
+    words_per_pair q, W(t) the word subsequence t stands at when the call starts (``start_words``;
+    default p0(t), one word per value before the offset: a fresh seed or offset)."""
+    i = np.arange(count, dtype=np.int64)
+    i2 = i // 2
+    t = (i2 % threads + offset) % threads
+    if start_words is None:
+        start_words = values_before(offset, np.arange(threads, dtype=np.int64), threads)
+    return t, np.asarray(start_words, np.int64)[t] + words_per_pair * (i2 // threads), i % 2
+
+
+class SubsequenceHost:
+    """cuRAND's XORWOW / MRG32k3a host generator as a model: 4096 subsequences standing at word
+    ``words[t]`` (set up at p0(t) of the offset when the seed or offset is set) carried from call
+    to call; ``offset`` counts values. Each call returns the float64 values of the exact function
+    and moves the words on by what the call took: one (XORWOW hq double: two) per value of the
+    value's subsequence; a normal pair's 2 (XORWOW double: 4) by the pair's subsequence."""
+
+    def __init__(self, generator: str, seed: int, offset: int = 0) -> None:
+        self.generator, self.seed, self.offset = generator, seed, offset
+        self.words = values_before(offset, np.arange(4096, dtype=np.int64))
+
+    def normals(self, count: int, double: bool, a: float = 0.0, b: float = 1.0) -> np.ndarray:
+        xorwow = self.generator == "xorwow"
+        wpp = 4 if (xorwow and double) else 2
+        t, start, comp = subsequence_pair_layout(self.offset, count, wpp, self.words)
+        at = xorwow_normals_at if xorwow else mrg_normals_at
+        vals = a + b * at(self.seed, t, start, comp, double)
+        pair_t = t[::2]
+        self.words = self.words + wpp * np.bincount(pair_t, minlength=4096)
+        self.offset += count
+        return vals
+
+    def xorwow_hq_doubles(self, count: int) -> np.ndarray:
+        assert self.generator == "xorwow"
+        g = np.arange(self.offset, self.offset + count, dtype=np.int64)
+        t = g % 4096
+        s = g // 4096 - values_before(self.offset, t)
+        w = self.words[t] + 2 * s
+        uniq = np.unique(t)
+        v, d = xorwow_states(self.seed, uniq, self.words[uniq])
+        steps = int((w - self.words[t]).max()) + 2
+        table = np.empty((steps, uniq.size), np.uint32)
+        for k in range(steps):
+            v, d, table[k] = xorwow_step_all(v, d)
+        col = np.searchsorted(uniq, t)
+        rel = w - self.words[t]
+        self.words = self.words + 2 * np.bincount(t, minlength=4096)
+        self.offset += count
+        return uniform_f64_hq(table[rel, col], table[rel + 1, col])
+
+
 def subsequence_pair_starts(offset: int, count: int, per_value: int, threads: int = 4096):
-    """For values i of a call: (t, first draw of its Box-Muller pair, component 0/1). Value i is
-    at position p = (offset + i) div 4096 of subsequence t = (offset + i) mod 4096; the offset
-    skips p0(t) draws; the thread's s-th value (s = p - p0) is component s mod 2 of the pair
-    whose draws start at p0 + per_value (s - s mod 2)."""
+    """Layout "B" (rejected by the H200, s7c4; kept for .diag/rand_normals_layout.sh): value i
+    at position p = (offset + i) div 4096 of subsequence t = (offset + i) mod 4096, the thread's
+    s-th value (s = p - p0) component s mod 2 of the pair whose draws start at p0 + per_value
+    (s - s mod 2), as a kernel calling curand_normal once per value would give."""
     j = np.arange(offset, offset + count, dtype=np.int64)
     t, p = j % threads, j // threads
     p0 = np.where(offset > t, (offset - t + threads - 1) // threads, 0)
@@ -490,8 +553,9 @@ def subsequence_pair_starts(offset: int, count: int, per_value: int, threads: in
 
 def xorwow_normals(seed: int, offset: int, count: int, double: bool, a: float = 0.0,
                    b: float = 1.0) -> np.ndarray:
-    """What rand_xorwow's normal_f32 / normal_f64 compute (float64: the exact function)."""
-    t, start, comp = subsequence_pair_starts(offset, count, 2 if double else 1)
+    """What rand_xorwow's normal_f32 / normal_f64 compute in one call at a fresh offset (float64:
+    the exact function)."""
+    t, start, comp = subsequence_pair_layout(offset, count, 4 if double else 2)
     return a + b * xorwow_normals_at(seed, t, start, comp, double)
 
 
@@ -541,8 +605,8 @@ def mrg_draw_all(s1: np.ndarray, s2: np.ndarray):
 def mrg_normals(seed: int, offset: int, count: int, double: bool, a: float = 0.0,
                 b: float = 1.0) -> np.ndarray:
     """What rand_mrg32k3a's normal_f32 / normal_f64 compute (float64: the exact function of
-    curand_box_muller_mrg(_double) after its rounded uniforms)."""
-    t, start, comp = subsequence_pair_starts(offset, count, 1)
+    curand_box_muller_mrg(_double) after its rounded uniforms) in one call at a fresh offset."""
+    t, start, comp = subsequence_pair_layout(offset, count, 2)
     return a + b * mrg_normals_at(seed, t, start, comp, double)
 
 

@@ -60,6 +60,16 @@ NOT_IMPLEMENTED = {
                          "(curandGetScrambleConstants64) and no published copy was found",
 }
 _ARCH: dict[int, str] = {}
+#: per device: 4096 zero s64 words, the extra words of a generator whose subsequences all stand
+#: at one word per value of the offset
+_ZEROS: dict[int, object] = {}
+
+
+def _values_before(offset: int, t):
+    """p0(t): the values k < offset of subsequence t (k mod 4096 = t)."""
+    import numpy as np
+
+    return np.where(offset > t, (offset - t + X.SUBSEQUENCES - 1) // X.SUBSEQUENCES, 0)
 _ORDERING_NAMES = {100: "PSEUDO_BEST", 101: "PSEUDO_DEFAULT", 102: "PSEUDO_SEEDED", 103: "PSEUDO_LEGACY",
                    104: "PSEUDO_DYNAMIC"}
 
@@ -80,7 +90,8 @@ class Engine:
     """A generator's state. ``seed`` (64 bits), ``offset`` (stream values already used),
     ``ordering`` (cuRAND's constant), ``stream`` (None: the default stream)."""
 
-    __slots__ = ("destroyed", "dimensions", "offset", "ordering", "rng_type", "seed", "stream")
+    __slots__ = ("_extra", "_extra_dev", "_offset", "_seed", "destroyed", "dimensions", "ordering",
+                 "rng_type", "stream")
 
     def __init__(self, rng_type: str = "philox", seed: int = 0, offset: int = 0,
                  ordering: int = 101, stream: object = None) -> None:
@@ -91,12 +102,78 @@ class Engine:
                 f"rand: the {rng_type!r} generator is not implemented ({NOT_IMPLEMENTED[rng_type]}; "
                 f"issue 17); implemented: {IMPLEMENTED}")
         self.rng_type = rng_type
+        self._extra = None
+        self._extra_dev = None
         self.seed = int(seed) & ((1 << 64) - 1)
         self.offset = int(offset)
         self.ordering = ordering
         self.stream = stream
         self.dimensions = 1
         self.destroyed = False
+
+    # Setting the seed or the offset restarts every subsequence from the offset (cuRAND sets its
+    # XORWOW/MRG32k3a states up again at the next call); calls in between carry them on.
+    @property
+    def seed(self) -> int:
+        return self._seed
+
+    @seed.setter
+    def seed(self, value: int) -> None:
+        self._seed = value
+        self._extra = None
+
+    @property
+    def offset(self) -> int:
+        return self._offset
+
+    @offset.setter
+    def offset(self, value: int) -> None:
+        self._offset = value
+        self._extra = None
+
+    @property
+    def extra_words(self):
+        """None, or (4096,) int64: for XORWOW and MRG32k3a, the words (draws) each subsequence t
+        has advanced beyond p0(t), one per value before the offset, in the calls since the seed
+        or the offset was set. cuRAND's host generator keeps its 4096 states between calls, so a
+        call starts each subsequence where the last one left it: a double (two words a value)
+        or a normal pair (a pair's words taken by the subsequence owning the pair, not by those
+        of its two values) moves it on by other than one word per value."""
+        return self._extra
+
+    def _advance_subsequences(self, dist: str, offset: int, n: int) -> None:
+        """Account for a call of n values of ``dist`` at ``offset`` (kernels/xorwow.py layout)."""
+        import numpy as np
+
+        wpv = X.WORDS_PER_VALUE[dist] if self.rng_type == "xorwow" else 1
+        if wpv == 1 and dist not in X.PAIRED:
+            return
+        t = np.arange(X.SUBSEQUENCES, dtype=np.int64)
+        per_value = _values_before(offset + n, t) - _values_before(offset, t)
+        if dist in X.PAIRED:
+            pairs = -(-n // 2)
+            r = (t - offset) % X.SUBSEQUENCES
+            taken = 2 * wpv * np.where(pairs > r, (pairs - r + X.SUBSEQUENCES - 1) // X.SUBSEQUENCES, 0)
+        else:
+            taken = wpv * per_value
+        extra = (0 if self._extra is None else self._extra) + taken - per_value
+        self._extra = extra if extra.any() else None
+
+    def _extra_pointer(self, ordinal: int, stream: object) -> int:
+        """Device address of the 4096 s64 extra words (a shared zero table when there are none)."""
+        import numpy as np
+
+        import oxicuda
+
+        if self._extra is None:
+            zero = _ZEROS.get(ordinal)
+            if zero is None:
+                zero = _ZEROS[ordinal] = oxicuda.asarray(np.zeros(X.SUBSEQUENCES, np.int64))
+            return zero.ptr
+        if self._extra_dev is None or self._extra_dev[0] != ordinal:
+            self._extra_dev = (ordinal, oxicuda.asarray(np.zeros(X.SUBSEQUENCES, np.int64)))
+        self._extra_dev[1].set(self._extra, stream)
+        return self._extra_dev[1].ptr
 
     def fill(self, dist: str, ptr: int, n: int, a: object = None, b: object = None,
              stream: object = None) -> None:
@@ -133,10 +210,13 @@ class Engine:
 
             problem = SubsequenceProblem(self.rng_type, dist, n, arch, ordinal)
             plan = PLANS.get_or_build(problem, lambda: subsequence_plan(problem, facts, device_tables(ordinal)))
-            scalars = (seed & 0xFFFFFFFF, seed >> 32, word0) if a is None else \
-                (seed & 0xFFFFFFFF, seed >> 32, word0, a, b)
-            plan.run((ptr,), scalars, self.stream if stream is None else stream)
-            self.offset = word0 + n
+            run_stream = self.stream if stream is None else stream
+            extra = self._extra_pointer(ordinal, run_stream)
+            scalars = (seed & 0xFFFFFFFF, seed >> 32, word0, extra) if a is None else \
+                (seed & 0xFFFFFFFF, seed >> 32, word0, extra, a, b)
+            plan.run((ptr,), scalars, run_stream)
+            self._advance_subsequences(dist, word0, n)
+            self._offset = word0 + n
             return
         problem = PhiloxProblem(dist, n, word0 % 4 == 0, ptr % 16 == 0, arch, ordinal)
         plan = PLANS.get_or_build(problem, lambda: philox_plan(problem, facts))
@@ -173,4 +253,4 @@ class Engine:
         seed = self.seed
         plan.run((ptr,), (self.offset, seed & 0xFFFFFFFF, seed >> 32, lam, *consts),
                  self.stream if stream is None else stream)
-        self.offset += n
+        self._offset += n

@@ -69,7 +69,8 @@ SUBSEQUENCE_SPECS = {"xorwow": X.XorwowSpec, "mrg32k3a": M.Mrg32k3aSpec}
 
 def subsequence_plan(problem: SubsequenceProblem, device, tables) -> LaunchPlan:
     """Two steps: init (seed, jump) and generate, with 6 x 4096 x K state words in the
-    workspace. K chunks per subsequence: enough threads to fill the device, at least 128
+    workspace. Scalars: (seed lo, seed hi, offset, extra pointer[, a, b]); the extra pointer
+    holds 4096 s64 words (generator.Engine.extra_words). K chunks per subsequence: enough threads to fill the device, at least 128
     positions per chunk."""
     spec_cls = SUBSEQUENCE_SPECS[problem.generator]
     n = problem.n
@@ -84,9 +85,9 @@ def subsequence_plan(problem: SubsequenceProblem, device, tables) -> LaunchPlan:
     table_ptr = tables.ptr
     wpv = X.WORDS_PER_VALUE.get(problem.dist, 1) if problem.generator == "xorwow" else 1
     init = KernelStep(spec_cls(arch=problem.arch, stage="init"), grid, X.THREADS,
-                      lambda p, s, ws: (table_ptr, ws, count, s[0], s[1], s[2], chunk, wpv))
+                      lambda p, s, ws: (table_ptr, ws, s[3], count, s[0], s[1], s[2], chunk, wpv))
     gen = KernelStep(spec_cls(arch=problem.arch, dist=problem.dist), grid, X.THREADS,
-                     lambda p, s, ws: (ws, p[0], count, n, s[2], chunk, *s[3:]))
+                     lambda p, s, ws: (ws, p[0], count, n, s[2], chunk, *s[4:]))
     return LaunchPlan(f"rand_{problem.generator}[{problem.dist}, n={n}]", [init, gen], workspace_bytes=24 * count,
                       keep=(tables,))
 

@@ -43,7 +43,7 @@ from ..mrg32k3a_tables import (
     POSITION_MATRICES,
     SUBSEQUENCE_MATRICES,
 )
-from .xorwow import PAIRED, SUBSEQUENCES, THREADS, _thread, store_pairs
+from .xorwow import PAIRED, SUBSEQUENCES, THREADS, _thread, pair_index, store_pairs, subsequence_extra
 
 DISTS = ("raw32", "uniform_f32", "uniform_f64", "normal_f32", "lognormal_f32", "normal_f64",
          "lognormal_f64")
@@ -100,12 +100,13 @@ def _matvec(kb: KernelBuilder, mat: Value, s: list[Value], m: int) -> list[Value
 
 
 def _init_body(kb: KernelBuilder) -> None:
-    tables, states = kb.param_ptr("tables"), kb.param_ptr("states")
+    tables, states, extra = kb.param_ptr("tables"), kb.param_ptr("states"), kb.param_ptr("extra")
     count = kb.param("count", "u32")
     seed0, seed1 = kb.param("seed0", "u32"), kb.param("seed1", "u32")
     offset, chunk = kb.param("offset", "u64"), kb.param("chunk", "u64")
-    kb.param("wpv", "u32")                        # one word per value for every MRG32k3a distribution
+    kb.param("wpv", "u32")                        # one draw per value for every MRG32k3a distribution
     tid, t, p = _thread(kb, count, offset, chunk)
+    p = kb.add(p, subsequence_extra(kb, extra, t))  # draws earlier calls took beyond one per value
     seeded = kb.setp("ne", kb.or_(seed0, seed1), 0)
     x1, x2 = kb.xor(seed0, 0x55555555), kb.xor(seed1, 0xAAAAAAAA)
     base = kb.mov(12345, "u32")
@@ -160,7 +161,7 @@ def _generate_body(kb: KernelBuilder, spec: Mrg32k3aSpec) -> None:
                 u = kb.mul(_draw(kb, s1, s2), NORM)
                 v = kb.mul(kb.mul(_draw(kb, s1, s2), NORM), 2.0)
                 return T.box_muller_f64_uv(kb, u, v)
-        store_pairs(kb, spec.dist, make_pair, out, idx, n, chunk, a, b, end)
+        store_pairs(kb, spec.dist, make_pair, out, pair_index(kb, tid, t, offset, chunk), n, chunk, a, b, end)
         kb.label(end)
         return
     with kb.loop(0, kb.cvt(chunk, "u32"), 1, type_="u32"):

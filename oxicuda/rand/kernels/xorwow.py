@@ -93,6 +93,22 @@ def _thread(kb: KernelBuilder, count: Value, offset: Value, chunk: Value, with_p
     return (tid, t, p, p0) if with_p0 else (tid, t, p)
 
 
+def subsequence_extra(kb: KernelBuilder, extra: Value, t: Value) -> Value:
+    """extra[t] (s64, as u64): words subsequence t has advanced beyond one per value of the
+    offset, from the calls since the seed or offset was set (generator.Engine keeps it)."""
+    return kb.ld("global", "u64", kb.addr(extra, t, 8))
+
+
+def pair_index(kb: KernelBuilder, tid: Value, t: Value, offset: Value, chunk: Value) -> Value:
+    """The output index of the first pair this thread writes: subsequence t's pairs go to value
+    pairs ``r, r + 4096, ...`` with ``r = (t - offset) mod 4096`` (the rotation of the single
+    values), its chunk k starting at its pair ``k chunk / 2``; a pair fills values 2i, 2i + 1."""
+    k = kb.cvt(kb.shr(tid, 12), "u64")
+    r = kb.and_(kb.sub(kb.cvt(t, "u64"), offset), SUBSEQUENCES - 1)
+    q0 = kb.mul(k, kb.shr(chunk, 1))
+    return kb.shl(kb.add(r, kb.shl(q0, 12)), 1)
+
+
 def _matvec(kb: KernelBuilder, table: Value, v: list[Value]) -> list[Value]:
     """The 5-word image of state ``v`` under the matrix whose window table starts at ``table``."""
     r = [kb.mov(0, "u32") for _ in range(5)]
@@ -105,15 +121,16 @@ def _matvec(kb: KernelBuilder, table: Value, v: list[Value]) -> list[Value]:
 
 
 def _init_body(kb: KernelBuilder) -> None:
-    tables, states = kb.param_ptr("tables"), kb.param_ptr("states")
+    tables, states, extra = kb.param_ptr("tables"), kb.param_ptr("states"), kb.param_ptr("extra")
     count = kb.param("count", "u32")
     seed0, seed1 = kb.param("seed0", "u32"), kb.param("seed1", "u32")
     offset, chunk = kb.param("offset", "u64"), kb.param("chunk", "u64")
     wpv = kb.param("wpv", "u32")
     tid, t, p, p0 = _thread(kb, count, offset, chunk, with_p0=True)
-    # the first word of the thread's first value: the offset skips p0 words of subsequence t (one
-    # per value before it, whatever the distribution), then each value takes wpv words
-    p = kb.add(p0, kb.mul(kb.sub(p, p0), kb.cvt(wpv, "u64")))
+    # the first word of the thread's first value: subsequence t stands at word p0 + extra[t] (p0:
+    # one word per value before the offset; extra: what earlier calls since the seed or offset
+    # was set took beyond that), then each value takes wpv words
+    p = kb.add(kb.add(p0, subsequence_extra(kb, extra, t)), kb.mul(kb.sub(p, p0), kb.cvt(wpv, "u64")))
     t0 = kb.mul(kb.xor(seed0, 0xAAD26B49), 1099087573)
     t1 = kb.mul(kb.xor(seed1, 0xF7DCEFDD), 2591861531)
     v = [kb.add(t0, 123456789), kb.xor(t0, 362436069), kb.add(t1, 521288629), kb.xor(t1, 88675123),
@@ -159,7 +176,7 @@ def _generate_body(kb: KernelBuilder, spec: XorwowSpec) -> None:
         return kb.add(v[4], d)
 
     if spec.dist in PAIRED:
-        _pairs(kb, spec, step, out, idx, n, chunk, a, b, end)
+        _pairs(kb, spec, step, out, pair_index(kb, tid, t, offset, chunk), n, chunk, a, b, end)
         return
     with kb.loop(0, kb.cvt(chunk, "u32"), 1, type_="u32"):
         kb.bra(end, kb.setp("ge", idx, n))
@@ -190,18 +207,18 @@ def paired_values(kb: KernelBuilder, dist: str, z: tuple[Value, Value], a: Value
 
 def store_pairs(kb: KernelBuilder, dist: str, make_pair, out: Value, idx: Value, n: Value, chunk: Value,
                 a: Value, b: Value, end: str) -> None:
-    """The thread's chunk (an even number of positions) two positions at a time: the pair's
-    first value (s sin v) at ``idx``, its second (s cos v) at ``idx + 4096``, as cuRAND's
-    ``curand_normal`` hands out its Box-Muller pair over two calls."""
+    """The thread's chunk (an even number of positions: chunk / 2 pairs), a pair at a time, as
+    cuRAND's host kernels store ``curand_normal2`` (``_double``): the pair's s sin v at ``idx``,
+    its s cos v at ``idx + 1``; the subsequence's next pair 4096 pairs on (``idx + 8192``)."""
     es = 8 if dist.endswith("f64") else 4
     with kb.loop(0, kb.cvt(kb.shr(chunk, 1), "u32"), 1, type_="u32"):
         kb.bra(end, kb.setp("ge", idx, n))
         first, second = paired_values(kb, dist, make_pair(), a, b)
         kb.st("global", kb.addr(out, idx, es), first)
-        kb.add(idx, SUBSEQUENCES, out=idx)
+        kb.add(idx, 1, out=idx)
         kb.bra(end, kb.setp("ge", idx, n))
         kb.st("global", kb.addr(out, idx, es), second)
-        kb.add(idx, SUBSEQUENCES, out=idx)
+        kb.add(idx, 2 * SUBSEQUENCES - 1, out=idx)
 
 
 def _pairs(kb: KernelBuilder, spec: XorwowSpec, step, out: Value, idx: Value, n: Value, chunk: Value,
