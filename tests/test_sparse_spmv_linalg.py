@@ -199,5 +199,6 @@ def test_merge_spmv_over_several_ctas_matches_scipy(rng):
     y = oxicuda.asarray(y0)
     with oxicuda.trace() as t:
         a.spmv(oxicuda.asarray(x), y, alpha=2.0, beta=0.5)
-    assert [r.grid[0] for r in t.launches if r.spec.variant == "merge"][0] >= 6
+    grids = [r.grid[0] for r in t.launches if r.spec.variant == "merge"]
+    assert len(grids) == 1 and grids[0] >= 6
     np.testing.assert_allclose(y.get(), 2.0 * (ref.astype(np.float64) @ x) + 0.5 * y0, rtol=1e-4, atol=1e-4)

@@ -6,8 +6,9 @@ Family ``sparse_spmv``, variants:
   reduces by butterfly shuffles; for rows of similar, short-to-medium length;
 - ``merge``: merge-path load balancing (Merrill and Garland): thread t consumes ``items``
   consecutive steps of the merge of the row ends with the non-zeros, found by a binary search
-  on its diagonal, so every thread does the same work whatever the row lengths; rows finished
-  inside a thread are written directly, the partial sum of the row it ends in is carried out;
+  on its diagonal (between the rows where its CTA's span starts and ends, searched first by two
+  threads), so every thread does the same work whatever the row lengths; rows finished inside a
+  thread are written directly, the partial sum of the row it ends in is carried out;
 - ``fixup``: adds the carried partial sums (``red.add``) after ``merge``;
 - ``transpose``: ``A^T x`` (``conj``: ``A^H x``) without forming the transpose: a warp per row of
   A scatters ``alpha a_ij x_i`` into ``y[j]`` with ``red.add`` after ``scale`` applied beta;
