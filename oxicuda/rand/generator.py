@@ -10,6 +10,8 @@ first stopped, as cuRAND's host generators do (tests/test_rand_gpu.py checks it 
 cupy.cuda.curand). Whatever the distribution, the offset skips one word (Philox: one block) of
 each subsequence per value (unit) of it before the offset; a distribution taking several words
 a value takes them from there (kernels/philox.py, kernels/xorwow.py: measured on the H200).
+XORWOW and MRG32k3a subsequences then carry on from call to call (``Engine.extra_words``), as
+cuRAND's kept states do, until the seed or the offset is set again.
 """
 
 from __future__ import annotations
