@@ -44,7 +44,15 @@ from ..mrg32k3a_tables import (
     POSITION_MATRICES,
     SUBSEQUENCE_MATRICES,
 )
-from .xorwow import PAIRED, SUBSEQUENCES, THREADS, _thread, pair_index, store_pairs, subsequence_extra
+from .xorwow import (
+    PAIRED,
+    SUBSEQUENCES,
+    THREADS,
+    _thread,
+    pair_index,
+    store_pairs,
+    subsequence_extra,
+)
 
 DISTS = ("raw32", "uniform_f32", "uniform_f64", "normal_f32", "lognormal_f32", "normal_f64",
          "lognormal_f64")
