@@ -172,10 +172,15 @@ class Engine:
             if zero is None:
                 zero = _ZEROS[ordinal] = oxicuda.asarray(np.zeros(X.SUBSEQUENCES, np.int64))
             return zero.ptr
-        if self._extra_dev is None or self._extra_dev[0] != ordinal:
-            self._extra_dev = (ordinal, oxicuda.asarray(np.zeros(X.SUBSEQUENCES, np.int64)))
-        self._extra_dev[1].set(self._extra, stream)
-        return self._extra_dev[1].ptr
+        # one buffer per (device, stream): a copy is ordered after the last call's init on its stream
+        if self._extra_dev is None:
+            self._extra_dev = {}
+        key = (ordinal, id(stream))
+        buf = self._extra_dev.get(key)
+        if buf is None:
+            buf = self._extra_dev[key] = oxicuda.asarray(np.zeros(X.SUBSEQUENCES, np.int64))
+        buf.set(self._extra, stream)
+        return buf.ptr
 
     def fill(self, dist: str, ptr: int, n: int, a: object = None, b: object = None,
              stream: object = None) -> None:
