@@ -521,22 +521,28 @@ class SubsequenceHost:
         return vals
 
     def xorwow_hq_doubles(self, count: int) -> np.ndarray:
+        """generateUniformDouble: two words a value, hq(w, w + 1)."""
+        a, b = self._xorwow_words(count, 2)
+        return uniform_f64_hq(a, b)
+
+    def xorwow_raw(self, count: int) -> np.ndarray:
+        """generate: one word a value."""
+        return self._xorwow_words(count, 1)[0]
+
+    def _xorwow_words(self, count: int, wpv: int):
         assert self.generator == "xorwow"
         g = np.arange(self.offset, self.offset + count, dtype=np.int64)
         t = g % 4096
-        s = g // 4096 - values_before(self.offset, t)
-        w = self.words[t] + 2 * s
+        rel = wpv * (g // 4096 - values_before(self.offset, t))     # words past words[t]
         uniq = np.unique(t)
         v, d = xorwow_states(self.seed, uniq, self.words[uniq])
-        steps = int((w - self.words[t]).max()) + 2
-        table = np.empty((steps, uniq.size), np.uint32)
-        for k in range(steps):
+        table = np.empty((int(rel.max()) + wpv, uniq.size), np.uint32)
+        for k in range(table.shape[0]):
             v, d, table[k] = xorwow_step_all(v, d)
         col = np.searchsorted(uniq, t)
-        rel = w - self.words[t]
-        self.words = self.words + 2 * np.bincount(t, minlength=4096)
+        self.words = self.words + wpv * np.bincount(t, minlength=4096)
         self.offset += count
-        return uniform_f64_hq(table[rel, col], table[rel + 1, col])
+        return tuple(table[rel + k, col] for k in range(wpv))
 
 
 def subsequence_pair_starts(offset: int, count: int, per_value: int, threads: int = 4096):

@@ -207,12 +207,12 @@ def test_philox_double_normals_pairing_matches_curand_at_far_offsets(cp, seed, o
 
 @pytest.mark.parametrize("rng_type,ordering", [(XORWOW, None), (100, None), (MRG32K3A, 103)])
 @pytest.mark.parametrize("seed,offset,n", [(1234, 0, 2), (0, 1, 1002), (5, 4097, 3 * 4096 + 6),
-                                           ((1 << 40) + 5, 6, (1 << 20) + 2)])
+                                           ((1 << 40) + 5, 6, (1 << 20) + 2), (7, 8195, 8194)])
 @pytest.mark.parametrize("call,args", [("generateNormal", (0.0, 1.0)), ("generateNormal", (2.0, 3.0)),
                                        ("generateLogNormal", (0.5, 0.75))])
 def test_subsequence_float_normals_are_curands_bits(cp, rng_type, ordering, seed, offset, n, call, args):
-    """XORWOW and MRG32k3a float normals: cuRAND's Box-Muller in the curand_normal-per-value
-    layout (.diag/rand_normals_layout.sh tells which layout cuRAND uses when this fails)."""
+    """XORWOW and MRG32k3a float normals: cuRAND's Box-Muller in its pair layout (values 2i,
+    2i + 1 one pair; .diag/rand2_check.sh weighs the candidate layouts when this fails)."""
     ours, theirs = _both(cp, rng_type, seed, offset, call, n, np.float32, *args, ordering=ordering)
     same = ours.view(np.uint32) == theirs.view(np.uint32)
     ulp = np.abs(ours.view(np.int32).astype(np.int64) - theirs.view(np.int32).astype(np.int64))
@@ -232,6 +232,8 @@ def test_subsequence_double_normals_within_a_few_ulp_of_curand(cp, rng_type, ord
 
 @pytest.mark.parametrize("rng_type,ordering", [(XORWOW, None), (MRG32K3A, 103)])
 def test_subsequence_normal_calls_continue_as_curands(cp, rng_type, ordering):
+    """Each subsequence carries on from where the last call's pairs left it (cuRAND's kept
+    states; .diag/rand2_check.sh part 2 compares with starting afresh at each call's offset)."""
     ours, theirs = _both(cp, rng_type, 99, 3, "generateNormal", 5002, np.float32, 0.0, 1.0,
                          ordering=ordering, calls=3)
     np.testing.assert_array_equal(ours.view(np.uint32), theirs.view(np.uint32))
@@ -295,3 +297,37 @@ def test_poisson_matches_curands_distribution(cp, lam):
     assert abs(ours.mean() - lam) < 6 * se and abs(theirs.mean() - lam) < 6 * se
     assert abs(ours.var() / theirs.var() - 1) < 0.02
     assert stats.ks_2samp(ours, theirs).pvalue > 1e-4
+
+
+@pytest.mark.parametrize("rng_type,ordering", [(XORWOW, None), (MRG32K3A, 103)])
+def test_mixed_consecutive_calls_continue_as_curands(cp, rng_type, ordering):
+    """raw, normal, double, double normal, raw from offset 1: every call continues each
+    subsequence where the last left it (floats and raw bit for bit, doubles within 8 ulp)."""
+    from cupy.cuda import curand as vendor
+
+    calls = [("generate", 4099, (), np.uint32), ("generateNormal", 5002, (0.0, 1.0), np.float32),
+             ("generateUniformDouble", 5001, (), np.float64),
+             ("generateNormalDouble", 4100, (1.0, 2.0), np.float64), ("generate", 4097, (), np.uint32)]
+    outs = []
+    for lib in (ox, vendor):
+        g = lib.createGenerator(rng_type)
+        try:
+            lib.setPseudoRandomGeneratorSeed(g, 31)
+            if ordering is not None:
+                lib.setGeneratorOrdering(g, ordering)
+            lib.setGeneratorOffset(g, 1)
+            parts = []
+            for call, n, args, dtype in calls:
+                buf = cp.full(n, np.nan if np.dtype(dtype).kind == "f" else 0, dtype=dtype)
+                getattr(lib, call)(g, buf.data.ptr, n, *args)
+                parts.append(cp.asnumpy(buf))
+            outs.append(parts)
+        finally:
+            lib.destroyGenerator(g)
+    for (call, n, args, dtype), ours, theirs in zip(calls, *outs):
+        if np.dtype(dtype) == np.float64:
+            ulp = np.abs(ours.view(np.int64) - theirs.view(np.int64))
+            assert ulp.max() <= 8, f"{call}: max {ulp.max()} ulp at {np.argmax(ulp)}"
+        else:
+            bad = np.flatnonzero(ours.view(np.uint32) != theirs.view(np.uint32))
+            assert bad.size == 0, f"{call}: {bad.size} of {n} differ, first at {bad[0]}"

@@ -71,7 +71,7 @@ def test_a_subsequence_pair_lands_on_consecutive_values_across_the_rotation(gene
     got = _fill(Engine(generator, seed, offset, ordering=103), "normal_f32", n, 0.5, 2.0)
     want = (R.xorwow_normals if generator == "xorwow" else R.mrg_normals)(seed, offset, n, False, 0.5, 2.0)
     assert np.abs(got - want).max() < 1e-5
-    t, start, comp = R.subsequence_pair_layout(offset, n, 2)
+    t, start, _ = R.subsequence_pair_layout(offset, n, 2)
     assert (t[0], start[0], t[2], start[2], t[8192], start[8192]) == (4095, 1, 0, 2, 4095, 3)
 
 

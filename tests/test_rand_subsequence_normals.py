@@ -1,11 +1,10 @@
 """Normal and log-normal values of XORWOW and MRG32k3a on the live backend: cuRAND's Box-Muller
 transforms (XORWOW: ``_curand_box_muller`` on two words, ``_curand_box_muller_double`` on four;
-MRG32k3a: ``curand_box_muller_mrg(_double)`` on two draws) in the layout of a host kernel that
-calls ``curand_normal`` once per value (a subsequence's values s, s + 1 are one pair's sine and
-cosine parts), against the float64 oracle at offsets that leave pairs split across 4096-value
-rows; outputs poisoned first, the values past the end untouched; moments and a KS test; the
-trace shows the init and generate kernels. (The layout is this package's reading of cuRAND;
-tests/test_rand_gpu.py compares it with cuRAND on the GPU.)"""
+MRG32k3a: ``curand_box_muller_mrg(_double)`` on two draws) in cuRAND's layout (values 2i, 2i + 1
+one pair; rand_reference.subsequence_pair_layout), against the float64 oracle at an odd offset
+past the first 4096 values; outputs poisoned first, the values past the end untouched; moments
+and a KS test; the trace shows the init and generate kernels. (tests/test_rand_gpu.py compares
+with cuRAND on the GPU; test_rand_subsequence_layout.py pins cuRAND's H200 values.)"""
 
 from __future__ import annotations
 

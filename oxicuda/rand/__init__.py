@@ -3,7 +3,9 @@ offset, computed on the device by generated PTX: Philox4x32-10, XORWOW, MRG32k3a
 PSEUDO_LEGACY ordering; its DEFAULT/BEST orderings raise NotImplementedError at generation),
 Sobol32 and Sobol64 (dimensions 1..20000, Joe-Kuo 6.21201 direction numbers); MTGP32, MT19937
 and the scrambled Sobol generators raise NotImplementedError, with the reason, when created.
-XORWOW and MRG32k3a normals follow a layout not yet matched against cuRAND on a GPU.
+XORWOW and MRG32k3a normals follow cuRAND's pair layout (the H200's single calls at offsets 0,
+1, 4097); their subsequences carry on from call to call as cuRAND's kept states do (a rule
+inferred from the failing XORWOW double calls; .diag/rand2_check.sh checks both on a GPU).
 
 - ``default_rng(seed=None, generator="philox")`` -> ``Generator`` (numpy's shape: random, uniform,
   standard_normal, normal, lognormal, integers, poisson, bits);

@@ -10,6 +10,8 @@ first stopped, as cuRAND's host generators do (tests/test_rand_gpu.py checks it 
 cupy.cuda.curand). Whatever the distribution, the offset skips one word (Philox: one block) of
 each subsequence per value (unit) of it before the offset; a distribution taking several words
 a value takes them from there (kernels/philox.py, kernels/xorwow.py: measured on the H200).
+XORWOW and MRG32k3a subsequences then carry on from call to call (``Engine.extra_words``), as
+cuRAND's kept states do, until the seed or the offset is set again.
 """
 
 from __future__ import annotations
@@ -170,10 +172,15 @@ class Engine:
             if zero is None:
                 zero = _ZEROS[ordinal] = oxicuda.asarray(np.zeros(X.SUBSEQUENCES, np.int64))
             return zero.ptr
-        if self._extra_dev is None or self._extra_dev[0] != ordinal:
-            self._extra_dev = (ordinal, oxicuda.asarray(np.zeros(X.SUBSEQUENCES, np.int64)))
-        self._extra_dev[1].set(self._extra, stream)
-        return self._extra_dev[1].ptr
+        # one buffer per (device, stream): a copy is ordered after the last call's init on its stream
+        if self._extra_dev is None:
+            self._extra_dev = {}
+        key = (ordinal, id(stream))
+        buf = self._extra_dev.get(key)
+        if buf is None:
+            buf = self._extra_dev[key] = oxicuda.asarray(np.zeros(X.SUBSEQUENCES, np.int64))
+        buf.set(self._extra, stream)
+        return buf.ptr
 
     def fill(self, dist: str, ptr: int, n: int, a: object = None, b: object = None,
              stream: object = None) -> None:

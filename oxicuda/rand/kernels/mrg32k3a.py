@@ -18,8 +18,9 @@ still gives the legacy stream, which differs from cuRAND's after value 4095. Two
   and the normals of ``curand_box_muller_mrg`` (float: ``x = uniform_f32``, ``y = uniform_f32 *
   2pi_f``, ``sqrtf(-2 logf x) (sin y, cos y)``) and ``curand_box_muller_mrg_double`` (``u =
   uniform_f64``, ``v = 2 uniform_f64``, ``sqrt(-2 log u) sincospi(v)``) in the layout of
-  ``rand_xorwow``'s normals (two consecutive draws per pair; the pair's values s, s + 1 of the
-  subsequence): this package's reading of cuRAND, not yet matched on a GPU.
+  ``rand_xorwow``'s normals (values 2i, 2i + 1 one pair of two consecutive draws, pair i from
+  subsequence (i mod 4096 + offset) mod 4096: cuRAND's, H200 s7c4), with the subsequences
+  carried between calls by the extra draws (generator.Engine.extra_words).
 """
 
 from __future__ import annotations
@@ -43,7 +44,15 @@ from ..mrg32k3a_tables import (
     POSITION_MATRICES,
     SUBSEQUENCE_MATRICES,
 )
-from .xorwow import PAIRED, SUBSEQUENCES, THREADS, _thread, pair_index, store_pairs, subsequence_extra
+from .xorwow import (
+    PAIRED,
+    SUBSEQUENCES,
+    THREADS,
+    _thread,
+    pair_index,
+    store_pairs,
+    subsequence_extra,
+)
 
 DISTS = ("raw32", "uniform_f32", "uniform_f64", "normal_f32", "lognormal_f32", "normal_f64",
          "lognormal_f64")

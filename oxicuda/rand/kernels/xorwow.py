@@ -15,11 +15,17 @@ apart). PSEUDO_SEEDED and DYNAMIC differ and are not reproduced. Two kernels per
 
 Normals (``normal_f32``, ``lognormal_f32``: a Box-Muller pair from two words,
 ``_curand_box_muller``; ``normal_f64``, ``lognormal_f64``: from four, ``_curand_box_muller_double``)
-follow the layout of a host kernel calling ``curand_normal`` once per value, which hands out
-each pair over two calls: the s-th and (s+1)-th values of subsequence t in a call (s even) are
-the pair's ``s sin v`` and ``s cos v`` from its next 2 (4) words after the offset's p0(t). This
-layout is this package's reading of cuRAND, not yet matched on a GPU (tests/test_rand_gpu.py
-and .diag/rand_normals_layout.sh check it).
+follow cuRAND's host layout (H200, s7c4: .diag/rand_normals_layout.sh's fractions at offsets 0,
+1 and 4097 all reproduced): values 2i, 2i + 1 of a call are one pair (``s sin v``, ``s cos v``, as
+``curand_normal2`` stores it); pair i is the (i div 4096)-th pair of the call of subsequence t =
+(i mod 4096 + offset) mod 4096, the rotation of the single values, taking the subsequence's next
+2 (4) words. At offset 1, pair 0 is subsequence 1's first and pair 4095 subsequence 0's from
+word 1; at 4097 pair 0 is subsequence 1's from word 1.
+
+Between calls each subsequence carries on from where the last call left it, as cuRAND's host
+generator keeps its 4096 states (set up again only when the seed or offset is set): the init
+stage adds ``extra[t]`` (generator.Engine.extra_words: the words the calls so far took beyond one
+per value of the offset, nonzero after hq doubles or normal pairs) to p0(t).
 
 Distributions: ``raw32``, ``uniform_f32`` (cuRAND's ``_curand_uniform``), ``uniform_f64`` (one
 word, ``_curand_uniform_double``), ``uniform_f64_hq`` (two consecutive words of the value's
@@ -30,7 +36,9 @@ call goes where the same call of raw words would put word i (subsequence t = (of
 distribution (the count of k < offset with k mod 4096 = t), and then each value takes
 ``WORDS_PER_VALUE`` words: the s-th double of subsequence t in a call is hq(word p0 + 2s, word
 p0 + 2s + 1). (H200, call s7c1: with the offset's words doubled too, only the values whose
-subsequence had p0 > 0 differed; offset 1 put that at the last value of every 4096.)
+subsequence had p0 > 0 differed; offset 1 put that at the last value of every 4096.) A second
+double call continues at p0 + 2 (values so far) of each subsequence (the extra words), not at
+one word per value of its offset: that rule failed on the H200 (s7c4).
 """
 
 from __future__ import annotations
