@@ -391,6 +391,34 @@ def generate_stockham(spec: StockhamSpec) -> str:
                     block.__exit__(None, None, None)
             kb.bar_sync()
 
+    # The first pass's inputs of every butterfly group come in one batch of loads (all in flight
+    # at once, not one group's r loads at a time). Elements of a group past the pass's end
+    # (i >= m, guarded below) have g >= in_valid or an in-range g, so loading them is safe.
+    r0 = radices[0]
+    m0 = n // r0
+    first_es = [[kb.add(kb.add(lt, u * tpt) if u else lt, t * m0) if t else (kb.add(lt, u * tpt) if u else lt)
+                 for t in range(r0)] for u in range(-(-m0 // tpt))]
+    first_got = [[(kb.reg(ft), kb.reg(ft)) for _ in range(r0)] for _ in first_es]
+
+    def first_from_global() -> None:
+        flat = [e for es_ in first_es for e in es_]
+        vals = load_many(flat, row.ins)
+        for v, gv in zip([v for g_ in first_got for v in g_], vals):
+            kb.assign(v[0], gv[0])
+            kb.assign(v[1], gv[1])
+
+    if staged:
+        with kb.if_(p_in):
+            for es_, got_ in zip(first_es, first_got):
+                for v, e in zip(got_, es_):
+                    sre, sim = kb.ld("shared", ft, sh_addr(kb.min(e, n - 1)), vec=2)
+                    kb.assign(v[0], sre)
+                    kb.assign(v[1], sim)
+        with kb.else_():
+            first_from_global()
+    else:
+        first_from_global()
+
     ns = 1
     for p, r in enumerate(radices):
         first, last = p == 0, p == len(radices) - 1
@@ -410,23 +438,7 @@ def generate_stockham(spec: StockhamSpec) -> str:
             k = kb.sub(i, kb.mul(qd, ns)) if qd is not None else None
             es = [kb.add(i, t * m) if t else i for t in range(r)]
             if first:
-                got = [(kb.reg(ft), kb.reg(ft)) for _ in range(r)]
-
-                def from_global(es=es, got=got) -> None:
-                    for v, gv in zip(got, load_many(es, row.ins)):
-                        kb.assign(v[0], gv[0])
-                        kb.assign(v[1], gv[1])
-
-                if staged:
-                    with kb.if_(p_in):
-                        for v, e in zip(got, es):
-                            sre, sim = kb.ld("shared", ft, sh_addr(e), vec=2)
-                            kb.assign(v[0], sre)
-                            kb.assign(v[1], sim)
-                    with kb.else_():
-                        from_global()
-                else:
-                    from_global()
+                got = first_got[u]
             else:
                 got = [kb.ld("shared", ft, sh_addr(e), vec=2) for e in es]
             ws = [kb.ld("global", ft, kb.addr(tw, kb.mul(k, t * (n // (ns * r))), esize), vec=2, nc=True)
