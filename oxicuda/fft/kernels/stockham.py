@@ -118,6 +118,9 @@ class StockhamSpec(KernelSpec):
     n: int = 1
     dtype: str = "c64"
     per_cta: int = 1
+    #: threads per transform (0: ``threads_per_transform``, the staged-path default); plans of
+    #: unstaged (contiguous) transforms take ``wide_tpt``: fewer values and registers per thread
+    tpt_hint: int = 0
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -126,12 +129,14 @@ class StockhamSpec(KernelSpec):
         top = max_single(self.dtype, arch_smem_optin(self.arch))
         if not 1 <= self.n <= top or not is_smooth(self.n):
             raise ValueError(f"StockhamSpec: n={self.n}; a 7-smooth length in 1..{top} on {self.arch}")
+        if self.tpt_hint < 0 or self.tpt_hint > MAX_TPT:
+            raise ValueError(f"StockhamSpec: tpt_hint={self.tpt_hint}; 0 (default) or 1..{MAX_TPT}")
         if self.per_cta < 1 or self.threads > 1024:
             raise ValueError(f"StockhamSpec: per_cta={self.per_cta}; 1.. with at most 1024 threads")
 
     @property
     def tpt(self) -> int:
-        return threads_per_transform(self.n, self.dtype)
+        return self.tpt_hint or threads_per_transform(self.n, self.dtype)
 
     @property
     def threads(self) -> int:
@@ -146,6 +151,26 @@ class StockhamSpec(KernelSpec):
         """Shared elements per transform: n, plus one when a CTA holds several, so that the
         staged (column) accesses of neighbouring transforms fall in different banks."""
         return self.n + (1 if self.per_cta > 1 else 0)
+
+
+def wide_tpt(n: int) -> int:
+    """Threads per transform of the unstaged variant: one per butterfly of the widest pass, at
+    most MAX_TPT (a 1024-point transform: 128 threads of 8 values, not 32 of 32)."""
+    radices = radix_plan(n)
+    return max(1, min(n // max(radices), MAX_TPT)) if radices else 1
+
+
+def wide_per_cta(n: int, dtype: str) -> int:
+    """Transforms per CTA of the unstaged variant: CTA_MAX_THREADS threads where CTA_SMEM allows."""
+    return max(1, min(CTA_MAX_THREADS // wide_tpt(n), CTA_SMEM // (n * COMPLEX_TYPES[dtype][1])))
+
+
+def wide_spec(arch: str, n: int, dtype: str) -> StockhamSpec | None:
+    """The unstaged variant of length ``n``, or None where it is the default configuration."""
+    tpt = wide_tpt(n)
+    if tpt == threads_per_transform(n, dtype):
+        return None
+    return StockhamSpec(arch=arch, n=n, dtype=dtype, per_cta=wide_per_cta(n, dtype), tpt_hint=tpt)
 
 
 def default_per_cta(n: int, dtype: str) -> int:
@@ -499,12 +524,16 @@ def generate_stockham(spec: StockhamSpec) -> str:
 
 def stockham_configurations(arch: str) -> list[StockhamSpec]:
     """Every (n, dtype) a plan can launch on ``arch``: each 7-smooth length up to ``max_single``
-    of the arch's shared memory, with the per-CTA count ``default_per_cta`` gives."""
+    of the arch's shared memory, with the per-CTA count ``default_per_cta`` gives, and its
+    unstaged variant (``wide_spec``) where that differs."""
     specs = []
     for dtype in MAX_SINGLE:
         for n in range(1, max_single(dtype, arch_smem_optin(arch)) + 1):
             if is_smooth(n):
                 specs.append(StockhamSpec(arch=arch, n=n, dtype=dtype, per_cta=default_per_cta(n, dtype)))
+                wide = wide_spec(arch, n, dtype)
+                if wide is not None:
+                    specs.append(wide)
     return specs
 
 
