@@ -162,6 +162,9 @@ class PlanBuilder:
     def _bind(self, src: Buf, dst: Buf, rest: tuple) -> object:
         sref, soff, dref, doff = src.ref, src.offset, dst.ref, dst.offset
         holder = self._ws_ptr
+        # plain Python ints and floats (exact: numpy scalars' values), so that the launch packs
+        # them with struct directly instead of converting each numpy scalar on every call
+        rest = tuple(v.item() if isinstance(v, np.generic) else v for v in rest)
 
         def bind(p, s, ws):
             ws = holder[0]
