@@ -1,7 +1,10 @@
 """The single-pass Stockham transform: one CTA holds ``per_cta`` transforms of length ``n`` in
 shared memory and runs every radix pass (8, 4, 2, 3, 5, 7) with register butterflies.
 
-Kernel family ``fft_stockham``; one configuration per (n, dtype). Everything a plan composes a
+Kernel family ``fft_stockham``; two configurations per (n, dtype): the default, whose CTAs hold
+enough transforms for staged (column) accesses, and, where it differs, an unstaged variant with
+one thread per butterfly of the widest pass (``wide_spec``: fewer values and registers per
+thread, more CTAs per SM) that plans launch when neither side is staged. Everything a plan composes a
 transform from is a runtime parameter, so one kernel serves plain transforms, the two passes of
 a four-step transform and the padded transforms of Bluestein's algorithm:
 
