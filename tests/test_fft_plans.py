@@ -154,8 +154,12 @@ def test_every_registered_configuration_is_reachable_and_generates():
     assert len({s.n for s in specs if s.dtype == "c64"}) == len([n for n in range(1, 8193) if stockham.is_smooth(n)])
     on_sm90 = registry.configurations("sm_90", family="fft_stockham")
     assert max(s.n for s in on_sm90 if s.dtype == "c64") == 16384  # 128 KB transforms where they fit
-    for s in specs:
-        assert s.per_cta == stockham.default_per_cta(s.n, s.dtype)  # what the plans launch
+    for s in specs:  # what the plans launch: the staged default, or the unstaged (wide) variant
+        if s.tpt_hint:
+            assert s == stockham.wide_spec("sm_86", s.n, s.dtype)
+        else:
+            assert s.per_cta == stockham.default_per_cta(s.n, s.dtype)
+    assert len({(s.n, s.dtype) for s in specs}) == len([s for s in specs if not s.tpt_hint])
     aux = registry.configurations("sm_86", family="fft_aux")
     assert {s.op for s in aux} == set(elementwise.OPS)
     for s in (specs[0], specs[-1], *aux):
@@ -205,3 +209,21 @@ def test_bad_out_raises_and_writes_nothing(rng):
     with oxicuda.trace() as t, pytest.raises(ValueError, match="overlaps"):
         F.fft(base[:16], out=base[8:24])
     assert not t.launches
+
+
+def test_contiguous_rows_take_the_wide_variant_and_strided_axes_the_staged_one(rng):
+    """Rows that need no staging run the variant with more threads per transform (wide_spec:
+    1024 points on 128 threads of 8 values); an axis read by columns keeps the staged default."""
+    for shape, axis, wide in (((3, 1024), -1, True), ((5, 1000), -1, True), ((1024, 8), 0, False)):
+        x = random(rng, shape, np.complex64)
+        out = poisoned(shape, np.complex64)
+        with oxicuda.trace() as t:
+            F.fft(oxicuda.asarray(x), axis=axis, out=out)
+        (rec,) = t.launches
+        n = shape[axis]
+        if wide:
+            assert rec.spec == stockham.wide_spec(rec.spec.arch, n, "c64") and rec.spec.tpt_hint > 0
+        else:
+            assert rec.spec.tpt_hint == 0 and rec.spec.per_cta == stockham.default_per_cta(n, "c64")
+        assert rec.block[0] == rec.spec.threads
+        check(out.get(), np.fft.fft(x.astype(np.complex128), axis=axis), [n], np.complex64)

@@ -294,14 +294,14 @@ def _alignment(kind: str, x: DeviceArray, out) -> int:
 
 
 #: call signature -> (problem, result dtype): the checks of a signature seen before are skipped
-_CHECKED: dict[tuple, tuple[Problem, np.dtype]] = {}
+_CHECKED: dict[tuple, tuple[Problem, np.dtype, bool]] = {}
 _CHECKED_MAX = 1024
 
 
 def execute(kind: str, x: object, s, axes, norm, inverse: bool, out, op: str, *, out_conj: bool = False,
             in_conj: bool = False, norm_inverse: bool | None = None, stream: object = None) -> DeviceArray:
     """Check, plan (cached) and run one transform on ``stream`` (None: the input's); the result."""
-    if type(x) is DeviceArray and current_plan() is None:
+    if type(x) is DeviceArray and not getattr(_plan_stack, "stack", None):  # no ``with plan:`` block
         try:
             key = (kind, x._shape, x._strides, x._dtype, s, axes, norm, inverse, in_conj, out_conj,
                    norm_inverse, _alignment(kind, x, out), _ordinal())
@@ -309,14 +309,15 @@ def execute(kind: str, x: object, s, axes, norm, inverse: bool, out, op: str, *,
         except TypeError:  # unhashable s/axes (lists): the full path
             key, hit = None, None
         if hit is not None:
-            problem, out_dtype = hit
-            if out is not None:
-                result = _check_out(out, problem.out_shape, out_dtype, x, op,
-                                    kind == "c2c" and problem.out_shape == problem.shape)
-            stream = stream if stream is not None else (x._stream or None)
+            problem, out_dtype, nonempty = hit
+            if stream is None:
+                stream = x._stream or None
             if out is None:
                 result = empty(problem.out_shape, out_dtype, stream=stream)
-            if result.size:
+            else:
+                result = _check_out(out, problem.out_shape, out_dtype, x, op,
+                                    kind == "c2c" and problem.out_shape == problem.shape)
+            if nonempty:
                 plan_for(problem).run((x._ptr, result._ptr), (), stream)
             return result
     else:
@@ -338,7 +339,7 @@ def execute(kind: str, x: object, s, axes, norm, inverse: bool, out, op: str, *,
     if key is not None and xa is x:
         if len(_CHECKED) >= _CHECKED_MAX:
             _CHECKED.clear()
-        _CHECKED[key] = (problem, out_dtype)
+        _CHECKED[key] = (problem, out_dtype, math.prod(problem.out_shape) > 0)
     if out is not None:
         result = _check_out(out, problem.out_shape, out_dtype, xa, op,
                             kind == "c2c" and problem.out_shape == tuple(xa.shape))

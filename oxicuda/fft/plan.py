@@ -162,6 +162,9 @@ class PlanBuilder:
     def _bind(self, src: Buf, dst: Buf, rest: tuple) -> object:
         sref, soff, dref, doff = src.ref, src.offset, dst.ref, dst.offset
         holder = self._ws_ptr
+        # plain Python ints and floats (exact: numpy scalars' values), so that the launch packs
+        # them with struct directly instead of converting each numpy scalar on every call
+        rest = tuple(v.item() if isinstance(v, np.generic) else v for v in rest)
 
         def bind(p, s, ws):
             ws = holder[0]
@@ -188,8 +191,15 @@ class PlanBuilder:
             delta = d0 if c0 > 1 else (d1 + b * gs if c1 > 1 else d2)
             return int(spec.per_cta > 1 and abs(a * gs) != 1 and abs(delta) == 1)
 
+        st_in, st_out = staged(ins), staged(outs)
+        if not st_in and not st_out:
+            # neither side goes through shared memory by columns: the variant with more threads
+            # per transform (fewer registers each, more CTAs per SM); its staged flags stay 0
+            wide = sk.wide_spec(self.arch, n, self.dtype)
+            if wide is not None:
+                spec = wide
         rest = (tw, pre, post, tw4[0], tw4[1], u(total), u(c0), u(c1), *side(ins), *side(outs),
-                u(tw4[2]), u(staged(ins)), u(staged(outs)), f(signs[0]), f(signs[1]), f(scale))
+                u(tw4[2]), u(st_in), u(st_out), f(signs[0]), f(signs[1]), f(scale))
         grid = -(-total // spec.per_cta)
         self.steps.append(KernelStep(spec, grid, spec.threads, self._bind(src, dst, rest),
                                      shared_mem=spec.shared_bytes))

@@ -1,7 +1,10 @@
 """The single-pass Stockham transform: one CTA holds ``per_cta`` transforms of length ``n`` in
 shared memory and runs every radix pass (8, 4, 2, 3, 5, 7) with register butterflies.
 
-Kernel family ``fft_stockham``; one configuration per (n, dtype). Everything a plan composes a
+Kernel family ``fft_stockham``; two configurations per (n, dtype): the default, whose CTAs hold
+enough transforms for staged (column) accesses, and, where it differs, an unstaged variant with
+one thread per butterfly of the widest pass (``wide_spec``: fewer values and registers per
+thread, more CTAs per SM) that plans launch when neither side is staged. Everything a plan composes a
 transform from is a runtime parameter, so one kernel serves plain transforms, the two passes of
 a four-step transform and the padded transforms of Bluestein's algorithm:
 
@@ -118,6 +121,9 @@ class StockhamSpec(KernelSpec):
     n: int = 1
     dtype: str = "c64"
     per_cta: int = 1
+    #: threads per transform (0: ``threads_per_transform``, the staged-path default); plans of
+    #: unstaged (contiguous) transforms take ``wide_tpt``: fewer values and registers per thread
+    tpt_hint: int = 0
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -126,12 +132,14 @@ class StockhamSpec(KernelSpec):
         top = max_single(self.dtype, arch_smem_optin(self.arch))
         if not 1 <= self.n <= top or not is_smooth(self.n):
             raise ValueError(f"StockhamSpec: n={self.n}; a 7-smooth length in 1..{top} on {self.arch}")
+        if self.tpt_hint < 0 or self.tpt_hint > MAX_TPT:
+            raise ValueError(f"StockhamSpec: tpt_hint={self.tpt_hint}; 0 (default) or 1..{MAX_TPT}")
         if self.per_cta < 1 or self.threads > 1024:
             raise ValueError(f"StockhamSpec: per_cta={self.per_cta}; 1.. with at most 1024 threads")
 
     @property
     def tpt(self) -> int:
-        return threads_per_transform(self.n, self.dtype)
+        return self.tpt_hint or threads_per_transform(self.n, self.dtype)
 
     @property
     def threads(self) -> int:
@@ -146,6 +154,26 @@ class StockhamSpec(KernelSpec):
         """Shared elements per transform: n, plus one when a CTA holds several, so that the
         staged (column) accesses of neighbouring transforms fall in different banks."""
         return self.n + (1 if self.per_cta > 1 else 0)
+
+
+def wide_tpt(n: int) -> int:
+    """Threads per transform of the unstaged variant: one per butterfly of the widest pass, at
+    most MAX_TPT (a 1024-point transform: 128 threads of 8 values, not 32 of 32)."""
+    radices = radix_plan(n)
+    return max(1, min(n // max(radices), MAX_TPT)) if radices else 1
+
+
+def wide_per_cta(n: int, dtype: str) -> int:
+    """Transforms per CTA of the unstaged variant: CTA_MAX_THREADS threads where CTA_SMEM allows."""
+    return max(1, min(CTA_MAX_THREADS // wide_tpt(n), CTA_SMEM // (n * COMPLEX_TYPES[dtype][1])))
+
+
+def wide_spec(arch: str, n: int, dtype: str) -> StockhamSpec | None:
+    """The unstaged variant of length ``n``, or None where it is the default configuration."""
+    tpt = wide_tpt(n)
+    if tpt == threads_per_transform(n, dtype):
+        return None
+    return StockhamSpec(arch=arch, n=n, dtype=dtype, per_cta=wide_per_cta(n, dtype), tpt_hint=tpt)
 
 
 def default_per_cta(n: int, dtype: str) -> int:
@@ -391,6 +419,34 @@ def generate_stockham(spec: StockhamSpec) -> str:
                     block.__exit__(None, None, None)
             kb.bar_sync()
 
+    # The first pass's inputs of every butterfly group come in one batch of loads (all in flight
+    # at once, not one group's r loads at a time). Elements of a group past the pass's end
+    # (i >= m, guarded below) have g >= in_valid or an in-range g, so loading them is safe.
+    r0 = radices[0]
+    m0 = n // r0
+    first_es = [[kb.add(kb.add(lt, u * tpt) if u else lt, t * m0) if t else (kb.add(lt, u * tpt) if u else lt)
+                 for t in range(r0)] for u in range(-(-m0 // tpt))]
+    first_got = [[(kb.reg(ft), kb.reg(ft)) for _ in range(r0)] for _ in first_es]
+
+    def first_from_global() -> None:
+        flat = [e for es_ in first_es for e in es_]
+        vals = load_many(flat, row.ins)
+        for v, gv in zip([v for g_ in first_got for v in g_], vals):
+            kb.assign(v[0], gv[0])
+            kb.assign(v[1], gv[1])
+
+    if staged:
+        with kb.if_(p_in):
+            for es_, got_ in zip(first_es, first_got):
+                for v, e in zip(got_, es_):
+                    sre, sim = kb.ld("shared", ft, sh_addr(kb.min(e, n - 1)), vec=2)
+                    kb.assign(v[0], sre)
+                    kb.assign(v[1], sim)
+        with kb.else_():
+            first_from_global()
+    else:
+        first_from_global()
+
     ns = 1
     for p, r in enumerate(radices):
         first, last = p == 0, p == len(radices) - 1
@@ -410,23 +466,7 @@ def generate_stockham(spec: StockhamSpec) -> str:
             k = kb.sub(i, kb.mul(qd, ns)) if qd is not None else None
             es = [kb.add(i, t * m) if t else i for t in range(r)]
             if first:
-                got = [(kb.reg(ft), kb.reg(ft)) for _ in range(r)]
-
-                def from_global(es=es, got=got) -> None:
-                    for v, gv in zip(got, load_many(es, row.ins)):
-                        kb.assign(v[0], gv[0])
-                        kb.assign(v[1], gv[1])
-
-                if staged:
-                    with kb.if_(p_in):
-                        for v, e in zip(got, es):
-                            sre, sim = kb.ld("shared", ft, sh_addr(e), vec=2)
-                            kb.assign(v[0], sre)
-                            kb.assign(v[1], sim)
-                    with kb.else_():
-                        from_global()
-                else:
-                    from_global()
+                got = first_got[u]
             else:
                 got = [kb.ld("shared", ft, sh_addr(e), vec=2) for e in es]
             ws = [kb.ld("global", ft, kb.addr(tw, kb.mul(k, t * (n // (ns * r))), esize), vec=2, nc=True)
@@ -487,12 +527,16 @@ def generate_stockham(spec: StockhamSpec) -> str:
 
 def stockham_configurations(arch: str) -> list[StockhamSpec]:
     """Every (n, dtype) a plan can launch on ``arch``: each 7-smooth length up to ``max_single``
-    of the arch's shared memory, with the per-CTA count ``default_per_cta`` gives."""
+    of the arch's shared memory, with the per-CTA count ``default_per_cta`` gives, and its
+    unstaged variant (``wide_spec``) where that differs."""
     specs = []
     for dtype in MAX_SINGLE:
         for n in range(1, max_single(dtype, arch_smem_optin(arch)) + 1):
             if is_smooth(n):
                 specs.append(StockhamSpec(arch=arch, n=n, dtype=dtype, per_cta=default_per_cta(n, dtype)))
+                wide = wide_spec(arch, n, dtype)
+                if wide is not None:
+                    specs.append(wide)
     return specs
 
 
