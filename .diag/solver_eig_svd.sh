@@ -4,9 +4,9 @@
 # regression tests run against the real driver. Output on stdout; the memcheck log tail in $OUT.
 set -u
 export OXICUDA_CACHE=off
-K='test_eigh_batched_small_and_order_128_against_cupy or test_svd_batched_small_and_order_96_against_cupy or test_eigh_global_variant or test_lstsq_pinv or test_solve_triangular_zero'
+K='test_eigh_batched_small_and_order_128_against_cupy or test_svd_batched_small_and_order_96_against_cupy or test_eigh_global_variant or test_lstsq_pinv or test_solve_triangular_zero or test_eigvalsh_tridiagonal'
 echo "== plain"
-python3 -m pytest -q -p no:randomly tests/test_solver_gpu.py -k "$K" 2>&1 | tail -30
+python3 -m pytest -q -s -p no:randomly tests/test_solver_gpu.py -k "$K" 2>&1 | tail -40
 echo "== emulator regression tests on the GPU"
 python3 -m pytest -q -p no:randomly tests/test_solver_eigh.py tests/test_solver_svd.py -k "above_small_max or global_path" 2>&1 | tail -15
 echo "== memcheck"

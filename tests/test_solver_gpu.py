@@ -223,3 +223,36 @@ def test_solve_triangular_zero_diagonal_and_check_finite_large():
     a[1, 7, 400] = np.nan
     with pytest.raises(ValueError, match="infs or NaNs"):
         S.lu_factor(oxicuda.asarray(a[1]))
+
+
+@pytest.mark.parametrize("dt, n", [("float64", 1024), ("float32", 1024), ("complex128", 512), ("float64", 4096)])
+def test_eigvalsh_tridiagonal_path_against_cupy(dt, n):
+    """eigvalsh of large orders: tridiagonalization (per column: geqrf reflector, hemv,
+    solver_sytrd_x, two gerc) + bisection (solver_stebz); the time is printed next to cuSOLVER's."""
+    import time
+
+    rng = np.random.default_rng(12)
+    x = _rand(rng, (n, n), dt)
+    a = ((x + np.conj(x.T)) / 2).astype(dt)
+    da = oxicuda.asarray(a)
+    S.eigvalsh(da[:80, :80]).get()  # compile / load the kernels
+    t0 = time.perf_counter()
+    with oxicuda.trace() as t:
+        w = S.eigvalsh(da).get()
+    ours = time.perf_counter() - t0
+    fam = {s.family for s in t.specs() if s is not None}
+    assert {"solver_sytrd_x", "solver_stebz"} <= fam and "solver_syevj" not in fam
+    norm = np.abs(a).sum(axis=-2).max()
+    ref = np.linalg.eigvalsh(a.astype(np.complex128))
+    assert np.abs(w - ref).max() <= 30 * n * norm * EPS[dt]
+    cupy = _cupy()
+    if cupy is not None:
+        ca = cupy.asarray(a)
+        cupy.linalg.eigvalsh(ca)
+        cupy.cuda.Device().synchronize()
+        t0 = time.perf_counter()
+        cw = cupy.linalg.eigvalsh(ca).get()
+        theirs = time.perf_counter() - t0
+        print(f"eigvalsh {dt} n={n}: oxicuda {ours * 1e3:.1f} ms, cuSOLVER {theirs * 1e3:.1f} ms, "
+              f"ratio (cuSOLVER/oxicuda) {theirs / ours:.3f}")
+        assert np.abs(w - cw).max() <= 30 * n * norm * EPS[dt]

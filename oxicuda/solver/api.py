@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..memory.array import DeviceArray
-from . import eigen, layout, lu
+from . import dispatch, eigen, layout, lu
 from . import geqrf as qrm
 from . import gesvdj as svdm
 from . import potrf as chol
@@ -489,6 +489,16 @@ def _eig(a: object, uplo: str, vectors: bool, who: str):
     f, fs = layout.colmajor(src.batch, n, n, dt)
     layout.copy(dt, src, fs, _STREAM)
     info = DeviceArray((src.batch,), np.int32)
+    if not vectors and n > dispatch.DISPATCH["SYEVD_MIN"]:
+        # tridiagonalization + bisection on the lower triangle: for UPLO="U" work on A^T =
+        # conj(A) (same eigenvalues), whose lower triangle is A's upper one
+        if u == "U":
+            t, ts = layout.colmajor(src.batch, n, n, dt)
+            layout.copy(dt, layout.Strided(fs.ptr, n, n, src.batch, n, 1, n * n), ts, _STREAM)
+            f = t
+        eigen.tridiag_values_ptr(n, f.ptr, n, w.ptr, dtype=dt, batch=src.batch, stride_a=n * n, stride_w=n,
+                                 stream=_STREAM)
+        return w, v
     vb = None
     if vectors:
         vb, vs = layout.colmajor(src.batch, n, n, dt)

@@ -8,7 +8,9 @@ PROVISIONAL (chosen by reasoning, not yet measured on the H200):
 - ``GETRF_NB`` / ``POTRF_NB`` / ``QR_NB``: panel widths of the blocked getrf / potrf / geqrf
   (QR_NB at most the larft limit, 64);
 - ``GETRS_SMALL_MAX``: getrs/potrs for n <= this solve in one CTA per matrix, larger through
-  oxicuda.blas trsm.
+  oxicuda.blas trsm;
+- ``SYEVD_MIN``: eigvalsh (no vectors) of order > SYEVD_MIN goes through the Householder
+  tridiagonalization and bisection (eigen.tridiag_values_ptr) instead of one-CTA Jacobi.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 from .kernels.common import esize
 from .kernels.lu_kernels import SMALL_MAX as _KERNEL_SMALL_MAX
 
-DISPATCH = {"SMALL_MAX": 64, "GETRF_NB": 64, "POTRF_NB": 64, "GETRS_SMALL_MAX": 64, "QR_NB": 32}
+DISPATCH = {"SMALL_MAX": 64, "GETRF_NB": 64, "POTRF_NB": 64, "GETRS_SMALL_MAX": 64, "QR_NB": 32, "SYEVD_MIN": 64}
 
 
 def small_path(m: int, n: int, dtype: str, smem_optin: int) -> bool:
