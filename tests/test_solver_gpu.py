@@ -235,7 +235,7 @@ def test_eigvalsh_tridiagonal_path_against_cupy(dt, n):
     x = _rand(rng, (n, n), dt)
     a = ((x + np.conj(x.T)) / 2).astype(dt)
     da = oxicuda.asarray(a)
-    S.eigvalsh(da[:80, :80]).get()  # compile / load the kernels
+    S.eigvalsh(oxicuda.asarray(np.ascontiguousarray(a[:80, :80]))).get()  # compile / load the kernels
     t0 = time.perf_counter()
     with oxicuda.trace() as t:
         w = S.eigvalsh(da).get()
@@ -256,3 +256,42 @@ def test_eigvalsh_tridiagonal_path_against_cupy(dt, n):
         print(f"eigvalsh {dt} n={n}: oxicuda {ours * 1e3:.1f} ms, cuSOLVER {theirs * 1e3:.1f} ms, "
               f"ratio (cuSOLVER/oxicuda) {theirs / ours:.3f}")
         assert np.abs(w - cw).max() <= 30 * n * norm * EPS[dt]
+
+
+def test_cusolver_compat_syevd_gesvd_gesvdj_against_cupy():
+    """The CuPy-shaped calls at sizes past the shared variants (global Jacobi kernels)."""
+    from oxicuda.cuda import cusolver
+
+    rng = np.random.default_rng(13)
+    h = cusolver.create()
+    n = 160
+    x = rng.standard_normal((n, n))
+    a_host = (x + x.T) / 2
+    a = oxicuda.asarray(np.asfortranarray(a_host))
+    w = oxicuda.asarray(np.zeros(n))
+    info = oxicuda.full((1,), 99, np.int32)
+    lw = cusolver.dsyevd_bufferSize(h, 1, 0, n, a.ptr, n, w.ptr)
+    work = oxicuda.asarray(np.zeros(lw))
+    cusolver.dsyevd(h, 1, 0, n, a.ptr, n, w.ptr, work.ptr, lw, info.ptr)
+    assert info.get()[0] == 0
+    W, V = w.get(), a.get()
+    assert np.abs(a_host @ V - V * W).max() < 1e-10 * n
+    m, k = 200, 120
+    b_host = rng.standard_normal((m, k)).astype(np.float32)
+    b = oxicuda.asarray(np.asfortranarray(b_host))
+    s = oxicuda.asarray(np.zeros(k, np.float32))
+    u = oxicuda.asarray(np.zeros((m, m), np.float32, order="F"))
+    vt = oxicuda.asarray(np.zeros((k, k), np.float32, order="F"))
+    lw = cusolver.sgesvd_bufferSize(h, m, k)
+    work = oxicuda.asarray(np.zeros(lw, np.float32))
+    cusolver.sgesvd(h, ord("A"), ord("A"), m, k, b.ptr, m, s.ptr, u.ptr, m, vt.ptr, k, work.ptr, lw, 0, info.ptr)
+    assert info.get()[0] == 0
+    U, SV, VT = u.get().astype(np.float64), s.get().astype(np.float64), vt.get().astype(np.float64)
+    assert np.abs((U[:, :k] * SV) @ VT - b_host).max() < 1e-4 * np.abs(b_host).max() * 10
+    assert np.abs(U.T @ U - np.eye(m)).max() < 1e-4
+    cupy = _cupy()
+    if cupy is not None:
+        np.testing.assert_allclose(W, cupy.linalg.eigvalsh(cupy.asarray(a_host)).get(), atol=1e-10 * n)
+        np.testing.assert_allclose(SV, cupy.linalg.svd(cupy.asarray(b_host), compute_uv=False).get(),
+                                   atol=1e-4 * np.abs(SV).max())
+    cusolver.destroy(h)
