@@ -188,8 +188,8 @@ def test_lstsq_pinv_matrix_rank_against_cupy(dt):
     rng = np.random.default_rng(10)
     m, n = 300, 100
     a, b = _rand(rng, (m, n), dt), _rand(rng, (m, 3), dt)
-    x, res, rank, s = S.lstsq(oxicuda.asarray(a), oxicuda.asarray(b))
-    X, R, RK, SV = np.linalg.lstsq(a.astype(np.complex128), b.astype(np.complex128), rcond=None)
+    x, res, rank, _ = S.lstsq(oxicuda.asarray(a), oxicuda.asarray(b))
+    X, R, RK, _ = np.linalg.lstsq(a.astype(np.complex128), b.astype(np.complex128), rcond=None)
     assert rank == RK == n
     assert np.abs(x.get() - X).max() <= 1e3 * m * EPS[dt] * max(np.abs(X).max(), 1)
     np.testing.assert_allclose(res.get(), R, rtol=1e3 * m * EPS[dt])

@@ -14,11 +14,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..memory.array import DeviceArray
-from . import dispatch, eigen, layout, lu
+from . import dispatch, eigen, layout, lu, svals
 from . import geqrf as qrm
 from . import gesvdj as svdm
 from . import potrf as chol
-from . import svals
 from .checks import operand, rhs, same_dtype, square, trans_code
 from .errors import LinAlgError
 

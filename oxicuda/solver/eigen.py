@@ -12,7 +12,13 @@ from ..driver.facts import device_facts
 from ..ptx.launch_plan import KernelStep, PlanCache
 from . import dispatch
 from .kernels.common import esize
-from .kernels.jacobi_kernels import JACOBI_THREADS, SMALL_MAX, SyevjSpec, scratch_elements, shared_bytes
+from .kernels.jacobi_kernels import (
+    JACOBI_THREADS,
+    SMALL_MAX,
+    SyevjSpec,
+    scratch_elements,
+    shared_bytes,
+)
 from .lu import _check_batch
 
 PLANS = PlanCache("solver.eigen")
