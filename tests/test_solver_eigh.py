@@ -131,3 +131,17 @@ def test_eigvalsh_tridiagonal_hard_spectra(rng, poisoned, monkeypatch):
     for a in (hilbert(n, "float64"), (rep + rep.T) / 2, np.diag(np.arange(n, dtype=np.float64)), np.zeros((n, n))):
         W = S.eigvalsh(oxicuda.asarray(a)).get()
         np.testing.assert_allclose(W, np.linalg.eigvalsh(a), atol=THRESH * n * max(np.abs(a).max(), 1e-250) * EPS["float64"])
+
+
+def test_eigvalsh_dispatch_between_jacobi_and_tridiagonal(rng, monkeypatch):
+    monkeypatch.setitem(dispatch.DISPATCH, "SYEVD_MIN", 4)
+    monkeypatch.setitem(dispatch.DISPATCH, "SYEVD_BATCH_MAX", 2)
+    monkeypatch.setitem(dispatch.DISPATCH, "SYEVD_BATCH_ORDER", 6)
+    for shape, family in (((2, 5, 5), "solver_stebz"), ((3, 5, 5), "solver_syevj"), ((3, 7, 7), "solver_stebz"),
+                          ((4, 4), "solver_syevj")):
+        a = hermitian(rng, shape, "float64")
+        with oxicuda.trace() as t:
+            w = S.eigvalsh(oxicuda.asarray(a)).get()
+        fam = {s.family for s in t.specs() if s is not None}
+        assert family in fam and ({"solver_stebz", "solver_syevj"} - {family}).isdisjoint(fam)
+        np.testing.assert_allclose(w, np.linalg.eigvalsh(a), atol=1e-12 * shape[-1])

@@ -488,7 +488,7 @@ def _eig(a: object, uplo: str, vectors: bool, who: str):
     f, fs = layout.colmajor(src.batch, n, n, dt)
     layout.copy(dt, src, fs, _STREAM)
     info = DeviceArray((src.batch,), np.int32)
-    if not vectors and n > dispatch.DISPATCH["SYEVD_MIN"]:
+    if not vectors and dispatch.tridiagonal_values(n, src.batch):
         # tridiagonalization + bisection on the lower triangle: for UPLO="U" work on A^T =
         # conj(A) (same eigenvalues), whose lower triangle is A's upper one
         if u == "U":
