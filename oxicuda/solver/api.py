@@ -4,9 +4,11 @@ Every function: argument checks (checks.py, before any launch), the caller's mat
 column-major workspaces by a kernel, the factorization and solves on the device (lu.py,
 cholesky.py), the results copied out by a kernel into new arrays of the caller's shapes. Stacks
 of matrices (leading dimensions) run as one batch. Inputs are DeviceArrays (host arrays are
-copied to the device first); results are DeviceArrays. The only host synchronization is reading
-``info`` where numpy raises LinAlgError (solve, inv, cholesky); det, slogdet and lu_factor do not
-synchronize.
+copied to the device first); results are DeviceArrays. The only host synchronizations are
+reading ``info`` where numpy raises LinAlgError (solve, inv, cholesky, eigh, svd,
+solve_triangular's zero diagonal), scipy's ``check_finite=True`` flag (lu_factor, lu_solve,
+cho_factor, cho_solve, solve_triangular; pass False to skip it) and lstsq's rank; det, slogdet,
+pinv, matrix_rank and lu_factor(check_finite=False) do not synchronize.
 """
 
 from __future__ import annotations
