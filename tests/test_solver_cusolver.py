@@ -117,7 +117,10 @@ def test_getrf_batched_getrs_batched(rng, handle):
                            host_info.ctypes.data, batch)
     assert host_info[0] == 0 and not infos.get().any()
     for z in range(batch):
-        np.testing.assert_allclose(bdev[z].get(), np.linalg.solve(mats[z].astype(np.float64), bs[z]), atol=1e-4)
+        ref = np.linalg.solve(mats[z].astype(np.float64), bs[z])
+        # float32 on a random matrix: the error scales with the condition, so relative to |x|
+        cond = np.linalg.cond(mats[z].astype(np.float64))
+        np.testing.assert_allclose(bdev[z].get(), ref, atol=1e-6 * cond * max(np.abs(ref).max(), 1))
 
 
 def test_dev_info_reports_singular_pivot(rng, handle):

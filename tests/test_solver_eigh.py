@@ -100,3 +100,48 @@ def test_eigh_global_path_order_above_small_max_batched(rng, poisoned, dt, n):
         w, v = S.eigh(oxicuda.asarray(a))
     assert [s.space for s in t.specs() if s is not None and s.family == "solver_syevj"] == ["global"]
     check_eigh(a, w.get(), v.get())
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("uplo", ("L", "U"))
+def test_eigvalsh_tridiagonal_bisection_path(rng, poisoned, monkeypatch, dt, uplo):
+    """eigvalsh past SYEVD_MIN: Householder tridiagonalization (geqrf reflector, hemv,
+    solver_sytrd_x, gerc) and bisection (solver_stebz); the other triangle is NaN (never read)."""
+    monkeypatch.setitem(dispatch.DISPATCH, "SYEVD_MIN", 4)
+    n = 11
+    a = hermitian(rng, (2, n, n), dt)
+    other = np.triu(np.ones((n, n), bool), 1) if uplo == "L" else np.tril(np.ones((n, n), bool), -1)
+    stored = a.copy()
+    stored[..., other] = np.nan
+    with oxicuda.trace() as t:
+        w = S.eigvalsh(oxicuda.asarray(stored), UPLO=uplo)
+    fam = {s.family for s in t.specs() if s is not None}
+    assert {"solver_sytrd_x", "solver_stebz", "solver_geqr2"} <= fam and "solver_syevj" not in fam
+    W = w.get().astype(np.float64)
+    norm = np.abs(a).sum(axis=-2).max()
+    assert np.all(np.diff(W, axis=-1) >= 0)
+    np.testing.assert_allclose(W, np.linalg.eigvalsh(a.astype(rel(dt))), atol=THRESH * n * norm * EPS[dt])
+
+
+def test_eigvalsh_tridiagonal_hard_spectra(rng, poisoned, monkeypatch):
+    monkeypatch.setitem(dispatch.DISPATCH, "SYEVD_MIN", 4)
+    n = 10
+    q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    rep = (q * np.array([1, 1, 1, 2, 2, 3, 4, 5.0, -1e-8, 0])) @ q.T
+    for a in (hilbert(n, "float64"), (rep + rep.T) / 2, np.diag(np.arange(n, dtype=np.float64)), np.zeros((n, n))):
+        W = S.eigvalsh(oxicuda.asarray(a)).get()
+        np.testing.assert_allclose(W, np.linalg.eigvalsh(a), atol=THRESH * n * max(np.abs(a).max(), 1e-250) * EPS["float64"])
+
+
+def test_eigvalsh_dispatch_between_jacobi_and_tridiagonal(rng, monkeypatch):
+    monkeypatch.setitem(dispatch.DISPATCH, "SYEVD_MIN", 4)
+    monkeypatch.setitem(dispatch.DISPATCH, "SYEVD_BATCH_MAX", 2)
+    monkeypatch.setitem(dispatch.DISPATCH, "SYEVD_BATCH_ORDER", 6)
+    for shape, family in (((2, 5, 5), "solver_stebz"), ((3, 5, 5), "solver_syevj"), ((3, 7, 7), "solver_stebz"),
+                          ((4, 4), "solver_syevj")):
+        a = hermitian(rng, shape, "float64")
+        with oxicuda.trace() as t:
+            w = S.eigvalsh(oxicuda.asarray(a)).get()
+        fam = {s.family for s in t.specs() if s is not None}
+        assert family in fam and ({"solver_stebz", "solver_syevj"} - {family}).isdisjoint(fam)
+        np.testing.assert_allclose(w, np.linalg.eigvalsh(a), atol=1e-12 * shape[-1])

@@ -29,8 +29,8 @@ from ..blas.handle import InvalidHandle as _InvalidHandle
 from ..driver.errors import CudaError as _CudaError
 from ..solver import batched as _b
 from ..solver import eigen as _eig
-from ..solver import gesvdj as _svd
 from ..solver import geqrf as _qr
+from ..solver import gesvdj as _svd
 from ..solver import lu as _lu
 from ..solver import potrf as _po
 

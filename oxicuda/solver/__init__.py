@@ -31,7 +31,8 @@ _LAZY = {
 }
 
 _GENERATORS = ("kernels.lu_kernels", "kernels.layout_kernels", "kernels.chol_kernels", "kernels.qr_kernels",
-               "kernels.jacobi_kernels", "kernels.svd_kernels", "kernels.svals_kernels")
+               "kernels.jacobi_kernels", "kernels.svd_kernels", "kernels.svals_kernels",
+               "kernels.tridiag_kernels")
 #: full module names (the registry imports a dotted name as it is)
 KERNEL_MODULES = tuple(f"{__name__}.{m}" for m in _GENERATORS if importlib.util.find_spec(f"{__name__}.{m}") is not None)
 

@@ -4,9 +4,11 @@ Every function: argument checks (checks.py, before any launch), the caller's mat
 column-major workspaces by a kernel, the factorization and solves on the device (lu.py,
 cholesky.py), the results copied out by a kernel into new arrays of the caller's shapes. Stacks
 of matrices (leading dimensions) run as one batch. Inputs are DeviceArrays (host arrays are
-copied to the device first); results are DeviceArrays. The only host synchronization is reading
-``info`` where numpy raises LinAlgError (solve, inv, cholesky); det, slogdet and lu_factor do not
-synchronize.
+copied to the device first); results are DeviceArrays. The only host synchronizations are
+reading ``info`` where numpy raises LinAlgError (solve, inv, cholesky, eigh, svd,
+solve_triangular's zero diagonal), scipy's ``check_finite=True`` flag (lu_factor, lu_solve,
+cho_factor, cho_solve, solve_triangular; pass False to skip it) and lstsq's rank; det, slogdet,
+pinv, matrix_rank and lu_factor(check_finite=False) do not synchronize.
 """
 
 from __future__ import annotations
@@ -14,11 +16,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..memory.array import DeviceArray
-from . import eigen, layout, lu
+from . import dispatch, eigen, layout, lu, svals
 from . import geqrf as qrm
 from . import gesvdj as svdm
 from . import potrf as chol
-from . import svals
 from .checks import operand, rhs, same_dtype, square, trans_code
 from .errors import LinAlgError
 
@@ -489,6 +490,16 @@ def _eig(a: object, uplo: str, vectors: bool, who: str):
     f, fs = layout.colmajor(src.batch, n, n, dt)
     layout.copy(dt, src, fs, _STREAM)
     info = DeviceArray((src.batch,), np.int32)
+    if not vectors and dispatch.tridiagonal_values(n, src.batch):
+        # tridiagonalization + bisection on the lower triangle: for UPLO="U" work on A^T =
+        # conj(A) (same eigenvalues), whose lower triangle is A's upper one
+        if u == "U":
+            t, ts = layout.colmajor(src.batch, n, n, dt)
+            layout.copy(dt, layout.Strided(fs.ptr, n, n, src.batch, n, 1, n * n), ts, _STREAM)
+            f = t
+        eigen.tridiag_values_ptr(n, f.ptr, n, w.ptr, dtype=dt, batch=src.batch, stride_a=n * n, stride_w=n,
+                                 stream=_STREAM)
+        return w, v
     vb = None
     if vectors:
         vb, vs = layout.colmajor(src.batch, n, n, dt)

@@ -8,7 +8,12 @@ PROVISIONAL (chosen by reasoning, not yet measured on the H200):
 - ``GETRF_NB`` / ``POTRF_NB`` / ``QR_NB``: panel widths of the blocked getrf / potrf / geqrf
   (QR_NB at most the larft limit, 64);
 - ``GETRS_SMALL_MAX``: getrs/potrs for n <= this solve in one CTA per matrix, larger through
-  oxicuda.blas trsm.
+  oxicuda.blas trsm;
+- ``SYEVD_MIN``: eigvalsh (no vectors) of order > SYEVD_MIN goes through the Householder
+  tridiagonalization and bisection (eigen.tridiag_values_ptr) instead of one-CTA Jacobi, when
+  the batch is at most ``SYEVD_BATCH_MAX`` or the order above ``SYEVD_BATCH_ORDER`` (the
+  tridiagonalization runs matrix after matrix, about six launches per column, while Jacobi runs
+  one CTA per matrix of a batch side by side).
 """
 
 from __future__ import annotations
@@ -16,7 +21,13 @@ from __future__ import annotations
 from .kernels.common import esize
 from .kernels.lu_kernels import SMALL_MAX as _KERNEL_SMALL_MAX
 
-DISPATCH = {"SMALL_MAX": 64, "GETRF_NB": 64, "POTRF_NB": 64, "GETRS_SMALL_MAX": 64, "QR_NB": 32}
+DISPATCH = {"SMALL_MAX": 64, "GETRF_NB": 64, "POTRF_NB": 64, "GETRS_SMALL_MAX": 64, "QR_NB": 32, "SYEVD_MIN": 64,
+            "SYEVD_BATCH_MAX": 8, "SYEVD_BATCH_ORDER": 512}
+
+
+def tridiagonal_values(n: int, batch: int) -> bool:
+    """Whether eigvalsh of ``batch`` matrices of order n takes the tridiagonal path."""
+    return n > DISPATCH["SYEVD_MIN"] and (batch <= DISPATCH["SYEVD_BATCH_MAX"] or n > DISPATCH["SYEVD_BATCH_ORDER"])
 
 
 def small_path(m: int, n: int, dtype: str, smem_optin: int) -> bool:
