@@ -39,6 +39,13 @@ def _parser() -> argparse.ArgumentParser:
         help="with --validate: at most K configurations per family and arch, evenly spaced "
         "through its list (a quick pass; without it every configuration is assembled)",
     )
+    p.add_argument(
+        "--shard",
+        default=None,
+        metavar="I/N",
+        help="with --validate: only the I-th of N interleaved shares of the configurations "
+        "(0 <= I < N), so that N processes assemble a large family together",
+    )
     return p
 
 
@@ -96,9 +103,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.sample is not None and args.sample < 1:
         print(f"kernels: --sample {args.sample}; must be >= 1", file=sys.stderr)
         return 2
+    shard, shards = 0, 1
+    if args.shard is not None:
+        try:
+            shard, shards = (int(v) for v in args.shard.split("/"))
+            if not 0 <= shard < shards:
+                raise ValueError
+        except ValueError:
+            print(f"kernels: --shard {args.shard!r}; expected I/N with 0 <= I < N", file=sys.stderr)
+            return 2
     jobs, labels, failures = [], [], []
     for arch in archs:
-        for spec in _selected(registry.configurations(arch=arch, family=args.family), args.sample):
+        chosen = _selected(registry.configurations(arch=arch, family=args.family), args.sample)
+        for spec in chosen[shard::shards]:
             label = f"{registry.family_of(spec).name} {arch} {spec.key()}"
             try:
                 text = registry.generate_ptx(spec)
