@@ -170,8 +170,8 @@ def _registry_shards() -> list[str | None]:
     registry.load_all_families()
     wanted = ("sm_86", "sm_90", "sm_90a")
     shards = []
-    for name, fam in sorted(registry.families().items()):
-        archs = [a for a in wanted if a in fam.archs]
+    for name, family in sorted(registry.families().items()):
+        archs = [a for a in wanted if a in family.archs]
         if not archs:
             continue
         count = sum(len(registry.configurations(arch=a, family=name)) for a in archs)
