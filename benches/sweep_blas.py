@@ -185,7 +185,7 @@ def _variants(name: str, m: int, n: int, k: int, batch: int, dtype: str, kind: s
 #: split-K partial tiles timed here beyond dispatch's candidates (any TileConfig generates;
 #: tests/test_blas_gemm_perfpaths.py checks these on the emulator): 64x256 8x16 keeps 64-row
 #: outputs (64x4096x16384) unpadded with 8x16's 6 LDS.128 per 128 FFMA (64x128 8x8: 4 per 64);
-#: and the interior loop (unchecked loads; with prefetching the best split-K partial of session 4's
+#: and the interior loop (unchecked loads; with prefetching the best split-K partial of the skinny
 #: sweep on 512x512x65536) over 64x256 8x16, the 128-thread 8x8 tiles and 128x128 8x16
 EXTRA_SPLIT_TILES = {"float32": (TileConfig(64, 256, 8, 8, 16), TileConfig(64, 256, 8, 8, 16, prefetch=True, interior=True),
                                  TileConfig(128, 64, 8, 8, 8, prefetch=True, interior=True),

@@ -75,7 +75,7 @@ def test_sm90_float32_with_16_byte_loads_takes_the_measured_loop_variant(ta, tb)
     (64, 4096, 16384, (64, 128, 8, 8, True, False), 12),
 ])
 def test_sm90_split_k_takes_the_measured_prefetching_partials(m, n, k, tile, splits):
-    # session 4's sweep: the fastest partial tile and count of each skinny shape (SPLIT_K_VARIANTS)
+    # the skinny sweep: the fastest partial tile and count of each skinny shape (SPLIT_K_VARIANTS)
     plan = gd.choose_algo(problem(m, n, k, lda=m, ldb=k, ldc=m), H200)
     s = plan.spec
     assert plan.algo == "split_k" and plan.splits == splits

@@ -137,7 +137,7 @@ def test_dmma_sm90_shapes_pass_on_an_emulated_sm90():
 # -- split-K -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("shape,tile,splits", [
-    # H200 (session 4's loop-variant partials), benches/results/2026-11-29-h200-session4/
+    # H200 (the loop-variant partials), benches/results/2026-11-29-h200-session4/
     # call2-sweep-skinny.json (cuBLAS 39.7 / 50.4 / 40.9 TFLOP/s):
     ((128, 128, 131072), (128, 64), 198),  # 128x64 prefetching 40.1, the fastest (128x128 8x16 x261 38.2)
     ((512, 512, 65536), (128, 128), 33),   # 128x128 8x16 prefetching+interior 49.0, the fastest (x16 48.4)

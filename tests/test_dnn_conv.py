@@ -10,6 +10,7 @@ from test_dnn_conv_reference import (
     conv2d_backward_data_ref,
     conv2d_backward_filter_ref,
     conv2d_ref,
+    pair,
     to_dtype,
 )
 
@@ -21,10 +22,6 @@ from oxicuda.dnn.conv_epilogue import reference_activation
 TOL = {"float32": 2e-6, "float16": 2e-3, "bfloat16": 1.6e-2}
 
 
-def _pair(v):
-    return tuple(v) if isinstance(v, tuple) else (v, v)
-
-
 def run_conv(rng, n, c, h, w, k, r, s, stride=1, padding=0, dilation=1, groups=1, layout="NCHW",
              dtype="float32", bias=False, activation=None, algo="implicit_gemm"):
     """Run conv2d on fresh random data and return (ours as float64 NCHW, reference)."""
@@ -32,7 +29,7 @@ def run_conv(rng, n, c, h, w, k, r, s, stride=1, padding=0, dilation=1, groups=1
     wt = to_dtype(rng.standard_normal((k, c // groups, r, s)).astype(np.float32), dtype)
     b = to_dtype(rng.standard_normal(k).astype(np.float32), dtype) if bias else None
     xd, wd = (x, wt) if layout == "NCHW" else (x.transpose(0, 2, 3, 1), wt.transpose(0, 2, 3, 1))
-    ref = conv2d_ref(as_float64(x), as_float64(wt), _pair(stride), _pair(padding), _pair(dilation), groups)
+    ref = conv2d_ref(as_float64(x), as_float64(wt), pair(stride), pair(padding), pair(dilation), groups)
     xd, wd = oxicuda.asarray(np.ascontiguousarray(xd)), oxicuda.asarray(np.ascontiguousarray(wd))
     bd = None if b is None else oxicuda.asarray(b)
     y_shape = ref.shape if layout == "NCHW" else tuple(ref.shape[i] for i in (0, 2, 3, 1))
@@ -113,7 +110,7 @@ BACKWARD = [
 @pytest.mark.parametrize("geom", BACKWARD, ids=lambda g: "x".join(map(str, g[:7])))
 def test_backward_data_and_filter_match_float64_references(rng, layout, geom):
     n, c, h, w, k, r, s, st, pad, dil, g = geom
-    st, pad, dil = _pair(st), _pair(pad), _pair(dil)
+    st, pad, dil = pair(st), pair(pad), pair(dil)
     x = rng.standard_normal((n, c, h, w)).astype(np.float32)
     wt = rng.standard_normal((k, c // g, r, s)).astype(np.float32)
     y_shape = conv2d_ref(x, wt, st, pad, dil, g).shape

@@ -67,6 +67,11 @@ def conv2d_backward_filter_ref(x, dy, w_shape, stride=(1, 1), padding=(0, 0), di
     return out
 
 
+def pair(v):
+    """A conv argument as (h, w): a tuple as given, a scalar twice."""
+    return tuple(v) if isinstance(v, tuple) else (v, v)
+
+
 def to_dtype(host: np.ndarray, dtype: str) -> np.ndarray:
     """float32 host data rounded to ``dtype`` (float32, float16 or bfloat16 as numpy can hold it)."""
     if dtype == "float32":

@@ -7,7 +7,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from test_dnn_conv_reference import as_float64, conv2d_ref, to_dtype
+from test_dnn_conv_reference import as_float64, conv2d_ref, pair, to_dtype
 
 import oxicuda
 from oxicuda.dnn import conv as conv_mod
@@ -25,10 +25,6 @@ ROUNDING = {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}
 ACCUMULATION = 2e-6
 
 
-def _pair(v):
-    return tuple(v) if isinstance(v, tuple) else (v, v)
-
-
 def _poisoned(shape, dtype):
     a = oxicuda.empty(tuple(shape), dtype)
     a.set(to_dtype(np.full(tuple(shape), np.nan, np.float32), dtype))
@@ -42,7 +38,7 @@ def run_tc(rng, n, c, h, w, k, r, s, stride=1, padding=0, dilation=1, groups=1, 
     x = to_dtype(rng.standard_normal((n, c, h, w)).astype(np.float32), dtype)
     wt = to_dtype(rng.standard_normal((k, c // groups, r, s)).astype(np.float32), dtype)
     b = to_dtype(rng.standard_normal(k).astype(np.float32), dtype) if bias else None
-    ref = conv2d_ref(as_float64(x), as_float64(wt), _pair(stride), _pair(padding), _pair(dilation), groups)
+    ref = conv2d_ref(as_float64(x), as_float64(wt), pair(stride), pair(padding), pair(dilation), groups)
     if b is not None:
         ref = ref + as_float64(b)[None, :, None, None]
     ref = reference_activation(ref, activation)

@@ -90,10 +90,10 @@ def _gemm_case(m: int, n: int, k: int, dtype: str = "float32", *, batch: int = 1
             tdt = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
                    "bfloat16": torch.bfloat16}[dtype]
             # the same column-major problem as ours: row-major (N, K) @ (K, M) is what cuBLAS sees
-            # as C (M x N) = A (M x K) B (K x N), both "N". (Until session 4 this was (M, K) @ (K, N),
-            # which hands cuBLAS the transposed N x M problem: the same for square shapes, another
+            # as C (M x N) = A (M x K) B (K x N), both "N". ((M, K) @ (K, N)
+            # would hand cuBLAS the transposed N x M problem: the same for square shapes, another
             # problem for 64x4096x16384, where cuBLAS ran 44.8 TFLOP/s on that layout and 40.2-40.9
-            # on ours; benches/results/2026-11-29-h200-session4.)
+            # on ours.)
             ta = [torch.randn(B, K, M, device="cuda", dtype=tdt) for _ in range(sets)]
             tb = [torch.randn(B, N, K, device="cuda", dtype=tdt) for _ in range(sets)]
             torch.backends.cuda.matmul.allow_tf32 = compute == "tf32"

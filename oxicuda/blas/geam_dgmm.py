@@ -15,9 +15,10 @@ from ..driver.facts import device_facts
 from ..memory.array import DeviceArray, asarray, empty
 from ..ptx.launch_plan import KernelStep, LaunchPlan, PlanCache
 from . import operands as op
+from .flags import trans_op
 from .geam_kernels import DgmmSpec, GeamSpec, PackSpec
 from .level1_kernels import BLOCK
-from .level2 import _nonzero_inc, _trans, _uplo
+from .level2 import _nonzero_inc, _uplo
 
 MAX_GRID_Y = 65535
 PLANS = PlanCache("blas_geam")
@@ -62,7 +63,7 @@ def geam_ptr(transa: str, transb: str, m: int, n: int, alpha, a_ptr: int, lda: i
     """C = alpha op(A) + beta op(B), C m x n column-major; a zero alpha (beta) never reads A (B).
     C may be A (or B) only with op 'N' and the same leading dimension, as cuBLAS allows."""
     dt = op.dtype_name(dtype, "geam")
-    ta, tb = _trans(transa, "geam: transa"), _trans(transb, "geam: transb")
+    ta, tb = trans_op(transa, "geam", name="transa"), trans_op(transb, "geam", name="transb")
     if not dt.startswith("complex"):
         ta, tb = ("T" if ta == "C" else ta), ("T" if tb == "C" else tb)
     m, n = op.check_int(m, "geam: m", minimum=0), op.check_int(n, "geam: n", minimum=0)
@@ -187,14 +188,6 @@ def _op_on_view(trans: str, transposed: bool, out_transposed: bool, what: str) -
     return "N"
 
 
-def _trans_flag(value: object, what: str) -> str:
-    if value is True:
-        return "T"
-    if value is False or value is None:
-        return "N"
-    return _trans(value, what)
-
-
 def _output(out, shape: tuple[int, int], dtype, order: str, what: str) -> DeviceArray:
     if out is None:
         return empty(shape, dtype, order=order)
@@ -217,7 +210,8 @@ def geam(a: object, b: object, *, alpha=1.0, beta=1.0, transa=False, transb=Fals
     bv, b_ptr, ldb, b_t = colmajor_view(b, "geam: b")
     if av.dtype != bv.dtype:
         raise TypeError(f"geam: a is {av.dtype} and b is {bv.dtype}; the dtypes must be equal")
-    ta, tb = _trans_flag(transa, "geam: transa"), _trans_flag(transb, "geam: transb")
+    ta = trans_op(transa, "geam", bools=True, name="transa")
+    tb = trans_op(transb, "geam", bools=True, name="transb")
     sa = av.shape if ta == "N" else av.shape[::-1]
     sb = bv.shape if tb == "N" else bv.shape[::-1]
     if sa != sb:

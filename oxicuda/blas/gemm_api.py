@@ -15,6 +15,7 @@ from oxicuda.memory.array import DeviceArray, asarray, empty
 from oxicuda.memory.dtypes import dtype_name
 
 from . import gemm_codegen as cg
+from .flags import trans_op
 from .gemm_core import gemm_colmajor
 
 
@@ -32,13 +33,8 @@ class Operand:
 
 def _op_flag(value: object, what: str) -> tuple[bool, bool]:
     """(transpose, conjugate) of a Pythonic transa/transb: False/True or 'N'/'T'/'C'."""
-    if value is False or value is None or (isinstance(value, str) and value.upper() == "N"):
-        return False, False
-    if value is True or (isinstance(value, str) and value.upper() == "T"):
-        return True, False
-    if isinstance(value, str) and value.upper() == "C":
-        return True, True
-    raise ValueError(f"gemm: {what}={value!r}; allowed False/True or 'N', 'T', 'C'")
+    op = trans_op(value, "gemm", bools=True, name=what)
+    return op != "N", op == "C"
 
 
 def as_operand(x: DeviceArray, what: str, batched: bool = False) -> Operand:

@@ -21,6 +21,7 @@ from oxicuda.ptx.launch_plan import LaunchPlan
 
 from . import gemm_codegen as cg
 from . import gemm_tensorcore, gemm_wgmma
+from .flags import trans_op
 from .gemm_dispatch import GemmPlan, GemmProblem, choose_algo
 from .gemm_dmma import GemmDmmaSpec
 from .gemm_naive import GemmNaiveSpec
@@ -55,10 +56,8 @@ _DTYPE_NAMES = {name: name for name in ("float32", "float64", "float16", "bfloat
 
 
 def _op(value: object, what: str, complex_: bool) -> str:
-    op = value.upper() if isinstance(value, str) else value
-    if op not in OPS:
-        raise ValueError(f"gemm: {what}={value!r}; allowed: 'N', 'T', 'C'")
-    return "T" if (op == "C" and not complex_) else op  # type: ignore[return-value]
+    op = trans_op(value, "gemm", name=what)
+    return "T" if (op == "C" and not complex_) else op
 
 
 def _int(value: object, what: str, minimum: int) -> int:

@@ -11,7 +11,7 @@ first. They were checked against the H200 with ``benches/sweep_blas.py`` (every 
 ``gemm_tiled.TILE_CONFIGS`` / ``gemm_dmma.TILES`` and ladders of split counts on issue 5's shapes
 beside cuBLAS), most recently benches/results/2026-11-29-h200-session3/call2-sweep-blas.json:
 128x128x8 8x8 for sgemm 4096/8192 and strided batched 64x512 (the "large" tile; the wave model's
-pick for 64 x 512^3, 128x64 measured 1% faster there and 1% slower in the session-2 sweep);
+pick for 64 x 512^3, 128x64 measured 1% faster there and 1% slower in an earlier sweep);
 split-K as the wave model section below records (0.98x / 0.86x / 0.97x of cuBLAS on the three
 skinny shapes); float64 (call3-sweep-blas.json): DMMA 128x64 m16n8k8 39.7 TFLOP/s (0.64x
 cuBLAS) ahead of the best SIMT tile, 128x128 8x8 at 23.2 (the float64 "large" SIMT tile for other
@@ -162,7 +162,7 @@ def resident_ctas(cfg: TileConfig) -> int:
 _SK_128x128_8x16, _SK_128x64, _SK_64x128 = SPLIT_K_TILES["float32"]
 TILE_RATE = {TileConfig(128, 128, 8, 8, 8): 0.67, TileConfig(64, 128, 8, 8, 8): 0.62,
              TileConfig(128, 64, 8, 8, 8): 0.65, TileConfig(64, 64, 8, 4, 4): 0.44,
-             # SPLIT_K_VARIANTS' loop variants (session 4, see there), with their own ROUND_CLOCKS
+             # SPLIT_K_VARIANTS' loop variants (see there), with their own ROUND_CLOCKS
              _SK_128x128_8x16: 0.72, _SK_128x64: 0.70, _SK_64x128: 0.665}
 #: A partial round of r' of r resident CTAs runs at (r'/r) ** this of a full round's SM throughput
 #: (fitted as above; one 128x128 CTA alone on an SM at 0.85 of two).
@@ -202,7 +202,7 @@ FORCED_SPLITS = 4
 
 TENSOR_CORE_MODULES = ("oxicuda.blas.gemm_wgmma", "oxicuda.blas.gemm_tensorcore")
 #: Algorithms that dispatch may pick on its own, preferred first where both support a problem.
-#: (wgmma passed its GPU tests on the H200 on 2026-11-29; which one is faster is not measured yet.)
+#: (both pass their GPU tests on the H200; which one is faster is not measured yet.)
 AUTO_TENSOR_CORE_ALGOS = ("wgmma", "tensor_core")
 
 
@@ -287,8 +287,8 @@ def _tiles(problem: GemmProblem, cfg: TileConfig) -> int:
 
 
 #: whole-K loop variants that replace a tile on the archs they were measured on, for problems whose
-#: A and B both get 16-byte loads (with scalar loads they spill): tile -> (archs, variant). H200,
-#: session 3 call 3 (call3-sweep-blas.json): 128x128x8 8x16 with prefetch (128 threads, 2 CTAs/SM)
+#: A and B both get 16-byte loads (with scalar loads they spill): tile -> (archs, variant). H200
+#: (SOURCES["VARIANTS"]): 128x128x8 8x16 with prefetch (128 threads, 2 CTAs/SM)
 #: 51.4 / 51.9 TFLOP/s at sgemm 4096 / 8192 (1.00x / 1.01x cuBLAS; the 8x8 tile 45.0 / 45.8) and
 #: 47.0 on strided batched 64 x 512^3 (0.97x; 8x8: 42.7).
 VARIANTS: dict[TileConfig, tuple[tuple[str, ...], TileConfig]] = {
@@ -297,8 +297,8 @@ VARIANTS: dict[TileConfig, tuple[tuple[str, ...], TileConfig]] = {
 
 
 #: split-K partial tiles replaced by loop variants on the archs they were measured on, for problems
-#: whose A and B both get 16-byte loads (as VARIANTS). H200, session 4
-#: (benches/results/2026-11-29-h200-session4/call2-sweep-skinny.json, TFLOP/s, cuBLAS in brackets):
+#: whose A and B both get 16-byte loads (as VARIANTS). H200
+#: (SOURCES["SPLIT_K_VARIANTS"], TFLOP/s, cuBLAS in brackets):
 #: 128x128x131072: 128x64 prefetching x198 40.1 (39.7; plain 128x64 39.0); 512x512x65536: 128x128
 #: 8x16 prefetching with the interior loop x33 49.0 (50.4; the plain 128x128 8x8 x33 43.6, 8x16
 #: without the interior loop 43.6); 64x4096x16384: 64x128 prefetching x12 40.3 (40.9; plain 39.6).

@@ -9,7 +9,7 @@ replaces the register-blocked FMA with warp MMAs: a CTA of ``warps_m x warps_n``
 
 Shapes: ``m8n8k4`` (sm_80+, SASS DMMA.8x8x4) and, on sm_90, ``m16n8k4``/``m16n8k8``/``m16n8k16``
 (PTX 7.8, SASS DMMA.16x8x{4,8,16}). On the H200 the m8n8k4 kernel measured no faster than the
-SIMT one (20.6 against 21.3 TFLOP/s, bench dgemm_4096_dmma, 2026-11-29): Hopper doubled the FP64
+SIMT one (20.6 against 21.3 TFLOP/s, bench dgemm_4096_dmma): Hopper doubled the FP64
 tensor rate per SM over the A100 with its new DMMA.16x8xK instructions, and CUTLASS's sm_90
 dgemm uses m16n8k16; the sm_90 tiles here use the new shapes.
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import gemm_codegen as cg
+from .flags import trans_op
 
 __all__ = ["GemmProblem", "column_major_problem"]
 
@@ -75,16 +76,6 @@ class GemmProblem:
         return int(self.arch[3:].rstrip("a"))
 
 
-def _op(value: object, what: str) -> str:
-    if isinstance(value, (bool, np.bool_)):
-        return "T" if value else "N"
-    if isinstance(value, str) and value.upper() in ("N", "T", "C"):
-        return value.upper()
-    if isinstance(value, int) and value in (0, 1):
-        return "T" if value else "N"
-    raise ValueError(f"GemmProblem: {what}={value!r}; allowed False/True or 'N'/'T'/'C'")
-
-
 def column_major_problem(m: int, n: int, k: int, dtype: object = "float16", compute: str = "f32",
                          transa: object = False, transb: object = False, lda: int = 1, ldb: int = 1,
                          ldc: int = 1, alignment: int = 16, arch: str = "sm_86",
@@ -99,7 +90,8 @@ def column_major_problem(m: int, n: int, k: int, dtype: object = "float16", comp
     if c_dtype not in ("", dt) and not (c_dtype == "float32" and dt in ("float16", "bfloat16")):
         raise ValueError(f"GemmProblem: c_dtype={c_dtype!r} with dtype {dt}; allowed '' or 'float32' over "
                          "float16/bfloat16 data")
-    ta, tb = _op(transa, "transa"), _op(transb, "transb")
+    ta = trans_op(transa, "GemmProblem", bools=True, name="transa")
+    tb = trans_op(transb, "GemmProblem", bools=True, name="transb")
     if not cg.kind_of(dt).complex:
         ta, tb = ("T" if ta == "C" else ta), ("T" if tb == "C" else tb)
     values = {"m": m, "n": n, "k": k, "lda": lda, "ldb": ldb, "ldc": ldc, "alignment": alignment}

@@ -23,6 +23,7 @@ from oxicuda.ptx.registry import register_family
 from oxicuda.ptx.spec import KernelSpec
 
 from . import gemm_codegen as cg
+from .flags import trans_op
 from .operands import check_span, matrix_span, vector_span
 
 WARPS = 8
@@ -196,9 +197,7 @@ def gemv_colmajor(trans: str, m: int, n: int, alpha, a_ptr: int, lda: int, x_ptr
     except TypeError as exc:
         raise ValueError(f"gemv: dtype={dtype!r} is not supported; allowed: {cg.GEMM_DTYPES}") from exc
     kind = cg.kind_of(dt)
-    op = trans.upper() if isinstance(trans, str) else trans
-    if op not in ("N", "T", "C"):
-        raise ValueError(f"gemv: trans={trans!r}; allowed 'N', 'T', 'C'")
+    op = trans_op(trans, "gemv")
     if op == "C":
         op, conj_a = "T", (not conj_a) if kind.complex else conj_a
     conj_a, conj_x = bool(conj_a) and kind.complex, bool(conj_x) and kind.complex

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..memory.array import DeviceArray
 from . import operands as op
+from .flags import trans_op
 from .level1_kernels import BLOCK
 from .level2_kernels import GerSpec, SymvSpec, TrsvSpec
 
@@ -25,13 +26,6 @@ def _uplo(value: object, what: str) -> str:
     if u not in ("L", "U"):
         raise ValueError(f"{what}: uplo={value!r}; allowed 'L' or 'U'")
     return u
-
-
-def _trans(value: object, what: str) -> str:
-    t = value.upper() if isinstance(value, str) else value
-    if t not in ("N", "T", "C"):
-        raise ValueError(f"{what}: trans={value!r}; allowed 'N', 'T' or 'C'")
-    return t
 
 
 def _diag(value: object, what: str) -> bool:
@@ -103,7 +97,7 @@ def trsv_ptr(uplo: str, trans: str, diag: str, n: int, a_ptr: int, lda: int, x_p
     """Solve op(A) x = b in place (x holds b on entry), A n x n triangular (``uplo``), op in
     N/T/C, ``diag`` 'U' assumes a unit diagonal (not read). No singularity check (like cuBLAS)."""
     dt = op.dtype_name(dtype, "trsv")
-    u, t, unit = _uplo(uplo, "trsv"), _trans(trans, "trsv"), _diag(diag, "trsv")
+    u, t, unit = _uplo(uplo, "trsv"), trans_op(trans, "trsv"), _diag(diag, "trsv")
     t = "T" if (t == "C" and not dt.startswith("complex")) else t
     n = op.check_int(n, "trsv: n", minimum=0)
     lda = op.check_int(lda, "trsv: lda", minimum=max(1, n))

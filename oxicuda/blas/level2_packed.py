@@ -19,8 +19,9 @@ from __future__ import annotations
 from ..driver.facts import device_facts
 from ..ptx.launch_plan import KernelStep, LaunchPlan, PlanCache
 from . import operands as op
+from .flags import trans_op
 from .level1_kernels import BLOCK, Blas1MapSpec
-from .level2 import _diag, _nonzero_inc, _trans, _uplo
+from .level2 import _diag, _nonzero_inc, _uplo
 from .level2_packed_kernels import MvSpec, RankSpec, SvSpec
 
 MAX_GRID_Y = 65535
@@ -31,7 +32,7 @@ __all__ = ["PLANS", "gbmv_ptr", "sbmv_ptr", "spmv_ptr", "spr2_ptr", "spr_ptr", "
 
 
 def _op_for(dt: str, trans: object, what: str) -> str:
-    t = _trans(trans, what)
+    t = trans_op(trans, what)
     return "T" if (t == "C" and not dt.startswith("complex")) else t
 
 

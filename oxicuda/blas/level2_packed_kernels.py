@@ -41,7 +41,6 @@ from .level2_kernels import beta_is_zero, cdiv, matrix_address
 
 MV_KINDS = ("gb", "sy", "he", "tr")
 STORAGES = ("full", "band", "packed")
-RANK_OPS = ("syr", "syr2", "her", "her2")
 
 
 def _esize(dtype: str) -> int:

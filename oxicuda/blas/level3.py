@@ -17,8 +17,9 @@ from __future__ import annotations
 from ..driver.backend import api
 from ..memory.workspace import workspace
 from . import operands as op
+from .flags import trans_op
 from .level1_kernels import BLOCK
-from .level2 import _diag, _trans, _uplo
+from .level2 import _diag, _uplo
 from .level3_kernels import AxpbySpec, ExpandSpec, TrsmPanelSpec
 
 #: PROVISIONAL (not measured on the H200): diagonal block order of the blocked trsm.
@@ -78,7 +79,7 @@ def trsm_ptr(side: str, uplo: str, trans: str, diag: str, m: int, n: int, alpha,
     place of B (m x n). A triangular (``uplo``), op N/T/C, ``diag`` 'U': unit diagonal not read.
     ``block`` overrides TRSM_BLOCK (tests use it to reach the multi-block path on small sizes)."""
     dt = op.dtype_name(dtype, "trsm")
-    sd, u, t, unit = _side(side, "trsm"), _uplo(uplo, "trsm"), _trans(trans, "trsm"), _diag(diag, "trsm")
+    sd, u, t, unit = _side(side, "trsm"), _uplo(uplo, "trsm"), trans_op(trans, "trsm"), _diag(diag, "trsm")
     t = "T" if (t == "C" and not dt.startswith("complex")) else t
     m, n = op.check_int(m, "trsm: m", minimum=0), op.check_int(n, "trsm: n", minimum=0)
     ka = m if sd == "L" else n
@@ -128,7 +129,7 @@ def syrk_ptr(uplo: str, trans: str, n: int, k: int, alpha, a_ptr: int, lda: int,
     """C = alpha op(A) op(A)^T + beta C on the ``uplo`` triangle of C (n x n); op(A) is n x k
     (trans 'N': A n x k; 'T': A k x n). The other triangle is never touched."""
     dt = op.dtype_name(dtype, "syrk")
-    u, t = _uplo(uplo, "syrk"), _trans(trans, "syrk")
+    u, t = _uplo(uplo, "syrk"), trans_op(trans, "syrk")
     if t == "C":
         if dt.startswith("complex"):
             raise ValueError("syrk: trans='C' is not allowed for complex syrk (that is herk); use 'N' or 'T'")
@@ -211,7 +212,7 @@ def trmm_ptr(side: str, uplo: str, trans: str, diag: str, m: int, n: int, alpha,
     """C = alpha op(A) B (side 'L', A m x m) or alpha B op(A) (side 'R', A n x n), A triangular;
     B, C m x n (cuBLAS v2 out-of-place form; C may be B)."""
     dt = op.dtype_name(dtype, "trmm")
-    sd, u, t, unit = _side(side, "trmm"), _uplo(uplo, "trmm"), _trans(trans, "trmm"), _diag(diag, "trmm")
+    sd, u, t, unit = _side(side, "trmm"), _uplo(uplo, "trmm"), trans_op(trans, "trmm"), _diag(diag, "trmm")
     t = "T" if (t == "C" and not dt.startswith("complex")) else t
     m, n, ka, lda, ldb, ldc, a, b, c = _side_operands("trmm", sd, m, n, lda, ldb, ldc, a_ptr, b_ptr, c_ptr)
     ar, ai, ap = _scalars(alpha, alpha_ptr, "trmm: alpha")

@@ -14,7 +14,8 @@ not fit raise ValueError; dtypes that differ raise TypeError; nothing is written
 from __future__ import annotations
 
 from ..memory.array import DeviceArray, zeros
-from .geam_dgmm import _output, _trans_flag, colmajor_view
+from .flags import trans_op
+from .geam_dgmm import _output, colmajor_view
 from .level3 import symm_ptr, syrk_ptr, trmm_ptr, trsm_ptr
 
 __all__ = ["symm", "syrk", "trmm", "trsm"]
@@ -62,7 +63,7 @@ def trsm(a: object, b: object, *, side: str = "L", uplo: str = "L", trans: objec
     array of b's memory order, or in b itself with ``overwrite_b``."""
     sd, u, d = _word(side, ("L", "R"), "trsm: side"), _word(uplo, ("L", "U"), "trsm: uplo"), \
         _word(diag, ("N", "U"), "trsm: diag")
-    t = _trans_flag(trans, "trsm: trans")
+    t = trans_op(trans, "trsm", bools=True)
     av, a_ptr, lda, a_t = colmajor_view(a, "trsm: a")
     bv, _, _, b_t = colmajor_view(b, "trsm: b")
     _same_dtype("trsm", av, bv)
@@ -82,7 +83,7 @@ def trmm(a: object, b: object, *, side: str = "L", uplo: str = "L", trans: objec
     memory order, or ``out`` (same shape and order as b; may be b)."""
     sd, u, d = _word(side, ("L", "R"), "trmm: side"), _word(uplo, ("L", "U"), "trmm: uplo"), \
         _word(diag, ("N", "U"), "trmm: diag")
-    t = _trans_flag(trans, "trmm: trans")
+    t = trans_op(trans, "trmm", bools=True)
     av, a_ptr, lda, a_t = colmajor_view(a, "trmm: a")
     bv, b_ptr, ldb, b_t = colmajor_view(b, "trmm: b")
     _same_dtype("trmm", av, bv)
@@ -131,7 +132,7 @@ def syrk(a: object, c: object = None, *, uplo: str = "L", trans: object = "N", a
     other triangle untouched); without it a new Fortran-ordered array whose other triangle is
     zero is returned (beta ignored)."""
     u = _word(uplo, ("L", "U"), "syrk: uplo")
-    t = _trans_flag(trans, "syrk: trans")
+    t = trans_op(trans, "syrk", bools=True)
     if t == "C":
         raise ValueError("syrk: trans='C' is herk's; use 'N' or 'T'")
     av, a_ptr, lda, a_t = colmajor_view(a, "syrk: a")

@@ -20,8 +20,9 @@ from ..driver.backend import api
 from ..driver.facts import device_facts
 from ..ptx.launch_plan import KernelStep, LaunchPlan, PlanCache
 from . import operands as op
+from .flags import trans_op
 from .level1_kernels import BLOCK
-from .level2 import _trans, _uplo
+from .level2 import _uplo
 from .level3 import _TAG_PRODUCT, _gemm, _scratch, _side, trsm_ptr
 from .level3_kernels import AxpbySpec
 
@@ -54,7 +55,7 @@ def _rank_k(name: str, form: str, uplo, trans, n, k, alpha, a_ptr, lda, b_ptr, l
     herm = form.startswith("herm")
     if herm and not dt.startswith("complex"):
         raise TypeError(f"{name}: dtype {dt}; the Hermitian update takes complex64/complex128 (use syrk/syr2k)")
-    u, t = _uplo(uplo, name), _trans(trans, name)
+    u, t = _uplo(uplo, name), trans_op(trans, name)
     allowed = ("N", "C") if herm else (("N", "T") if dt.startswith("complex") else ("N", "T", "C"))
     if t not in allowed:
         raise ValueError(f"{name}: trans={trans!r}; allowed {allowed} for {dt}")

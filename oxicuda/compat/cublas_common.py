@@ -37,6 +37,12 @@ FILL = {0: "L", 1: "U"}
 SIDE = {0: "L", 1: "R"}
 DIAG = {0: "N", 1: "U"}
 
+#: the data dtype and the real dtype of each BLAS/LAPACK name prefix (scikit-cuda's names spell it
+#: upper case), and the prefix of the real-valued reductions (nrm2, asum: Sc/Dz on complex data)
+PREFIX_DTYPE = {"s": "float32", "d": "float64", "c": "complex64", "z": "complex128"}
+PREFIX_REAL = {"s": "float32", "d": "float64", "c": "float32", "z": "float64"}
+REDUCTION_PREFIX = {"s": "s", "d": "d", "c": "sc", "z": "dz"}
+
 # cudaDataType_t
 CUDA_R_16F, CUDA_C_16F, CUDA_R_16BF, CUDA_C_16BF = 2, 6, 14, 15
 CUDA_R_32F, CUDA_C_32F, CUDA_R_64F, CUDA_C_64F = 0, 4, 1, 5

@@ -50,6 +50,9 @@ from .cublas_common import (  # noqa: F401  (re-exported constants)
     pointer_arg,
     run,
 )
+from .cublas_common import PREFIX_DTYPE as _PREFIX
+from .cublas_common import PREFIX_REAL as _REAL
+from .cublas_common import REDUCTION_PREFIX as _RED_PREFIX
 
 CUBLAS_OP_N, CUBLAS_OP_T, CUBLAS_OP_C = 0, 1, 2
 CUBLAS_POINTER_MODE_HOST, CUBLAS_POINTER_MODE_DEVICE = 0, 1
@@ -142,8 +145,6 @@ def getMathMode(handle: int) -> int:
 
 
 # -- generated per-dtype functions --------------------------------------------------------------
-_PREFIX = {"s": "float32", "d": "float64", "c": "complex64", "z": "complex128"}
-_REAL = {"s": "float32", "d": "float64", "c": "float32", "z": "float64"}
 
 
 def _define(name: str, fn, doc: str) -> None:
@@ -154,7 +155,7 @@ def _define(name: str, fn, doc: str) -> None:
 
 def _make_level1(p: str) -> None:
     dt, rdt = _PREFIX[p], _REAL[p]
-    red_prefix = {"s": "s", "d": "d", "c": "sc", "z": "dz"}[p]
+    red_prefix = _RED_PREFIX[p]
 
     def axpy(handle, n, alpha, x, incx, y, incy):
         def go():

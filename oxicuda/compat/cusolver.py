@@ -33,6 +33,10 @@ from ..solver import geqrf as _qr
 from ..solver import gesvdj as _svd
 from ..solver import lu as _lu
 from ..solver import potrf as _po
+from .cublas_common import FILL as _FILL
+from .cublas_common import OPS as _OP
+from .cublas_common import PREFIX_DTYPE as _DT
+from .cublas_common import SIDE as _SIDE
 
 CUSOLVER_STATUS_SUCCESS, CUSOLVER_STATUS_NOT_INITIALIZED, CUSOLVER_STATUS_ALLOC_FAILED = 0, 1, 2
 CUSOLVER_STATUS_INVALID_VALUE, CUSOLVER_STATUS_ARCH_MISMATCH, CUSOLVER_STATUS_MAPPING_ERROR = 3, 4, 5
@@ -46,10 +50,6 @@ CUSOLVER_EIG_MODE_NOVECTOR, CUSOLVER_EIG_MODE_VECTOR = 0, 1
 CUSOLVER_EIG_TYPE_1, CUSOLVER_EIG_TYPE_2, CUSOLVER_EIG_TYPE_3 = 1, 2, 3
 
 STATUS_NAMES = {v: k for k, v in globals().items() if k.startswith("CUSOLVER_STATUS_")}
-_FILL = {0: "L", 1: "U"}
-_SIDE = {0: "L", 1: "R"}
-_OP = {0: "N", 1: "T", 2: "C"}
-_DT = {"s": "float32", "d": "float64", "c": "complex64", "z": "complex128"}
 
 
 class CUSOLVERError(RuntimeError):

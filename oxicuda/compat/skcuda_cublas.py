@@ -18,6 +18,9 @@ import numpy as np
 from ..blas import handle as _h
 from . import cublas_calls as _c
 from .cublas_common import DIAG, FILL, OPS, SIDE, enum_arg, run
+from .cublas_common import PREFIX_DTYPE as _PREFIX_DTYPE
+from .cublas_common import PREFIX_REAL as _PREFIX_REAL
+from .cublas_common import REDUCTION_PREFIX as _RED_PREFIX
 
 
 class cublasError(Exception):
@@ -119,8 +122,8 @@ def cublasGetStream(handle) -> int:
     return _do(lambda: _h.lookup_handle(handle).stream)
 
 
-_PREFIX = {"S": "float32", "D": "float64", "C": "complex64", "Z": "complex128"}
-_REAL = {"S": "float32", "D": "float64", "C": "float32", "Z": "float64"}
+_PREFIX = {p.upper(): dt for p, dt in _PREFIX_DTYPE.items()}
+_REAL = {p.upper(): dt for p, dt in _PREFIX_REAL.items()}
 
 
 def _define(name: str, fn, doc: str) -> None:
@@ -137,7 +140,7 @@ def _reduce_value(kind: str, st, dt: str, rdt: str, n, x, incx):
 
 def _make(p: str) -> None:
     dt, rdt = _PREFIX[p], _REAL[p]
-    rp = {"S": "S", "D": "D", "C": "Sc", "Z": "Dz"}[p]
+    rp = _RED_PREFIX[p.lower()].capitalize()
     cplx = p in "CZ"
 
     def axpy(handle, n, alpha, x, incx, y, incy):

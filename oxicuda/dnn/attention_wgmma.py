@@ -485,7 +485,7 @@ def configurations(arch: str) -> list[AttentionWgmmaSpec]:
             for c in (False, True) for lse in (False, True)]
 
 
-#: whether dispatch uses the overlapped (ping-pong) pipeline. Measured on the H200 at commit 146a34d
+#: whether dispatch uses the overlapped (ping-pong) pipeline. Measured on the H200
 #: (benches/results/2026-11-29-h200-session2/bench-attention-final.json), bf16 B4 S4096, TFLOP/s
 #: overlapped / serial: D128 405 / 470, D128 causal 362 / 411, D64 301 / 354: serial is faster.
 DISPATCH_OVERLAP = False

@@ -50,16 +50,16 @@ IGEMM_TILE_MODEL: dict[str, tuple[int, float]] = {
 IGEMM_TILES = tuple(IGEMM_TILE_MODEL)
 
 #: measured winners: shape key (see ``shape_key``) -> (algo, tile or None, splits or None).
-#: From `python3 benches/sweep_conv.py` on the H200 (2026-11-29 18:50 UTC, NVIDIA H200, 132 SMs;
-#: benches/results/2026-11-29-h200-session2/sweep-conv.json): the fastest correct variant per shape.
+#: From `python3 benches/sweep_conv.py` on the H200 (132 SMs; MEASURED_SOURCE[0]): the fastest
+#: correct variant per shape.
 #: the committed measurements MEASURED was read from (tests check they exist)
 MEASURED_SOURCE = ("benches/results/2026-11-29-h200-session2/sweep-conv.json",
                    "benches/results/2026-11-30-h200-session5/call7-bench-conv.json")
 MEASURED: dict[tuple, tuple[str, str | None, int | None]] = {
     ('f32', 32, 64, 56, 56, 64, 3, 3, (1, 1), (1, 1), (1, 1), 1): ('winograd_4x4', None, None),
-    # call plans (2026-11-30, session 5) took the host out of these two: bench-conv at dc1aaa6
-    # (benches/results/2026-11-30-h200-session5/call7-bench-conv.json) measured F(4x4) at 69.7
-    # TFLOP/s against F(2x2) 44.9 here, and F(2x2) at 27.8 against the implicit GEMM 19.6 below
+    # with call plans the host is out of these two: bench-conv (MEASURED_SOURCE[1]) measured
+    # F(4x4) at 69.7 TFLOP/s against F(2x2) 44.9 here, and F(2x2) at 27.8 against the implicit
+    # GEMM 19.6 below
     ('f32', 32, 128, 28, 28, 128, 3, 3, (1, 1), (1, 1), (1, 1), 1): ('winograd_4x4', None, None),
     ('f32', 32, 256, 14, 14, 256, 3, 3, (1, 1), (1, 1), (1, 1), 1): ('winograd_4x4', None, None),
     ('f32', 8, 512, 7, 7, 512, 3, 3, (1, 1), (1, 1), (1, 1), 1): ('winograd_2x2', None, None),

@@ -57,9 +57,10 @@ import itertools
 from dataclasses import dataclass
 from typing import ClassVar
 
-from oxicuda.blas.gemm_tensorcore import ACC_PLAN, PLANS, quad_select, warp_coords
+from oxicuda.blas.gemm_tensorcore import ACC_PLAN, PLANS, warp_coords
 from oxicuda.ptx import registry
 from oxicuda.ptx.builder import KernelBuilder, Value
+from oxicuda.ptx.fragment_plans import quad_select
 from oxicuda.ptx.spec import KernelSpec
 
 from ._common import load_f32, store_f32

@@ -70,19 +70,6 @@ def is_contiguous(
     return True
 
 
-def byte_span(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> tuple[int, int]:
-    """(lo, hi): the bytes [ptr + lo, ptr + hi) hold every element; (0, 0) for empty arrays."""
-    if size_of(shape) == 0:
-        return 0, 0
-    lo = hi = 0
-    for n, s in zip(shape, strides):
-        if s < 0:
-            lo += (n - 1) * s
-        else:
-            hi += (n - 1) * s
-    return lo, hi + itemsize
-
-
 def basic_index(
     shape: tuple[int, ...], strides: tuple[int, ...], key: object
 ) -> tuple[tuple[int, ...], tuple[int, ...], int]:

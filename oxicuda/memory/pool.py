@@ -321,12 +321,6 @@ class MemoryPool:
                 "device": self.device,
             }
 
-    def reset_counters(self) -> None:
-        """Set hits, misses and the peak back to their starting values (the peak to current use)."""
-        with self._lock:
-            self._hits = self._misses = 0
-            self._peak = self._allocated
-
 
 _pools: dict[int, MemoryPool] = {}
 _pools_lock = threading.Lock()

@@ -10,7 +10,7 @@ and no worker waits for another. An event recorded after each slot's copy says w
 be reused.
 
 Why workers: one thread's memcpy between pageable and pinned memory is the limit on the H200
-machine (about 9 GB/s). ``benches/sweep_staging.py`` on the H200 (2026-11-30, results in
+machine (about 9 GB/s). ``benches/sweep_staging.py`` on the H200 (results in
 ``benches/results/2026-11-30-h200-session5``): 256 MiB with 8 workers and 4 MiB chunks moved at
 46.7 GB/s host-to-device and 39.0 GB/s device-to-host (1 worker: 8.6 and 7.8; pinned memory
 itself: 55 GB/s; plain copies of the pageable array: 7.3 and 10.9). The previous design, 4

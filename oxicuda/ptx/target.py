@@ -72,11 +72,6 @@ def ptx_version_for(arch: str) -> str:
         raise ValueError(f"unknown arch {arch!r}; known: {sorted(ARCH_PTX_VERSION)}") from None
 
 
-def arch_from_compute_capability(major: int, minor: int) -> str:
-    """``(8, 6)`` -> ``"sm_86"``. Hopper-only instructions need ``sm_90a``, chosen per kernel."""
-    return f"sm_{major}{minor}"
-
-
 def device_arch(device: int | None = None) -> str:
     """The arch of device ``device`` (an ordinal), or of the current context's device if None
     (from the device facts, read once per device)."""

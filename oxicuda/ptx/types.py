@@ -33,10 +33,6 @@ class PtxType:
         return self.kind == "f"
 
     @property
-    def is_int(self) -> bool:
-        return self.kind in ("u", "s")
-
-    @property
     def bits_name(self) -> str:
         """The bit-size type of the same width: ``b32`` for f32, ``pred`` for pred."""
         return "pred" if self.kind == "pred" else f"b{self.bits}"

@@ -142,7 +142,7 @@ def fma_f64(a, b, c):
     rational arithmetic for the lanes near overflow or underflow). A zero result has the sign
     of IEEE a*b + c. A NaN operand's NaN comes out quieted, sign and payload kept, b's before
     c's before a's: what the H200 returned for every pairing of NaN and non-NaN operands of
-    fma.rn.f64 (benches/probe_fidelity.py, 2026-11-29 session 3: NaN operands a->a, b->b, c->c,
+    fma.rn.f64 (benches/probe_fidelity.py: NaN operands a->a, b->b, c->c,
     ab->b, ac->c, bc->b, abc->b)."""
     a = np.asarray(a, np.float64)
     b = np.asarray(b, np.float64)

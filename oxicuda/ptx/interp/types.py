@@ -23,7 +23,6 @@ DTYPES: dict[str, np.dtype] = {
 UNSIGNED = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
 SIGNED = {1: np.dtype(np.int8), 2: np.dtype(np.int16), 4: np.dtype(np.int32), 8: np.dtype(np.int64)}
 FLOATS = {"f16", "f32", "f64"}
-INTS = {"u8", "s8", "b8", "u16", "s16", "b16", "u32", "s32", "b32", "u64", "s64", "b64"}
 
 
 def width(ptype: str) -> int:
@@ -31,10 +30,6 @@ def width(ptype: str) -> int:
     if ptype == "b128":
         return 16
     return DTYPES[ptype].itemsize
-
-
-def is_signed(ptype: str) -> bool:
-    return ptype.startswith("s")
 
 
 def is_float(ptype: str) -> bool:
