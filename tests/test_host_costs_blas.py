@@ -277,7 +277,7 @@ def test_cached_array_gemm_still_refuses_bad_calls(rng, fresh_plans):
     bad = [
         (lambda: oxicuda.blas.gemm(dA, dB, beta=1.0), "needs an input c"),
         (lambda: oxicuda.blas.gemm(dA, dB, readonly), "read-only"),
-        (lambda: oxicuda.blas.gemm(dA, dB, transa=1), "transa"),
+        (lambda: oxicuda.blas.gemm(dA, dB, transa=2), "transa"),  # 0/1 are False/True; 2 is no flag
         (lambda: oxicuda.blas.gemm(dA, dB, dC, alpha="2"), "alpha"),
         (lambda: oxicuda.blas.gemm(dA, dB, dA), "overlaps"),
     ]
