@@ -216,17 +216,22 @@ _facts: dict[int, DeviceFacts] = {}
 def device_facts(ordinal: int | None = None) -> DeviceFacts:
     """The facts of device ``ordinal`` (None: the current context's device), read from the
     driver on the first call for that ordinal and cached; a dict lookup afterwards."""
+    return _cached(_facts, ordinal, _read)
+
+
+def _cached(table: dict[int, DeviceFacts], ordinal: int | None, read) -> DeviceFacts:
+    """``table[ordinal]``, made by ``read(ordinal)`` once (None: the current context's device)."""
     if ordinal is None:
         from .context import current_device_ordinal
 
         ordinal = current_device_ordinal()
-    facts = _facts.get(ordinal)
+    facts = table.get(ordinal)
     if facts is not None:
         return facts
-    with _lock:
-        facts = _facts.get(ordinal)
+    with _lock:  # re-entrant: the profiled read takes the native facts under it
+        facts = table.get(ordinal)
         if facts is None:
-            facts = _facts[ordinal] = _read(ordinal)
+            facts = table[ordinal] = read(ordinal)
     return facts
 
 
@@ -244,17 +249,7 @@ _native: dict[int, DeviceFacts] = {}
 
 def native_device_facts(ordinal: int | None = None) -> DeviceFacts:
     """The facts the driver reports for device ``ordinal``, whatever profile is active."""
-    if ordinal is None:
-        from .context import current_device_ordinal
-
-        ordinal = current_device_ordinal()
-    facts = _native.get(ordinal)
-    if facts is None:
-        with _lock:
-            facts = _native.get(ordinal)
-            if facts is None:
-                facts = _native[ordinal] = _read_native(ordinal)
-    return facts
+    return _cached(_native, ordinal, _read_native)
 
 
 def _profiled(native: DeviceFacts) -> DeviceFacts:
