@@ -389,24 +389,9 @@ def mrg_interleaved(seed: int, offset: int, count: int, threads: int = 4096) -> 
     n mod 4096 (subsequences 2^76 apart)."""
     if count == 0:
         return np.zeros(0, np.float64)
-    s1, s2 = mrg_seed_state(seed)
     t = np.arange(threads, dtype=np.int64)
     p0 = (np.maximum(offset - t, 0) + threads - 1) // threads
-    st1 = np.array([s1] * threads, dtype=object)
-    st2 = np.array([s2] * threads, dtype=object)
-    for exps, base in ((t, MRG_SUBSEQUENCE_LOG2), (p0, 0)):
-        e = exps.copy()
-        k = 0
-        while np.any(e):
-            sel = (e & 1).astype(bool)
-            if sel.any():
-                a1, a2 = _mrg_power2(base + k)
-                st1[sel] = (st1[sel] @ np.array(a1, dtype=object).T) % MRG_M1
-                st2[sel] = (st2[sel] @ np.array(a2, dtype=object).T) % MRG_M2
-            e >>= 1
-            k += 1
-    s1 = st1.astype(np.uint64)
-    s2 = st2.astype(np.uint64)
+    s1, s2 = mrg_states_at(seed, t, p0)  # curand_init(seed, t, 0) skipped ahead p0(t)
     out = np.empty(count, np.float64)
     steps = (offset + count - 1) // threads - int(p0.min()) + 1
     m1, m2 = np.uint64(MRG_M1), np.uint64(MRG_M2)
