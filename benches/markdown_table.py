@@ -31,7 +31,10 @@ def table(records: list[dict]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    records = [json.load(open(p)) for p in argv]
+    records = []
+    for p in argv:
+        with open(p) as f:
+            records.append(json.load(f))
     env = records[0].get("environment", {}) if records else {}
     print(f"<!-- {env.get('gpu')} sm {env.get('compute_capability')}, CUDA {env.get('driver_cuda_version')}, "
           f"commit {env.get('commit')}, {env.get('date')} -->")

@@ -44,12 +44,12 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from oxicuda.ptx import cache, registry  # noqa: E402
-from oxicuda.driver.params import entry_layouts  # noqa: E402
-from oxicuda.ptx.builder import KernelBuilder  # noqa: E402
-from oxicuda.ptx.spec import KernelSpec  # noqa: E402
+from oxicuda.driver.params import entry_layouts
+from oxicuda.ptx import cache, registry
+from oxicuda.ptx.builder import KernelBuilder
+from oxicuda.ptx.spec import KernelSpec
 
 SAMPLE_CONFIGS = 8  # configurations sampled per family; the largest PTX of them is measured
 LOAD_FIELDS = ("generate_us", "jit_load_us", "first_load_us", "disk_warm_load_us", "cached_load_us")

@@ -184,7 +184,7 @@ def main() -> int:
                     else:
                         err = float(np.abs(y.get().astype(np.float64) - ref).max()) / ref_max
                     tm = time_device(call, args.repeats)
-                except Exception as exc:  # noqa: BLE001 (a variant that fails is reported, the sweep goes on)
+                except Exception as exc:
                     print(f"  {algo:14s} {tile or '':11s} {splits or '':>2}  FAILED: {exc}", flush=True)
                     records.append({"shape": name, "layout": layout, "algo": algo, "tile": tile,
                                     "splits": splits, "error": str(exc)})

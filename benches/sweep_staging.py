@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
 
     drv = api()
     if drv.name != "cuda" and not args.tiny:
-        print("no GPU (backend %s): run with --tiny to check the script only" % drv.name)
+        print(f"no GPU (backend {drv.name}): run with --tiny to check the script only")
         return 2
     nbytes = (3 << 20) if args.tiny else args.mib << 20
     threads = (1, 2) if args.tiny else THREADS

@@ -57,7 +57,7 @@ def test_dispatch_vector_loads_follow_alignment():
 
 @pytest.mark.parametrize("ta,tb", [("N", "N"), ("T", "N"), ("N", "T"), ("T", "T")])
 def test_sm90_float32_with_16_byte_loads_takes_the_measured_loop_variant(ta, tb):
-    kw = dict(transa=ta, transb=tb, lda=4096, ldb=4096)
+    kw = {"transa": ta, "transb": tb, "lda": 4096, "ldb": 4096}
     spec = gd.choose_algo(problem(4096, 4096, 4096, **kw), H200).spec
     assert (spec.tm, spec.tn, spec.prefetch, spec.vec_a, spec.vec_b) == (8, 16, True, 4, 4)
     batched = gd.choose_algo(problem(512, 512, 512, batch=64, lda=512, ldb=512, ldc=512), H200).spec

@@ -92,7 +92,7 @@ def test_strided_batched_spans_cover_every_batch_entry(rng):
 
 
 def test_pointer_array_batches_check_their_tables(rng):
-    (A, B, C), (dA, dB, dC) = _matrices(rng)
+    (_A, _B, _C), (dA, dB, dC) = _matrices(rng)
     tables = [oxicuda.asarray(np.array([d.ptr, d.ptr], np.uint64)) for d in (dA, dB, dC)]
     short = oxicuda.asarray(np.array([dC.ptr], np.uint64))
     short_ptr = _near_end(short, 8)  # room for one pointer of the two
@@ -125,7 +125,7 @@ def test_gemv_refuses_short_and_unallocated_operands(rng):
 
 
 def test_the_cublas_surface_reports_a_short_buffer_as_invalid_value(rng):
-    (A, B, C), (dA, dB, dC) = _matrices(rng)
+    (_A, _B, _C), (dA, _dB, dC) = _matrices(rng)
     short = oxicuda.asarray(np.zeros(M, np.float32))
     one, zero = np.array(1.0, np.float32), np.array(0.0, np.float32)
     h = cublas.create()
@@ -145,7 +145,7 @@ def test_pool_blocks_skip_the_driver_and_a_freed_block_is_named(rng, monkeypatch
     driver call. A pointer into the middle (a view) asks the driver. A pointer whose array is gone
     is still allocated as far as the driver knows (the pool caches it), so only the pool can call
     it a use after free, and it does."""
-    (A, B, C), (dA, dB, dC) = _matrices(rng)
+    (_A, _B, _C), (dA, dB, dC) = _matrices(rng)
     drv = api()
     calls = []
     real = drv.mem_get_address_range

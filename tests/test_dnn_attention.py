@@ -135,7 +135,7 @@ def test_bad_options_raise_before_launch():
 def test_dnn_attention_stays_the_function_after_its_module_is_imported():
     import importlib
 
-    import oxicuda.dnn as dnn
+    from oxicuda import dnn
 
     importlib.import_module("oxicuda.dnn.attention_api")
     assert callable(dnn.attention) and dnn.attention is attention

@@ -130,7 +130,7 @@ def test_strided_dilated_grouped_conv(rng, layout, kw):
 
 @pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
 def test_bias_and_relu_epilogue(rng, layout):
-    got, ref, theirs, spec = _run(rng, 4, 64, 17, 17, 96, 3, 3, layout, "float16", bias=True, activation="relu",
+    got, ref, theirs, _spec = _run(rng, 4, 64, 17, 17, 96, 3, 3, layout, "float16", bias=True, activation="relu",
                                   padding=1)
     epilogue = _LAST_SPECS[-1]  # the conv kernel, or split-K's reduction, applies bias and relu
     assert epilogue.bias and epilogue.activation == "relu"

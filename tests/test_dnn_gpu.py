@@ -20,7 +20,7 @@ def _torch():
         import torch
 
         return torch if torch.cuda.is_available() else None
-    except Exception:  # noqa: BLE001  (a broken torch install means no vendor column, not a crash)
+    except Exception:
         return None
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from test_driver_launch import ADD_ONE_PTX, AXPB_PTX
 
 pytestmark = pytest.mark.gpu

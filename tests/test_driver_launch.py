@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 import threading
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -121,7 +122,7 @@ class FakeDriver:
     """Just enough of DriverAPI to load a module and record what each launch would send."""
 
     name = "fake"
-    ATTRS = {"MAX_THREADS_PER_BLOCK": 1024, "MAX_BLOCK_DIM_X": 1024, "MAX_BLOCK_DIM_Y": 1024,
+    ATTRS: ClassVar[dict[str, int]] = {"MAX_THREADS_PER_BLOCK": 1024, "MAX_BLOCK_DIM_X": 1024, "MAX_BLOCK_DIM_Y": 1024,
              "MAX_BLOCK_DIM_Z": 64, "MAX_GRID_DIM_X": 2**31 - 1, "MAX_GRID_DIM_Y": 65535,
              "MAX_GRID_DIM_Z": 65535, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN": 101376,
              "COMPUTE_CAPABILITY_MAJOR": 8, "COMPUTE_CAPABILITY_MINOR": 6,

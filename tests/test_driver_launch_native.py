@@ -352,9 +352,10 @@ def test_the_binding_needs_no_cffi_lock_after_it_is_made(stub):
 def test_every_type_string_the_binding_uses_is_parsed_up_front():
     import re
 
-    import oxicuda.driver.libcuda as libcuda
+    from oxicuda.driver import libcuda
 
-    source = open(libcuda.__file__).read()
+    with open(libcuda.__file__) as f:
+        source = f.read()
     used = set(re.findall(r'ffi\.(?:new|cast|typeof|sizeof)\("([^"]+)"', source))
     assert used and used <= set(FFI_TYPES), sorted(used - set(FFI_TYPES))
     declared = set(re.findall(r"\blib\.(cu\w+)", source))

@@ -26,7 +26,7 @@ def emu():
 def test_device_attributes_follow_the_arch(monkeypatch, arch, sms, optin, l2):
     monkeypatch.setenv("OXICUDA_EMULATOR_ARCH", arch)
     e = EmulatorAPI()
-    get = lambda name: e.device_get_attribute(DA[name], 0)  # noqa: E731
+    get = lambda name: e.device_get_attribute(DA[name], 0)
     assert get("MULTIPROCESSOR_COUNT") == sms
     assert get("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN") == optin
     assert get("L2_CACHE_SIZE") == l2

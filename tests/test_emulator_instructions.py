@@ -225,7 +225,7 @@ def test_setp_unsigned_and_combining_and_two_destinations(emu, rng):
 def test_bit_instructions(emu, rng):
     a = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
     a[0] = 0
-    popc = np.array([bin(int(x)).count("1") for x in a], np.uint32)
+    popc = np.array([int(x).bit_count() for x in a], np.uint32)
     np.testing.assert_array_equal(run1(emu, "popc.b32 %o, %a0;", [a], ["b32"], "u32"), popc)
     clz = np.array([32 - int(x).bit_length() for x in a], np.uint32)
     np.testing.assert_array_equal(run1(emu, "clz.b32 %o, %a0;", [a], ["b32"], "u32"), clz)

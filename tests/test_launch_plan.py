@@ -5,13 +5,12 @@ workspace, and the plan cache is bounded."""
 from __future__ import annotations
 
 import numpy as np
+import ptx_test_family as fam
 import pytest
 
 import oxicuda
 from oxicuda.driver.facts import ARCH_RATES, BOARDS, arch_rates, device_facts
 from oxicuda.ptx.launch_plan import KernelStep, LaunchPlan, PlanCache
-
-import ptx_test_family as fam
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import oxicuda
-from oxicuda.memory import BFLOAT16, DeviceArray, SUPPORTED_DTYPES, host_astype
+from oxicuda.memory import BFLOAT16, SUPPORTED_DTYPES, DeviceArray, host_astype
 
 SHAPES = [(), (0,), (1,), (7,), (3, 5), (2, 0, 4), (2, 3, 4)]
 
@@ -257,8 +257,8 @@ def test_explicit_device_array_constructor_and_views_keep_memory_alive(rng):
     assert d.strides == (8, 16) and d.base is None and d.memory is not None
 
 
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 def _slices(n):

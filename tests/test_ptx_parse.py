@@ -11,8 +11,21 @@ from hypothesis import strategies as st
 
 from oxicuda.ptx.emit import emit
 from oxicuda.ptx.ir import (
-    Addr, Block, Directive, Function, Imm, Instr, Label, Module, Param, Pred, Reg, RegDecl, Sym,
-    VarDecl, Vec,
+    Addr,
+    Block,
+    Directive,
+    Function,
+    Imm,
+    Instr,
+    Label,
+    Module,
+    Param,
+    Pred,
+    Reg,
+    RegDecl,
+    Sym,
+    VarDecl,
+    Vec,
 )
 from oxicuda.ptx.parse import PtxSyntaxError, parse, parse_details
 

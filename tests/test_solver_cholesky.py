@@ -1,7 +1,7 @@
 """oxicuda.solver Cholesky family (potrf/potrs, cholesky, cho_factor, cho_solve) on the live
 backend against float64 numpy/scipy, with poisoned outputs and the unused triangle poisoned."""
 
-# ruff: noqa: F811 - the shared fixtures are imported by name
+
 from __future__ import annotations
 
 import numpy as np

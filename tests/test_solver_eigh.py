@@ -1,7 +1,7 @@
 """oxicuda.solver eigh/eigvalsh (Jacobi, syevj) on the live backend against float64 numpy:
 eigen residuals ||A V - V diag(w)|| / (n ||A|| eps) and orthogonality ||V^H V - I|| / (n eps)."""
 
-# ruff: noqa: F811 - the shared fixtures are imported by name
+
 from __future__ import annotations
 
 import numpy as np

@@ -2,7 +2,7 @@
 solve_triangular's singular check (scipy.linalg semantics) on the live backend, against float64
 numpy with NaN-poisoned allocations; trace tests name the kernels that ran."""
 
-# ruff: noqa: F811 - the shared fixtures are imported by name
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,7 +1,7 @@
 """oxicuda.solver LU family (getrf/getrs, solve, inv, det, slogdet, lu_factor/lu_solve,
 solve_triangular) on the live backend against float64 numpy/scipy, with poisoned outputs."""
 
-# ruff: noqa: F811 - the shared fixtures are imported by name
+
 from __future__ import annotations
 
 import numpy as np

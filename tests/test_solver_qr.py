@@ -1,7 +1,7 @@
 """oxicuda.solver Householder QR (geqrf, orgqr, ormqr, qr in every mode) on the live backend
 against float64 numpy, with poisoned outputs; LAPACK-style backward and orthogonality errors."""
 
-# ruff: noqa: F811 - the shared fixtures are imported by name
+
 from __future__ import annotations
 
 import numpy as np

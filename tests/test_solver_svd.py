@@ -1,7 +1,7 @@
 """oxicuda.solver svd (one-sided Jacobi, gesvdj) and norm(ord=2) on the live backend against
 float64 numpy: ||A - U S V^H|| / (max(m, n) ||A|| eps), orthogonality of U and V."""
 
-# ruff: noqa: F811 - the shared fixtures are imported by name
+
 from __future__ import annotations
 
 import numpy as np

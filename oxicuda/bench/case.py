@@ -9,26 +9,26 @@ and keep the L2 from flattering them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
 
 # family -> case name -> Case
-_CASES: dict[str, dict[str, "Case"]] = {}
+_CASES: dict[str, dict[str, Case]] = {}
 
 
 @dataclass
 class Prepared:
     ours: Callable[[int], object]
-    vendor: Optional[Callable[[int], object]] = None
+    vendor: Callable[[int], object] | None = None
     vendor_name: str = ""
     #: returns the relative error of ours against a float64 (or vendor) reference
-    check: Optional[Callable[[], float]] = None
+    check: Callable[[], float] | None = None
     tolerance: float = 1e-5
     #: released after timing (drop device arrays)
-    cleanup: Optional[Callable[[], None]] = None
+    cleanup: Callable[[], None] | None = None
     #: the problem actually prepared, when it differs from the case's (quick or emulator passes)
-    flops: Optional[float] = None
-    bytes: Optional[float] = None
+    flops: float | None = None
+    bytes: float | None = None
     #: the shape actually run, when it differs from the case's name (e.g. "2048x8192")
     problem: str = ""
 
@@ -39,9 +39,9 @@ class Case:
     name: str
     prepare: Callable[[bool], Prepared] = field(compare=False)
     #: floating-point operations of one call (None: bandwidth-bound case)
-    flops: Optional[float] = None
+    flops: float | None = None
     #: fewest bytes one call must move through device memory
-    bytes: Optional[float] = None
+    bytes: float | None = None
     #: the figure the issue asks for, in the unit of ``unit``
     unit: str = "TFLOP/s"
     #: in the --quick pass

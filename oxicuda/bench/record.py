@@ -43,7 +43,7 @@ def environment() -> dict:
     env = {
         "backend": drv.name,
         "gpu": dev.name,
-        "compute_capability": "%d.%d" % dev.compute_capability,
+        "compute_capability": "{}.{}".format(*dev.compute_capability),
         "sm_count": dev.multiprocessor_count,
         # CU_DEVICE_ATTRIBUTE_CLOCK_RATE (kHz): with the SM count it gives the FP32 FMA ceiling
         "sm_clock_khz": dev.get_attribute("CLOCK_RATE"),
@@ -63,7 +63,7 @@ def environment() -> dict:
     for mod in ("torch", "cupy"):
         try:
             env[mod] = __import__(mod).__version__
-        except Exception:
+        except Exception:  # noqa: S110 - a vendor package that is absent or broken is left out of the record
             pass
     return env
 

@@ -165,7 +165,7 @@ def run(
         t0 = time.perf_counter()
         try:
             r = run_case(case, quick or not on_gpu, repeats if on_gpu else 3)
-        except Exception as exc:  # noqa: BLE001 -- one broken case must not hide the others
+        except Exception as exc:
             r = {**base, "error": f"{type(exc).__name__}: {exc}",
                  "traceback": traceback.format_exc(limit=6)}
         r["wall_s"] = round(time.perf_counter() - t0, 3)

@@ -48,7 +48,7 @@ _GENERATORS = (
 )
 KERNEL_MODULES = tuple(m for m in _GENERATORS if importlib.util.find_spec(f"{__name__}.{m}") is not None)
 
-__all__ = [*sorted(_LAZY), "KERNEL_MODULES"]
+__all__ = [*sorted(_LAZY), "KERNEL_MODULES"]  # noqa: PLE0604 - built from the lazy table
 
 
 def __getattr__(name: str):

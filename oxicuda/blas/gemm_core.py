@@ -64,7 +64,7 @@ def _int(value: object, what: str, minimum: int) -> int:
     if type(value) is int and value >= minimum:  # the common case, without the abc checks
         return value
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"gemm: {what}={value!r} must be an int")
+        raise ValueError(f"gemm: {what}={value!r} must be an int")  # noqa: TRY004 - gemm's one error type for bad arguments
     if int(value) < minimum:
         raise ValueError(f"gemm: {what}={int(value)} must be >= {minimum}")
     return int(value)
@@ -74,7 +74,7 @@ def _scalar(value: object, what: str, complex_: bool) -> object:
     if type(value) is float and not complex_:
         return value
     if isinstance(value, bool) or not isinstance(value, numbers.Number):
-        raise ValueError(f"gemm: {what}={value!r} must be a number")
+        raise ValueError(f"gemm: {what}={value!r} must be a number")  # noqa: TRY004 - as above
     if isinstance(value, numbers.Complex) and not isinstance(value, numbers.Real):
         if not complex_ and complex(value).imag != 0:
             raise ValueError(f"gemm: {what}={value!r} is complex but the dtype is real")

@@ -175,7 +175,7 @@ register_family("gemv", GemvSpec, generate, configurations)
 
 def _int(value: object, what: str, minimum: int | None) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"gemv: {what}={value!r} must be an int")
+        raise ValueError(f"gemv: {what}={value!r} must be an int")  # noqa: TRY004 - gemv's one error type for bad arguments
     if minimum is not None and int(value) < minimum:
         raise ValueError(f"gemv: {what}={int(value)} must be >= {minimum}")
     return int(value)
@@ -214,7 +214,7 @@ def gemv_colmajor(trans: str, m: int, n: int, alpha, a_ptr: int, lda: int, x_ptr
             raise ValueError(f"gemv: {name} is 0 (a null pointer)")
     for what, s in (("alpha", alpha), ("beta", beta)):
         if isinstance(s, bool) or not isinstance(s, numbers.Number):
-            raise ValueError(f"gemv: {what}={s!r} must be a number")
+            raise ValueError(f"gemv: {what}={s!r} must be a number")  # noqa: TRY004 - as above
     if not _owned:
         es = kind.nbytes
         check_span(y_ptr, vector_span(ylen, incy, es), f"gemv: y ({ylen} entries, incy={incy})")

@@ -41,7 +41,7 @@ def _cupy():
 
         cupy.cuda.runtime.getDeviceCount()
         return cupy
-    except Exception:  # noqa: BLE001 - any failure means no CuPy to compare with
+    except Exception:
         return None
 
 

@@ -19,7 +19,7 @@ _LAZY = {name: "api" for name in (
 
 KERNEL_MODULES = tuple(f"{__name__}.kernels.{m}" for m in ("scan", "reduce", "radix", "onesweep", "select"))
 
-__all__ = [*sorted(_LAZY), "KERNEL_MODULES"]
+__all__ = [*sorted(_LAZY), "KERNEL_MODULES"]  # noqa: PLE0604 - built from the lazy table
 
 
 def __getattr__(name: str):

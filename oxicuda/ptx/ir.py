@@ -29,7 +29,6 @@ Text form (what ``oxicuda.ptx.emit`` writes, and the parser reads back):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 
 # -- operands ---------------------------------------------------------------------------------
@@ -62,19 +61,19 @@ class Addr:
     (``cp.async.bulk.tensor``); None everywhere else.
     """
 
-    base: Union[Reg, Sym]
+    base: Reg | Sym
     offset: int = 0
-    index: "Vec | None" = None
+    index: Vec | None = None
 
 
 @dataclass(frozen=True)
 class Vec:
     """A vector operand ``{a, b, c, d}``; ``_`` sinks appear as ``Sym('_')``."""
 
-    items: tuple["Operand", ...]
+    items: tuple[Operand, ...]
 
 
-Operand = Union[Reg, Imm, Sym, Addr, Vec]
+Operand = Reg | Imm | Sym | Addr | Vec
 
 
 # -- statements -------------------------------------------------------------------------------
@@ -143,10 +142,10 @@ class Directive:
 class Block:
     """A nested ``{ ... }`` scope inside a body (nvcc emits these around calls)."""
 
-    body: tuple["Statement", ...]
+    body: tuple[Statement, ...]
 
 
-Statement = Union[Instr, Label, RegDecl, VarDecl, Directive, Block]
+Statement = Instr | Label | RegDecl | VarDecl | Directive | Block
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,22 @@ import re
 from dataclasses import dataclass, field
 
 from .ir import (
-    Addr, Block, Directive, Function, Imm, Instr, Label, Module, Param, Pred, Reg, RegDecl,
-    Statement, Sym, VarDecl, Vec,
+    Addr,
+    Block,
+    Directive,
+    Function,
+    Imm,
+    Instr,
+    Label,
+    Module,
+    Param,
+    Pred,
+    Reg,
+    RegDecl,
+    Statement,
+    Sym,
+    VarDecl,
+    Vec,
 )
 
 
@@ -44,7 +58,7 @@ _TOKEN = re.compile(
   | (?P<word>[%$A-Za-z_.][\w$.]*(?:::[\w$.]+)*)
   | (?P<punct>[{}()\[\],;:@!+\-=<>|*])
     """,
-    re.X,
+    re.VERBOSE,
 )
 
 _LINKAGES = ("visible", "extern", "weak", "common")
@@ -57,7 +71,7 @@ def _strip_comments(text: str) -> str:
     """Blank out comments, keeping every other character (and line break) in place."""
     def blank(m: re.Match) -> str:
         return re.sub(r"[^\n]", " ", m.group(0))
-    return re.sub(r"/\*.*?\*/|//[^\n]*", blank, text, flags=re.S)
+    return re.sub(r"/\*.*?\*/|//[^\n]*", blank, text, flags=re.DOTALL)
 
 
 @dataclass

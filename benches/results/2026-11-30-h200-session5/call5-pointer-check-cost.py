@@ -1,6 +1,12 @@
-import time, statistics, numpy as np, oxicuda
-from oxicuda.driver.backend import api
+import statistics
+import time
+
+import numpy as np
+
+import oxicuda
 from oxicuda.blas.gemm_core import gemm_colmajor
+from oxicuda.driver.backend import api
+
 drv = api()
 a = oxicuda.asarray(np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32))
 c = oxicuda.empty((64, 64), np.float32)

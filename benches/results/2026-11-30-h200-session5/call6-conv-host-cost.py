@@ -1,7 +1,13 @@
-import time, statistics, numpy as np, oxicuda
+import statistics
+import time
+
+import numpy as np
+
+import oxicuda
 from oxicuda.dnn.conv import conv2d
 from oxicuda.driver.backend import api
 from oxicuda.driver.stream import Event
+
 drv = api()
 for (n, c, hw, k) in ((32, 64, 56, 64), (32, 128, 28, 128)):
     rng = np.random.default_rng(0)

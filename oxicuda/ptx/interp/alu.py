@@ -23,7 +23,7 @@ def ptype_of(instr, default: str | None = None) -> str:
     return default
 
 
-def Unsupported_(instr, why):  # noqa: N802 - reads like the exception it builds
+def Unsupported_(instr, why):
     from .faults import Unsupported
     return Unsupported(f"{instr.full_opcode}: {why}")
 
@@ -79,12 +79,12 @@ def _float_wrap(instr, t, f32op, f64op=None, n=2):
         return half
     if t == "f32":
         if mode != "rn" and f64op is not None:
-            base = lambda *v: fm.round_f64(f64op(*(np.asarray(x, np.float64) for x in v)), "f32", mode)  # noqa: E731
+            base = lambda *v: fm.round_f64(f64op(*(np.asarray(x, np.float64) for x in v)), "f32", mode)
         else:
             base = f32op
         if use_ftz:
             inner = base
-            base = lambda *v: fm.ftz(inner(*(fm.ftz(x) for x in v)))  # noqa: E731
+            base = lambda *v: fm.ftz(inner(*(fm.ftz(x) for x in v)))
     elif t == "f64":
         core64 = f64op or f32op
 
@@ -94,7 +94,7 @@ def _float_wrap(instr, t, f32op, f64op=None, n=2):
         return None
     if sat:
         core = base
-        base = lambda *v: np.where(np.isnan(r := core(*v)), 0, np.clip(r, 0, 1)).astype(r.dtype)  # noqa: E731
+        base = lambda *v: np.where(np.isnan(r := core(*v)), 0, np.clip(r, 0, 1)).astype(r.dtype)
     elif t == "f32":
         core = base
         base = lambda *v: fm.canon(core(*v))
@@ -108,7 +108,7 @@ def _mul_int(instr, t):
         wide = (SIGNED if t.startswith("s") else UNSIGNED)[2 * w] if w < 8 else None
         if wide is None:
             return None
-        f = lambda a, b: a.astype(wide) * np.asarray(b).astype(wide)  # noqa: E731
+        f = lambda a, b: a.astype(wide) * np.asarray(b).astype(wide)
         f.out_type = ("s" if t.startswith("s") else "u") + str(16 * w)
         return f
     if "hi" in instr.mods:
@@ -137,7 +137,7 @@ def _mad_int(instr, t):
     if mul is None:
         return None
     out_t = getattr(mul, "out_type", t)
-    f = lambda a, b, c: mul(a, b) + np.asarray(c).astype(DTYPES[out_t])  # noqa: E731
+    f = lambda a, b, c: mul(a, b) + np.asarray(c).astype(DTYPES[out_t])
     f.out_type = out_t
     f.in_type = t
     if out_t != t:
@@ -278,7 +278,7 @@ def _popc(instr, t):
     def popc(a):
         a = np.asarray(a).astype(UNSIGNED[dt.itemsize])
         return np.bitwise_count(a).astype(np.uint32) if hasattr(np, "bitwise_count") else \
-            np.array([bin(int(x)).count("1") for x in np.atleast_1d(a)], dtype=np.uint32)
+            np.array([int(x).bit_count() for x in np.atleast_1d(a)], dtype=np.uint32)
     popc.out_type = "u32"
     return popc
 

@@ -76,7 +76,7 @@ def _pack_unpack(instr, t, dst, src):
     if isinstance(src, Vec):  # pack: d = {a, b}
         def bind(cta):
             rs = [cta.reader(x, pt) for x in src.items]
-            put = cta.writer(dst, "b%d" % (8 * total))
+            put = cta.writer(dst, f"b{8 * total}")
 
             def step(m):
                 acc = np.asarray(rs[0]()).astype(wide)
@@ -87,7 +87,7 @@ def _pack_unpack(instr, t, dst, src):
         return Op(bind)
 
     def bind(cta):  # unpack: {a, b} = d
-        r = cta.reader(src, "b%d" % (8 * total))
+        r = cta.reader(src, f"b{8 * total}")
         puts = [cta.writer(x, pt) for x in dst.items]
 
         def step(m):

@@ -52,7 +52,7 @@ def _align(x: int, a: int) -> int:
 class KernelContext:
     """What a decoder may ask about the kernel it decodes (names, types, symbols, labels)."""
 
-    def __init__(self, kernel: "KernelProgram") -> None:
+    def __init__(self, kernel: KernelProgram) -> None:
         self.kernel = kernel
         self.name = kernel.name
         self.reg_types = kernel.reg_types
@@ -69,7 +69,7 @@ class KernelContext:
 class KernelProgram:
     """One ``.entry``, decoded: the launch facts and the op list."""
 
-    def __init__(self, fn: Function, module: Module, program: "Program", lines: list[int],
+    def __init__(self, fn: Function, module: Module, program: Program, lines: list[int],
                  source: list[str], functions: dict[str, Function] | None = None,
                  all_lines: dict[str, list[int]] | None = None) -> None:
         self.name = fn.name
@@ -265,4 +265,4 @@ def load_program(text: str, heap, device=None) -> Program:
     return Program(text, heap, device)
 
 
-__all__ = ["load_program", "Program", "KernelProgram", "KernelContext", "struct"]
+__all__ = ["KernelContext", "KernelProgram", "Program", "load_program", "struct"]

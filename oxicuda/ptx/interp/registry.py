@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 #: Op kinds the run loop treats specially; everything else is PLAIN (execute, then next pc).
 PLAIN, BRANCH, EXIT, BARRIER = 0, 1, 2, 3

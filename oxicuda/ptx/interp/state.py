@@ -78,9 +78,9 @@ class Cta:
         self.mem.reset()
 
     def _specials(self) -> dict[str, object]:
-        bx, by, bz = self.block
-        gx, gy, gz = self.grid
-        u = lambda v: np.array(v, dtype=np.uint32)  # noqa: E731
+        _bx, _by, _bz = self.block
+        _gx, _gy, _gz = self.grid
+        u = lambda v: np.array(v, dtype=np.uint32)
         lane = self.lane
         sp: dict[str, object] = {
             "%laneid": self.lane, "%warpid": self.warp, "%nwarpid": u(self.nwarps),

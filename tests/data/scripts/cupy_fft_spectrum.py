@@ -3,10 +3,11 @@ rfft/irfft, rfftfreq, fft2/ifft2 with norm, fftshift, and Plan1d C2C forward and
 Run with CuPy as is; the oxicuda tests swap only the block between the IMPORTS markers.
 """
 # --- IMPORTS ---
-import numpy as np
 import cupy as cp
 import cupy.fft as cpfft
+import numpy as np
 from cupy.cuda import cufft
+
 # --- END IMPORTS ---
 
 

@@ -5,8 +5,8 @@ steps (sdot, snrm2, saxpy), then a triangular check with strsm and isamax of the
 Run with CuPy as is; the oxicuda tests swap only the block between the IMPORTS markers.
 """
 # --- IMPORTS ---
-import numpy as np
 import cupy as xp
+import numpy as np
 from cupy.cuda import cublas
 
 
@@ -28,8 +28,8 @@ def main(m=40, n=12, steps=60, seed=0):
     a = xp.asarray(np.asfortranarray(a_host))
     b = xp.asarray(b_host)
     handle = cublas.create()
-    one, p_one = host_ptr(1.0)
-    zero, p_zero = host_ptr(0.0)
+    _one, p_one = host_ptr(1.0)
+    _zero, p_zero = host_ptr(0.0)
     # G = A^T A (n x n, column-major), c = A^T b
     g = xp.zeros((n, n), dtype=np.float32, order="F")
     cublas.sgemm(handle, cublas.CUBLAS_OP_T, cublas.CUBLAS_OP_N, n, n, m, p_one, ptr(a), m, ptr(a), m,
@@ -40,7 +40,7 @@ def main(m=40, n=12, steps=60, seed=0):
     x = xp.zeros(n, dtype=np.float32)
     r = xp.zeros(n, dtype=np.float32)
     gr = xp.zeros(n, dtype=np.float32)
-    minus_one, p_minus_one = host_ptr(-1.0)
+    _minus_one, p_minus_one = host_ptr(-1.0)
     rr, p_rr = host_ptr(0.0)
     rgr, p_rgr = host_ptr(0.0)
     for _ in range(steps):
@@ -51,7 +51,7 @@ def main(m=40, n=12, steps=60, seed=0):
             break
         cublas.sgemv(handle, cublas.CUBLAS_OP_N, n, n, p_one, ptr(g), n, ptr(r), 1, p_zero, ptr(gr), 1)
         cublas.sdot(handle, n, ptr(r), 1, ptr(gr), 1, p_rgr)
-        step, p_step = host_ptr(rr / rgr)
+        _step, p_step = host_ptr(rr / rgr)
         cublas.saxpy(handle, n, p_step, ptr(r), 1, ptr(x), 1)
     x_host = xp.asnumpy(x)
     err = np.linalg.norm(x_host - x_true) / np.linalg.norm(x_true)

@@ -5,8 +5,9 @@ Run with scikit-cuda as is; the oxicuda tests swap only the block between the IM
 # --- IMPORTS ---
 import numpy as np
 import pycuda.autoinit  # noqa: F401
-import pycuda.gpuarray as gpuarray
 import skcuda.fft as cu_fft
+from pycuda import gpuarray
+
 # --- END IMPORTS ---
 
 
