@@ -142,12 +142,14 @@ def test_tensor_core_agrees_with_simt_kernel(rng):
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_channels_last_transpose_moves_every_element(rng, dtype):
-    from oxicuda.dnn.channels_last import launch_channels_last
+    from oxicuda.dnn.channels_last import channels_last_step
+    from oxicuda.ptx.launch_plan import LaunchPlan
 
     n, c, p = 2, 37, 45  # neither a multiple of the 32 x 32 tile
     host = to_dtype(rng.standard_normal((n, c, p)).astype(np.float32), dtype)
     src, dst = oxicuda.asarray(host), _poisoned((n, p, c), dtype)
-    launch_channels_last("sm_86", int(src.ptr), int(dst.ptr), n, c, p)
+    step = channels_last_step("sm_86", lambda ptr, ws: ptr[0], lambda ptr, ws: ptr[1], n, c, p)
+    LaunchPlan("channels_last", [step]).run((int(src.ptr), int(dst.ptr)))
     assert np.array_equal(dst.get().view(np.uint16), np.ascontiguousarray(host.transpose(0, 2, 1)).view(np.uint16))
 
 

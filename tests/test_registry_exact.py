@@ -73,7 +73,7 @@ def clear_plans():
     gemm_core.clear_plan_cache()
     conv_module.clear_call_plans()
     for mod in list(sys.modules.values()):
-        for name in ("PLANS", "LAUNCH_PLANS", "BATCH_PLANS"):
+        for name in ("PLANS", "LAUNCH_PLANS", "BATCH_PLANS", "_LAUNCHES"):
             plans = getattr(mod, name, None)
             if isinstance(plans, launch_plan.PlanCache):
                 plans.clear()

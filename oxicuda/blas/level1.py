@@ -18,16 +18,21 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..driver.facts import device_facts
 from ..memory.array import DeviceArray, asarray
 from ..memory.interop import is_cuda_dlpack_producer
 from ..memory.workspace import workspace
+from ..ptx.launch_plan import KernelStep, LaunchPlan, PlanCache
 from . import operands as op
 from .level1_kernels import BLOCK, Blas1MapSpec, Blas1ReduceSpec, real_type
 
 #: PROVISIONAL (not measured on the H200): partial-reduction blocks per SM.
 REDUCE_BLOCKS_PER_SM = 4
+#: launch plans of the map (axpy, scal, copy, swap, rot) and reduction kernels, by call signature
+PLANS = PlanCache("blas1")
 
 __all__ = [
+    "PLANS",
     "asum",
     "asum_ptr",
     "axpy",
@@ -74,11 +79,21 @@ def _map(opname: str, what: str, n: object, x_ptr: object, incx: object, y_ptr: 
     op.check_span(x, op.vector_span(n, incx, es), f"{what}: x (n={n}, incx={incx})")
     if uses_y:
         op.check_span(y, op.vector_span(n, incy, es), f"{what}: y (n={n}, incy={incy})")
-    arch, _ = op.device_facts()
-    fn = op.load_kernel(Blas1MapSpec(arch=arch, op=opname, dtype=dt, scalar_real=scalar_real))
-    args = [n, op.vector_start(x, n, incx, es), incx, op.vector_start(y, n, incy, es) if uses_y else 0, incy,
-            a_re, a_im, a_ptr, b_re, b_im, b_ptr]
-    fn(((n + BLOCK - 1) // BLOCK,), (BLOCK,), args, stream=op.stream_of(stream))
+    facts = device_facts()
+    key = ("map", facts.ordinal, opname, dt, scalar_real, n)
+    plan = PLANS.get(key)  # a hit builds no spec
+    if plan is None:
+        spec = Blas1MapSpec(arch=facts.arch, op=opname, dtype=dt, scalar_real=scalar_real)
+        plan = PLANS.get_or_build(key, lambda: _map_plan(spec, n))
+    plan.run((op.vector_start(x, n, incx, es), op.vector_start(y, n, incy, es) if uses_y else 0),
+             (incx, incy, a_re, a_im, a_ptr, b_re, b_im, b_ptr), op.stream_of(stream))
+
+
+def _map_plan(spec: Blas1MapSpec, n: int) -> LaunchPlan:
+    """One thread per element: pointers (x, y), scalars (incx, incy, then the two scalars'
+    re, im, device pointer)."""
+    return LaunchPlan(f"{spec.kernel_name()}[{n}]", [KernelStep(
+        spec, (n + BLOCK - 1) // BLOCK, BLOCK, lambda p, s, ws: (n, p[0], s[0], p[1], s[1], *s[2:]))])
 
 
 def axpy_ptr(n: int, alpha: complex, x_ptr: int, incx: int, y_ptr: int, incy: int, *,
@@ -145,30 +160,38 @@ def _reduce(kind: str, what: str, n: object, x_ptr: object, incx: object, y_ptr:
     op.check_span(x, op.vector_span(n, incx, es), f"{what}: x (n={n}, incx={incx})")
     if uses_y:
         op.check_span(y, op.vector_span(n, incy, es), f"{what}: y (n={n}, incy={incy})")
-    arch, sms = op.device_facts()
-    with op.workspace_sequence:
-        _run_reduce(kind, dt, n, (x, incx, y, incy, uses_y, es), result, on_host, out_bytes, s, arch, sms)
-
-
-def _run_reduce(kind: str, dt: str, n: int, vec: tuple, result: int, on_host: bool, out_bytes: int, s: int,
-                arch: str, sms: int) -> None:
-    x, incx, y, incy, uses_y, es = vec
-    blocks = max(1, min((n + BLOCK - 1) // BLOCK, REDUCE_BLOCKS_PER_SM * sms))
-    part = workspace((np.float64, 2 * blocks + 1), s)
-    aux = part.ptr + 16 * blocks
-    out = workspace(16, s).ptr if on_host else result
+    facts = device_facts()
+    key = ("reduce", facts.ordinal, kind, dt, n)
+    plan = PLANS.get(key)
+    if plan is None:
+        plan = PLANS.get_or_build(key, lambda: _reduce_plan(kind, dt, n, facts.arch, facts.sm_count))
     xs, ys = op.vector_start(x, n, incx, es), op.vector_start(y, n, incy, es) if uses_y else 0
+    with op.workspace_sequence:
+        out = workspace(16, s).ptr if on_host else result
+        plan.run((xs, ys, out), (incx, incy), s)
+        if on_host:
+            op.copy_to_host(result, out, out_bytes, s)
+
+
+def _reduce_plan(kind: str, dt: str, n: int, arch: str, sms: int) -> LaunchPlan:
+    """A partial pass over ``blocks`` CTAs into the workspace, then one CTA folding the partials
+    into the result; nrm2 in float64 first finds max |x| (its own pair of passes) to scale by.
+    Pointers (x, y, result); scalars (incx, incy). The workspace holds ``2 * blocks`` float64
+    partials, then the 16-byte auxiliary value (nrm2's scale)."""
+    blocks = max(1, min((n + BLOCK - 1) // BLOCK, REDUCE_BLOCKS_PER_SM * sms))
+    aux_off = 16 * blocks
     passes = [kind]
     if kind == "nrm2":
         passes = ["nrm2_sq"] if real_type(dt) == "f32" else ["amax_abs", "nrm2_scaled"]
+    steps = []
     for p in passes:
-        fin_out = aux if p == "amax_abs" else out
-        partial = op.load_kernel(Blas1ReduceSpec(arch=arch, op=p, dtype=dt, stage="partial"))
-        final = op.load_kernel(Blas1ReduceSpec(arch=arch, op=p, dtype=dt, stage="final"))
-        partial((blocks,), (BLOCK,), [n, xs, incx, ys, incy, part.ptr, aux, 0], stream=s)
-        final((1,), (BLOCK,), [blocks, 0, 0, 0, 0, part.ptr, aux, fin_out], stream=s)
-    if on_host:
-        op.copy_to_host(result, out, out_bytes, s)
+        to_aux = p == "amax_abs"
+        steps.append(KernelStep(Blas1ReduceSpec(arch=arch, op=p, dtype=dt, stage="partial"), blocks, BLOCK,
+                                lambda q, s, ws: (n, q[0], s[0], q[1], s[1], ws, ws + aux_off, 0)))
+        steps.append(KernelStep(Blas1ReduceSpec(arch=arch, op=p, dtype=dt, stage="final"), 1, BLOCK,
+                                (lambda q, s, ws: (blocks, 0, 0, 0, 0, ws, ws + aux_off, ws + aux_off)) if to_aux
+                                else (lambda q, s, ws: (blocks, 0, 0, 0, 0, ws, ws + aux_off, q[2]))))
+    return LaunchPlan(f"blas1_reduce_{kind}_{dt}[{n}]", steps, workspace_bytes=aux_off + 16)
 
 
 def dot_ptr(n: int, x_ptr: int, incx: int, y_ptr: int, incy: int, result_ptr: int, *, dtype: object,

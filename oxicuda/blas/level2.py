@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..driver.facts import device_facts
 from ..memory.array import DeviceArray
+from ..ptx.launch_plan import PlanCache
 from . import operands as op
 from .flags import trans_op
 from .level1_kernels import BLOCK
 from .level2_kernels import GerSpec, SymvSpec, TrsvSpec
 
 MAX_GRID_Y = 65535
+#: launch plans of ger, symv and trsv, by call signature
+PLANS = PlanCache("blas2")
 
-__all__ = ["ger", "ger_ptr", "symv", "symv_ptr", "trsv", "trsv_ptr"]
+__all__ = ["PLANS", "ger", "ger_ptr", "symv", "symv_ptr", "trsv", "trsv_ptr"]
 
 
 def _uplo(value: object, what: str) -> str:
@@ -58,11 +62,13 @@ def ger_ptr(m: int, n: int, alpha, x_ptr: int, incx: int, y_ptr: int, incy: int,
     op.check_span(x, op.vector_span(m, incx, es), f"ger: x (m={m}, incx={incx})")
     op.check_span(y, op.vector_span(n, incy, es), f"ger: y (n={n}, incy={incy})")
     op.check_span(a, op.matrix_span(m, n, lda, es), f"ger: A ({m}x{n}, lda={lda})")
-    arch, _ = op.device_facts()
-    fn = op.load_kernel(GerSpec(arch=arch, dtype=dt, conj=bool(conj) and dt.startswith("complex")))
-    grid = ((m + BLOCK - 1) // BLOCK, min(n, MAX_GRID_Y))
-    fn(grid, (BLOCK,), [m, n, op.vector_start(x, m, incx, es), incx, op.vector_start(y, n, incy, es), incy,
-                        a, lda, re, im, ap], stream=op.stream_of(stream))
+    facts = device_facts()
+    cj = bool(conj) and dt.startswith("complex")
+    plan = PLANS.single(("ger", facts.ordinal, dt, cj, m, n),
+                        lambda: GerSpec(arch=facts.arch, dtype=dt, conj=cj),
+                        ((m + BLOCK - 1) // BLOCK, min(n, MAX_GRID_Y)), BLOCK)
+    plan.run((), (m, n, op.vector_start(x, m, incx, es), incx, op.vector_start(y, n, incy, es), incy,
+                  a, lda, re, im, ap), op.stream_of(stream))
 
 
 def symv_ptr(uplo: str, n: int, alpha, a_ptr: int, lda: int, x_ptr: int, incx: int, beta, y_ptr: int,
@@ -85,11 +91,13 @@ def symv_ptr(uplo: str, n: int, alpha, a_ptr: int, lda: int, x_ptr: int, incx: i
     op.check_span(a, op.matrix_span(n, n, lda, es), f"symv: A ({n}x{n}, lda={lda})")
     op.check_span(x, op.vector_span(n, incx, es), f"symv: x (n={n}, incx={incx})")
     op.check_span(y, op.vector_span(n, incy, es), f"symv: y (n={n}, incy={incy})")
-    arch, _ = op.device_facts()
-    fn = op.load_kernel(SymvSpec(arch=arch, dtype=dt, uplo=u, hermitian=bool(hermitian) and dt.startswith("complex")))
-    fn(((n + BLOCK - 1) // BLOCK,), (BLOCK,),
-       [n, a, lda, op.vector_start(x, n, incx, es), incx, op.vector_start(y, n, incy, es), incy,
-        ar, ai, ap, br, bi, bp], stream=op.stream_of(stream))
+    facts = device_facts()
+    herm = bool(hermitian) and dt.startswith("complex")
+    plan = PLANS.single(("symv", facts.ordinal, dt, u, herm, n),
+                        lambda: SymvSpec(arch=facts.arch, dtype=dt, uplo=u, hermitian=herm),
+                        (n + BLOCK - 1) // BLOCK, BLOCK)
+    plan.run((), (n, a, lda, op.vector_start(x, n, incx, es), incx, op.vector_start(y, n, incy, es), incy,
+                  ar, ai, ap, br, bi, bp), op.stream_of(stream))
 
 
 def trsv_ptr(uplo: str, trans: str, diag: str, n: int, a_ptr: int, lda: int, x_ptr: int, incx: int, *,
@@ -108,9 +116,10 @@ def trsv_ptr(uplo: str, trans: str, diag: str, n: int, a_ptr: int, lda: int, x_p
     es = op.itemsize(dt)
     op.check_span(a, op.matrix_span(n, n, lda, es), f"trsv: A ({n}x{n}, lda={lda})")
     op.check_span(x, op.vector_span(n, incx, es), f"trsv: x (n={n}, incx={incx})")
-    arch, _ = op.device_facts()
-    fn = op.load_kernel(TrsvSpec(arch=arch, dtype=dt, uplo=u, trans=t, unit=unit))
-    fn((1,), (BLOCK,), [n, a, lda, op.vector_start(x, n, incx, es), incx], stream=op.stream_of(stream))
+    facts = device_facts()
+    plan = PLANS.single(("trsv", facts.ordinal, dt, u, t, unit),
+                        lambda: TrsvSpec(arch=facts.arch, dtype=dt, uplo=u, trans=t, unit=unit), 1, BLOCK)
+    plan.run((), (n, a, lda, op.vector_start(x, n, incx, es), incx), op.stream_of(stream))
 
 
 # -- Pythonic -----------------------------------------------------------------------------------

@@ -15,7 +15,9 @@ device mode the GEMMs read them from device memory too, so no call synchronizes.
 from __future__ import annotations
 
 from ..driver.backend import api
+from ..driver.facts import device_facts
 from ..memory.workspace import workspace
+from ..ptx.launch_plan import PlanCache
 from . import operands as op
 from .flags import trans_op
 from .level1_kernels import BLOCK
@@ -25,8 +27,10 @@ from .level3_kernels import AxpbySpec, ExpandSpec, TrsmPanelSpec
 #: PROVISIONAL (not measured on the H200): diagonal block order of the blocked trsm.
 TRSM_BLOCK = 64
 MAX_GRID_Y = 65535
+#: launch plans of the axpby, expand and trsm panel kernels (the GEMMs have their own), by call signature
+PLANS = PlanCache("blas3")
 
-__all__ = ["TRSM_BLOCK", "symm_ptr", "syrk_ptr", "trmm_ptr", "trsm_ptr"]
+__all__ = ["PLANS", "TRSM_BLOCK", "symm_ptr", "syrk_ptr", "trmm_ptr", "trsm_ptr"]
 
 
 def _gemm(*args, **kwargs) -> None:
@@ -49,10 +53,11 @@ def _scalars(alpha, alpha_ptr, what: str) -> tuple[float, float, int]:
 
 def _axpby(dt: str, region: str, m: int, n: int, w: int, ldw: int, c: int, ldc: int, alpha: tuple,
            beta: tuple, stream: int) -> None:
-    arch, _ = op.device_facts()
-    fn = op.load_kernel(AxpbySpec(arch=arch, dtype=dt, region=region))
-    fn(((m + BLOCK - 1) // BLOCK, min(n, MAX_GRID_Y)), (BLOCK,), [m, n, w, ldw, c, ldc, *alpha, *beta],
-       stream=stream)
+    facts = device_facts()
+    plan = PLANS.single(("axpby", facts.ordinal, dt, region, m, n),
+                        lambda: AxpbySpec(arch=facts.arch, dtype=dt, region=region),
+                        ((m + BLOCK - 1) // BLOCK, min(n, MAX_GRID_Y)), BLOCK)
+    plan.run((), (m, n, w, ldw, c, ldc, *alpha, *beta), stream)
 
 
 # Scratch is requested in bytes plus a distinct odd tag: keys (stream, uint8, count) then never
@@ -66,9 +71,11 @@ def _scratch(nbytes: int, tag: int, stream: int) -> int:
 
 def _expand(dt: str, uplo: str, mode: str, n: int, a: int, lda: int, stream: int) -> int:
     w = _scratch(n * n * op.itemsize(dt), _TAG_EXPANDED, stream)
-    arch, _ = op.device_facts()
-    fn = op.load_kernel(ExpandSpec(arch=arch, dtype=dt, uplo=uplo, mode=mode))
-    fn(((n + BLOCK - 1) // BLOCK, min(n, MAX_GRID_Y)), (BLOCK,), [n, a, lda, w], stream=stream)
+    facts = device_facts()
+    plan = PLANS.single(("expand", facts.ordinal, dt, uplo, mode, n),
+                        lambda: ExpandSpec(arch=facts.arch, dtype=dt, uplo=uplo, mode=mode),
+                        ((n + BLOCK - 1) // BLOCK, min(n, MAX_GRID_Y)), BLOCK)
+    plan.run((), (n, a, lda, w), stream)
     return w
 
 
@@ -97,18 +104,20 @@ def trsm_ptr(side: str, uplo: str, trans: str, diag: str, m: int, n: int, alpha,
     with op.workspace_sequence:  # workspaces are shared per stream: no interleaving
         if alpha_s != (1.0, 0.0, 0):
             _axpby(dt, "full", m, n, b, ldb, b, ldb, alpha_s, (0.0, 0.0, 0), s)
-        arch, _ = op.device_facts()
-        panel = op.load_kernel(TrsmPanelSpec(arch=arch, dtype=dt, side=sd, uplo=u, trans=t, unit=unit))
+        facts = device_facts()
+        count = n if sd == "L" else m
+        panel = PLANS.single(("trsm_panel", facts.ordinal, dt, sd, u, t, unit, count),
+                             lambda: TrsmPanelSpec(arch=facts.arch, dtype=dt, side=sd, uplo=u, trans=t,
+                                                   unit=unit),
+                             (count + BLOCK - 1) // BLOCK, BLOCK)
         swap = (t != "N") != (sd == "R")
         forward = (u == "L") != swap
         starts = list(range(0, ka, nb))
-        count = n if sd == "L" else m
         for r0 in (starts if forward else starts[::-1]):
             r1 = min(r0 + nb, ka)
             size = r1 - r0
             blk_b = b + (r0 * es if sd == "L" else r0 * ldb * es)
-            panel(((count + BLOCK - 1) // BLOCK,), (BLOCK,),
-                  [size, count, a + (r0 + r0 * lda) * es, lda, blk_b, ldb], stream=s)
+            panel.run((), (size, count, a + (r0 + r0 * lda) * es, lda, blk_b, ldb), s)
             rest = (r1, ka) if forward else (0, r0)
             rn = rest[1] - rest[0]
             if rn == 0:

@@ -14,7 +14,6 @@ import numpy as np
 from ..driver.backend import api
 from ..driver.context import ensure_context
 from ..driver.errors import CudaError
-from ..driver.facts import device_facts as _device_facts
 from ..memory.pool import block_extent, freed_block, live_block_size
 from ..memory.stream_handle import stream_handle
 
@@ -161,19 +160,6 @@ def scalar_parts(value: object, what: str) -> tuple[float, float]:
 
 def stream_of(stream: object) -> int:
     return stream_handle(stream)
-
-
-def device_facts() -> tuple[str, int]:
-    """(arch, SM count) of the current device, from ``oxicuda.driver.facts``."""
-    facts = _device_facts()
-    return facts.arch, facts.sm_count
-
-
-def load_kernel(spec):
-    """The loaded Function of ``spec`` (memory/disk cached)."""
-    from ..ptx.cache import load
-
-    return load(spec)
 
 
 def copy_to_host(host_address: int, device_ptr: int, nbytes: int, stream: int) -> None:

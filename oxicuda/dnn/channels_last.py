@@ -20,8 +20,6 @@ from oxicuda.ptx.builder import KernelBuilder
 from oxicuda.ptx.launch_plan import KernelStep
 from oxicuda.ptx.spec import KernelSpec
 
-from ._common import load_kernel
-
 FAMILY = "channels_last_b16"
 TILE = 32
 ROWS = 8  # thread rows: each thread moves TILE / ROWS elements
@@ -78,19 +76,9 @@ def configurations(arch: str) -> list[ChannelsLastSpec]:
 registry.register_family(FAMILY, ChannelsLastSpec, generate, configurations)
 
 
-def launch_channels_last(arch: str, src: int, dst: int, n: int, c: int, p: int, stream: object = None) -> None:
-    """dst (N, P, C) = src (N, C, P) transposed per n; ``src``/``dst``: device addresses of
-    2-byte elements (non-overlapping)."""
-    if max(-(-c // TILE), n) > 65535:
-        raise ValueError(f"channels_last: C={c}, N={n}; the grid allows at most {65535 * TILE} channels and "
-                         "65535 images")
-    fn = load_kernel(ChannelsLastSpec(arch=arch))
-    fn((-(-p // TILE), -(-c // TILE), n), THREADS, [src, dst, c, p], stream=stream)
-
-
 def channels_last_step(arch: str, src, dst, n: int, c: int, p: int) -> KernelStep:
-    """``launch_channels_last`` as a launch-plan step: ``src``/``dst`` map (pointers, workspace)
-    to the addresses."""
+    """dst (N, P, C) = src (N, C, P) transposed per n, as a launch-plan step: ``src``/``dst`` map
+    (pointers, workspace) to the device addresses of 2-byte elements (non-overlapping)."""
     if max(-(-c // TILE), n) > 65535:
         raise ValueError(f"channels_last: C={c}, N={n}; the grid allows at most {65535 * TILE} channels and "
                          "65535 images")

@@ -15,9 +15,10 @@ from oxicuda.memory.array import DeviceArray
 from oxicuda.memory.workspace import workspace
 from oxicuda.ptx import registry
 from oxicuda.ptx.builder import KernelBuilder, Value
+from oxicuda.ptx.launch_plan import PlanCache
 from oxicuda.ptx.spec import KernelSpec
 
-from ._common import ELEMENT_BYTES, dtype_name_of, load_f32, load_kernel, store_f32, stream_of
+from ._common import ELEMENT_BYTES, dtype_name_of, load_f32, store_f32, stream_of
 from .conv_epilogue import ACTIVATIONS, emit_activation
 from .conv_geometry import element_strides_nchw
 
@@ -25,6 +26,8 @@ FAMILY_IM2COL = "conv_im2col"
 FAMILY_BIAS_ACT = "conv_bias_activation"
 BLOCK = 256
 LAYOUTS = ("NCHW", "NHWC")
+#: launch plans of the im2col and bias/activation kernels (the GEMMs between them have their own)
+PLANS = PlanCache("conv_im2col")
 
 
 @dataclass(frozen=True)
@@ -124,17 +127,18 @@ def run_im2col(geo, x: DeviceArray, w: DeviceArray, y: DeviceArray, bias: Device
     p = geo.problem
     cg, kg = p.c // p.groups, p.k // p.groups
     kred, pixels, ohw = cg * p.r * p.s, p.n * p.oh * p.ow, p.oh * p.ow
-    arch, stream = device_facts().arch, stream_of(y)
+    facts, stream = device_facts(), stream_of(y)
     col = workspace((x.dtype, pixels * kred), stream)
-    fn = load_kernel(Im2colSpec(arch=arch, dtype=p.dtype, layout=geo.layout))
+    total = pixels * kred
+    unroll = PLANS.single(("im2col", facts.ordinal, p.dtype, geo.layout, total),
+                          lambda: Im2colSpec(arch=facts.arch, dtype=p.dtype, layout=geo.layout),
+                          (total + BLOCK - 1) // BLOCK, BLOCK)
     es = x.dtype.itemsize
     dtype = dtype_name_of(x)
     xs = element_strides_nchw(x, geo.layout)
-    total = pixels * kred
     for g in range(p.groups):
-        fn(((total + BLOCK - 1) // BLOCK,), BLOCK,
-           [x, col, total, kred, cg, p.h, p.w, p.r, p.s, p.oh, p.ow, p.stride[0], p.stride[1], p.padding[0],
-            p.padding[1], p.dilation[0], p.dilation[1], *xs, g * cg], stream=stream)
+        unroll.run((), (x.ptr, col.ptr, total, kred, cg, p.h, p.w, p.r, p.s, p.oh, p.ow, p.stride[0], p.stride[1],
+                        p.padding[0], p.padding[1], p.dilation[0], p.dilation[1], *xs, g * cg), stream)
         w_g = w.ptr + g * kg * kred * es
         if geo.layout == "NHWC":
             # y (P x K) row-major == column-major (K x P); its group block is W_g (Kg x Kred) @ col^T
@@ -146,11 +150,13 @@ def run_im2col(geo, x: DeviceArray, w: DeviceArray, y: DeviceArray, bias: Device
                           y.ptr + g * kg * ohw * es, ohw, dtype=dtype, batch=p.n, stride_a=ohw * kred,
                           stride_b=0, stride_c=p.k * ohw, stream=stream, _owned=True)
     if bias is not None or activation != "none":
-        spec = BiasActivationSpec(arch=arch, dtype=p.dtype, activation=activation, bias=bias is not None)
-        count = pixels * p.k
-        load_kernel(spec)(((count + BLOCK - 1) // BLOCK,), BLOCK,
-                          [y, bias if bias is not None else 0, count, ohw if geo.layout == "NCHW" else 1, p.k],
-                          stream=stream)
+        count, has_bias = pixels * p.k, bias is not None
+        epilogue = PLANS.single(("bias_act", facts.ordinal, p.dtype, activation, has_bias, count),
+                                lambda: BiasActivationSpec(arch=facts.arch, dtype=p.dtype, activation=activation,
+                                                           bias=has_bias),
+                                (count + BLOCK - 1) // BLOCK, BLOCK)
+        epilogue.run((), (y.ptr, bias.ptr if has_bias else 0, count, ohw if geo.layout == "NCHW" else 1, p.k),
+                     stream)
 
 
 def _im2col_configurations(arch: str) -> list[Im2colSpec]:

@@ -40,7 +40,7 @@ from oxicuda.driver.facts import device_facts
 from oxicuda.memory.array import DeviceArray, asarray
 from oxicuda.ptx import registry
 from oxicuda.ptx.builder import KernelBuilder, Value
-from oxicuda.ptx.launch_plan import KernelStep, LaunchPlan
+from oxicuda.ptx.launch_plan import KernelStep, LaunchPlan, PlanCache
 from oxicuda.ptx.spec import KernelSpec
 
 from ._common import load_kernel
@@ -467,8 +467,10 @@ def plan_vectors(geo, x_ptr: int, w_ptr: int, y_ptr: int) -> tuple[int, int, int
 
 
 @dataclass(frozen=True)
-class _Plan:
-    """Everything of one launch configuration but the pointers (built once per problem)."""
+class IgemmLaunch:
+    """The kernels, geometry, device table and scalar parameters of one implicit-GEMM
+    configuration, all but the pointers (built once per problem): what the conv and Winograd
+    launch plans make their ``KernelStep``s from."""
 
     fn: object
     grid: tuple[int, int, int]
@@ -481,11 +483,10 @@ class _Plan:
     workspace_count: int
 
 
-_PLANS: OrderedDict[tuple, _Plan] = OrderedDict()
-_MAX_PLANS = 256
+_LAUNCHES = PlanCache("conv_igemm_f32_launch", maxsize=256)
 
 
-def _make_plan(geo, tile: str, splits: int, vecs: tuple[int, int, int], has_bias: bool, activation: str) -> _Plan:
+def _make_plan(geo, tile: str, splits: int, vecs: tuple[int, int, int], has_bias: bool, activation: str) -> IgemmLaunch:
     p = geo.problem
     cg, kg = p.c // p.groups, p.k // p.groups
     gm, gk = p.n * p.oh * p.ow, cg * p.r * p.s
@@ -514,13 +515,13 @@ def _make_plan(geo, tile: str, splits: int, vecs: tuple[int, int, int], has_bias
         reduce_fn = load_kernel(ConvSplitKReduceSpec(arch=arch, activation=activation, bias=has_bias))
         reduce_grid = (-(-total // REDUCE_BLOCK),)
         reduce_tail = (total, splits, p.oh * p.ow if geo.layout == "NCHW" else 1, p.k)
-    return _Plan(load_kernel(spec), grid, cfg.threads, table, tail, reduce_fn, reduce_grid, reduce_tail,
+    return IgemmLaunch(load_kernel(spec), grid, cfg.threads, table, tail, reduce_fn, reduce_grid, reduce_tail,
                  splits * total if split_k else 0)
 
 
 def igemm_plan(geo, ptrs: tuple[int, int, int], has_bias: bool, activation: str, tile: str,
-               splits: int) -> _Plan:
-    """The launch plan for ``geo`` with x, w, y at ``ptrs`` (their alignment picks the vector
+               splits: int) -> IgemmLaunch:
+    """The launch ingredients for ``geo`` with x, w, y at ``ptrs`` (their alignment picks the vector
     paths), tile and split count from the caller (``conv_dispatch.choose_igemm_tile``). Cached
     per problem and context. ``plan.workspace_count``: float32 elements of split-K partials (0: none)."""
     from oxicuda.driver.context import ensure_context
@@ -529,12 +530,7 @@ def igemm_plan(geo, ptrs: tuple[int, int, int], has_bias: bool, activation: str,
         raise ValueError(f"conv2d: tile={tile!r}; allowed {tuple(TILES)}")
     vecs = plan_vectors(geo, *ptrs)
     key = (ensure_context(), geo, tile, splits, vecs, has_bias, activation)
-    plan = _PLANS.get(key)
-    if plan is None:
-        plan = _PLANS[key] = _make_plan(geo, tile, splits, vecs, has_bias, activation)
-        while len(_PLANS) > _MAX_PLANS:
-            _PLANS.popitem(last=False)
-    return plan
+    return _LAUNCHES.get_or_build(key, lambda: _make_plan(geo, tile, splits, vecs, has_bias, activation))
 
 
 def prepare_implicit_gemm_f32(geo, ptrs: tuple[int, int, int], has_bias: bool, activation: str, tile: str,

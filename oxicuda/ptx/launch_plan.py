@@ -52,7 +52,7 @@ class KernelStep:
     here, not at run time).
     """
 
-    __slots__ = ("spec", "function", "grid", "block", "shared_mem", "bind", "launch")
+    __slots__ = ("bind", "block", "function", "grid", "launch", "shared_mem", "spec")
 
     def __init__(self, spec: KernelSpec, grid: int | tuple[int, ...], block: int | tuple[int, ...],
                  bind: Bind, shared_mem: int = 0, function: object = None) -> None:
@@ -84,7 +84,7 @@ class LaunchPlan:
     tables) so that they live as long as the plan.
     """
 
-    __slots__ = ("name", "steps", "workspace_bytes", "keep", "_pairs")
+    __slots__ = ("_pairs", "keep", "name", "steps", "workspace_bytes")
 
     def __init__(self, name: str, steps: Sequence[KernelStep], workspace_bytes: int = 0,
                  keep: Sequence[object] = ()) -> None:
@@ -128,6 +128,10 @@ class LaunchPlan:
                 f"workspace={self.workspace_bytes} B)")
 
 
+def _pass_scalars(pointers: Sequence[int], scalars: Sequence[object], ws: int) -> Sequence[object]:
+    return scalars
+
+
 class PlanCache:
     """Plans by call signature: bounded (``maxsize`` plans, oldest built evicted first) and
     thread-safe. A hit is one dict lookup without the lock."""
@@ -161,6 +165,19 @@ class PlanCache:
                 while len(self._plans) > self.maxsize:
                     self._plans.popitem(last=False)
         return plan
+
+    def single(self, key: Hashable, make_spec: Callable[[], KernelSpec], grid: int | tuple[int, ...],
+               block: int | tuple[int, ...], shared_mem: int = 0) -> LaunchPlan:
+        """The one-launch plan cached under ``key`` (which must hold everything ``make_spec`` and
+        the geometry depend on), built from ``make_spec()`` on a miss; its ``run((), args, stream)``
+        launches the kernel with ``args`` as given (for kernels whose arguments are the call's)."""
+        plan = self._plans.get(key)  # a hit builds no spec
+        if plan is not None:
+            self.hits += 1
+            return plan
+        spec = make_spec()
+        return self.get_or_build(key, lambda: LaunchPlan(spec.kernel_name(), [
+            KernelStep(spec, grid, block, _pass_scalars, shared_mem)]))
 
     def clear(self) -> None:
         with self._lock:
