@@ -15,7 +15,6 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from oxicuda.ptx import cache
 from oxicuda.ptx.builder import KernelBuilder
 from oxicuda.ptx.launch_plan import KernelStep, LaunchPlan
 from oxicuda.ptx.registry import register_family
@@ -220,9 +219,12 @@ def reduce_grid(spec: GemmSplitKReduceSpec, m: int, n: int, sm_count: int) -> in
 def launch_reduce(spec: GemmSplitKReduceSpec, m: int, n: int, splits: int, ws_ptr: int, c_ptr: int, ldc: int,
                   scalars: list, sm_count: int, stream) -> None:
     """Launch the reduction ``spec`` of ``splits`` partial slabs at ``ws_ptr`` into C (validated by
-    the caller; ``scalars`` as built by gemm_core: alpha parts, alpha_ptr, beta parts, beta_ptr)."""
-    fn = cache.load(spec)
-    fn((reduce_grid(spec, m, n, sm_count),), (BLOCK,), [m, n, splits, ws_ptr, c_ptr, ldc, *scalars], stream=stream)
+    the caller; ``scalars`` as built by gemm_core: alpha parts, alpha_ptr, beta parts, beta_ptr),
+    as a one-step plan made per call: the tests drive the kernel alone through this; gemm's
+    split-K path runs the cached ``plan`` below."""
+    grid = reduce_grid(spec, m, n, sm_count)
+    LaunchPlan(spec.kernel_name(), [KernelStep(spec, grid, BLOCK, lambda p, s, ws: s)]).run(
+        (), (m, n, splits, ws_ptr, c_ptr, ldc, *scalars), stream)
 
 
 def plan(partial, reduce: GemmSplitKReduceSpec, splits: int, p, device) -> LaunchPlan:

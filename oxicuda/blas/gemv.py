@@ -16,9 +16,8 @@ from dataclasses import dataclass
 
 from oxicuda.driver.facts import device_facts
 from oxicuda.memory.dtypes import dtype_name, normalize_dtype
-from oxicuda.ptx import cache
 from oxicuda.ptx.builder import KernelBuilder, Value
-from oxicuda.ptx.launch_plan import KernelStep, LaunchPlan
+from oxicuda.ptx.launch_plan import KernelStep, LaunchPlan, PlanCache
 from oxicuda.ptx.registry import register_family
 from oxicuda.ptx.spec import KernelSpec
 
@@ -27,6 +26,8 @@ from .flags import trans_op
 from .operands import check_span, matrix_span, vector_span
 
 WARPS = 8
+#: launch plans of gemv_colmajor, by call signature (gemm's matrix-vector path has its own)
+PLANS = PlanCache("gemv")
 
 
 @dataclass(frozen=True)
@@ -231,12 +232,13 @@ def gemv_colmajor(trans: str, m: int, n: int, alpha, a_ptr: int, lda: int, x_ptr
     width = 1 if kind.complex else min(4, 16 // kind.nbytes)
     aligned = a_ptr % 16 == 0 and (lda * kind.nbytes) % 16 == 0 and m % width == 0
     vec = width if aligned and width > 1 else 1
-    spec = GemvSpec(arch=device_facts().arch, dtype=dt, trans=op, conj_a=conj_a, conj_x=conj_x, vec=vec)
-    fn = cache.load(spec)
-    grid = math.ceil(n / WARPS) if op == "T" else math.ceil(m / (32 * vec))
-    fn((max(1, grid),), (32 * WARPS,), [m, n, a_ptr, lda, x0, incx, y0, incy,
-                                       *cg.scalar_args(kind, alpha), alpha_ptr,
-                                       *cg.scalar_args(kind, beta), beta_ptr], stream=stream)
+    facts = device_facts()
+    grid = max(1, math.ceil(n / WARPS) if op == "T" else math.ceil(m / (32 * vec)))
+    run = PLANS.single((facts.ordinal, dt, op, conj_a, conj_x, vec, grid),
+                       lambda: GemvSpec(arch=facts.arch, dtype=dt, trans=op, conj_a=conj_a, conj_x=conj_x, vec=vec),
+                       grid, 32 * WARPS)
+    run.run((), (m, n, a_ptr, lda, x0, incx, y0, incy, *cg.scalar_args(kind, alpha), alpha_ptr,
+                 *cg.scalar_args(kind, beta), beta_ptr), stream)
 
 
 def plan(problem, device) -> LaunchPlan:

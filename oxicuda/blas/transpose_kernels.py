@@ -22,9 +22,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from oxicuda.driver.facts import device_facts
-from oxicuda.ptx import cache
 from oxicuda.ptx.builder import KernelBuilder
-from oxicuda.ptx.launch_plan import KernelStep
+from oxicuda.ptx.launch_plan import KernelStep, PlanCache
 from oxicuda.ptx.registry import register_family
 from oxicuda.ptx.spec import KernelSpec
 
@@ -37,6 +36,8 @@ DEFAULT_TILE = 64
 #: element bytes -> the PTX bit type moved (the transpose never looks at values)
 BIT_TYPES = {2: "b16", 4: "b32", 8: "b64"}
 MAX_GRID_YZ = 65535
+#: launch plans of ``transpose``, by spec and grid
+PLANS = PlanCache("transpose")
 
 
 @dataclass(frozen=True)
@@ -242,5 +243,5 @@ def transpose(rows: int, cols: int, src_ptr: int, ld_src: int, dst_ptr: int, ld_
                                arch or device_facts().arch, src_ptr, dst_ptr, tile)
     if rows == 0 or cols == 0 or batch == 0:
         return
-    fn = cache.load(spec)
-    fn(grid, (THREADS,), [rows, cols, src_ptr, ld_src, stride_src, dst_ptr, ld_dst, stride_dst], stream=stream)
+    plan = PLANS.single((device_facts().ordinal, spec, grid), lambda: spec, grid, THREADS)
+    plan.run((), (rows, cols, src_ptr, ld_src, stride_src, dst_ptr, ld_dst, stride_dst), stream)
