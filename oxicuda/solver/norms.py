@@ -60,7 +60,7 @@ def reduce_rows(x: DeviceArray, rows: int, fn: str, op: str, fin: str = "none", 
     units_wanted = max(1, device_facts().sm_count * _UNITS_PER_SM // rows)
     chunks = max(1, min(int(avg // (group * _ITEMS_PER_LANE)), units_wanted, 65535))
     off_ptr = offsets.ptr if seg else 0
-    base = dict(dtype=dt, fn=fn, op=op, group=group, segmented=seg)
+    base = {"dtype": dt, "fn": fn, "op": op, "group": group, "segmented": seg}
     if chunks == 1:
         _launch(NormSpec(arch=device_facts().arch, fin=fin, out=out_dtype, **base), rows,
                 (x.ptr, off_ptr, out.ptr, rows, 1, length, full, float(p)), stream)
@@ -111,7 +111,7 @@ def _axes(axis: object, nd: int) -> tuple[int, ...]:
 def _vector_kernel(ord: object) -> tuple[str, str, str, float]:
     """(fn, op, fin, p) of the vector norm of order ``ord`` (numpy's table)."""
     if isinstance(ord, str):
-        raise ValueError(f"norm: ord={ord!r}; invalid norm order for vectors")
+        raise ValueError(f"norm: ord={ord!r}; invalid norm order for vectors")  # noqa: TRY004 (numpy's type)
     if ord is None or ord == 2:
         return "sq", "sum", "sqrt", 2.0
     try:

@@ -72,6 +72,7 @@ class spmatrix:
     format = ""
     ndim = 2
     stream = None
+    __array_ufunc__ = None  # numpy defers: ndarray + A, ndarray - A and ndarray * A reach A's reflected operators
 
     @property
     def dtype(self) -> np.dtype:
@@ -125,8 +126,10 @@ class spmatrix:
         return self.__mul__(-1)
 
     def multiply(self, other):
-        """Element-wise product with a scalar, a dense (m, n) array or a sparse matrix of the same
-        shape and dtype: a CSR matrix (zeros of a sparse product dropped, as scipy does)."""
+        """Element-wise product: with a scalar, a matrix of this format; with a sparse matrix of
+        the same shape and dtype, a CSR matrix (zeros of the product dropped, as scipy does); with
+        a dense array of shape (m, n), (1, n), (n,) or (m, 1) (broadcast, as scipy; dtypes
+        promoted), a CSR matrix with A's pattern (cupyx returns CSR, scipy COO)."""
         if np.isscalar(other):
             return self.__mul__(other)
         return self.tocsr()._multiply(other)
@@ -140,11 +143,21 @@ class spmatrix:
     def __sub__(self, other):
         return self._add(other, -1, "-")
 
+    def __rsub__(self, other):
+        if isinstance(other, spmatrix) or np.isscalar(other):
+            return (-self)._add(other, 1, "-")
+        return self._add_dense(other, -1, "-", reverse=True)
+
     def _add(self, other, sign: int, what: str):
         if not isinstance(other, spmatrix):
-            if np.isscalar(other) and other == 0:
-                return self.copy()
-            raise NotImplementedError(f"sparse {what} {type(other).__name__}: only sparse {what} sparse is implemented")
+            if _is_scipy_sparse(other):
+                return self._add(csr_matrix(other, stream=self.stream), sign, what)
+            if np.isscalar(other):
+                if other == 0:
+                    return self.copy()
+                raise NotImplementedError(f"sparse {what} scalar: adding a nonzero scalar ({other!r}) to a sparse "
+                                          "matrix is not supported (scipy neither); add it to A.toarray()")
+            return self._add_dense(other, sign, what)
         if other.shape != self.shape:
             raise ValueError(f"inconsistent shapes: {self.shape} {what} {other.shape}; they must be equal")
         if other.dtype != self.dtype:
@@ -159,10 +172,51 @@ class spmatrix:
         d, ind, ptr = D.compress(row, col, data, self.shape[0], self.shape[1], True, st)
         return csr_matrix._from_parts(d, ind, ptr, self.shape, canonical=True)
 
+    def _add_dense(self, other, sign: int, what: str, reverse: bool = False) -> DeviceArray:
+        """A + D, A - D or D - A (``reverse``) for a dense D of A's shape (a host array may
+        broadcast to it): a new dense C-ordered device array (as scipy and cupyx return dense),
+        D copied (negated for A - D) and A's entries scatter-added into it."""
+        d = other if isinstance(other, DeviceArray) else None
+        if d is None:
+            h = np.asarray(other)
+            if h.dtype == object:
+                raise TypeError(f"sparse {what}: {type(other).__name__} is not a sparse matrix or a dense array")
+            try:
+                h = np.broadcast_to(h, self.shape)
+            except ValueError:
+                raise ValueError(f"inconsistent shapes: {self.shape} {what} {h.shape}; a dense operand must "
+                                 "broadcast to the matrix's shape") from None
+            d = asarray(np.ascontiguousarray(h), stream=self.stream)
+        if tuple(d.shape) != self.shape:
+            raise ValueError(f"inconsistent shapes: {self.shape} {what} {d.shape}; they must be equal")
+        dt = np.result_type(self.dtype, d.dtype)
+        dt = matrix_dtype(dt, self.format)
+        out = empty(self.shape, dt, stream=self.stream)
+        out[...] = d  # the strided copy kernel (a cast where the dtypes differ)
+        a = self if self.dtype == dt else self.astype(dt)
+        if sign < 0 and not reverse:
+            flat = out.reshape(out.size)
+            if flat.size:
+                negated = S.scale(flat, -1, self.stream)
+                out = negated.reshape(self.shape)
+        elif reverse:
+            a = a * -1
+        c = a.tocsr()
+        m, n = self.shape
+        if c.nnz and m:
+            from .kernels.convert import ConvertSpec
+
+            D.run1(ConvertSpec(arch=D.arch(), variant="toarray", dtype=dt.name, to=dt.name),
+                   D.blocks(m, 8), (c.indptr.ptr, c.indices.ptr, c.data.ptr, out.ptr, m, n), self.stream)
+        return out
+
     def dot(self, other):
         return self.__matmul__(other)
 
     def __matmul__(self, other):
+        return self._matmul(other)
+
+    def _matmul(self, other):
         return self.tocsr()._matmul(other)
 
     def sum(self, axis: int | None = None):
@@ -180,18 +234,70 @@ class spmatrix:
         return prim.segmented_reduce(c.data, c.indptr, "sum", stream=self.stream).reshape(1, n)
 
     def diagonal(self, k: int = 0) -> DeviceArray:
-        """The main diagonal (duplicates summed), length min(m, n); ``k`` must be 0."""
-        if k != 0:
-            raise NotImplementedError(f"diagonal: k={k}; only the main diagonal (k=0) is implemented")
-        c = self.tocsr()
-        count = min(self.shape)
+        """Diagonal ``k`` (0 the main one, > 0 above it, < 0 below), duplicates summed: a new
+        device vector of max(0, min(m + min(k, 0), n - max(k, 0))) entries."""
+        k = _diagonal_index(k, "diagonal")
+        m, n = self.shape
+        if self.format == "csc":  # the stored CSR is A^T, whose diagonal -k this is
+            indptr, indices, data, k, (m, n) = self.indptr, self.indices, self.data, -k, (n, m)
+        else:
+            c = self.tocsr()
+            indptr, indices, data = c.indptr, c.indices, c.data
+        row0 = max(0, -k)
+        count = max(0, min(m - row0, n - row0 - k))
         out = empty((count,), self.dtype, stream=self.stream)
         if count:
             from .kernels.convert import ConvertSpec
 
             D.run1(ConvertSpec(arch=D.arch(), variant="diagonal", dtype=self.dtype.name, to=self.dtype.name),
-                   D.blocks(count), (c.indptr.ptr, c.indices.ptr, c.data.ptr, out.ptr, count), self.stream)
+                   D.blocks(count), (indptr.ptr, indices.ptr, data.ptr, out.ptr, count, row0, k), self.stream)
         return out
+
+    def setdiag(self, values, k: int = 0) -> None:
+        """Set diagonal ``k`` to ``values`` in place (scipy's setdiag): a scalar fills the whole
+        diagonal, a 1-D array its first len(values) entries (longer arrays are cut). Entries the
+        matrix lacks are inserted; the result is canonical (sorted, duplicates summed)."""
+        k = _diagonal_index(k, "setdiag")
+        m, n = self.shape
+        if (k < 0 and -k >= m) or (k > 0 and k >= n):
+            raise ValueError(f"setdiag: k={k} exceeds the matrix dimensions {self.shape}")
+        row0 = max(0, -k)
+        length = max(0, min(m - row0, n - row0 - k))
+        if isinstance(values, DeviceArray) or np.ndim(values) > 0:
+            v = values if isinstance(values, DeviceArray) else asarray(np.asarray(values))
+            if v.ndim != 1:
+                raise ValueError(f"setdiag: values has shape {v.shape}; a scalar or a 1-D array is required")
+            count = min(length, v.size)
+            v = _dev(v[:count], self.dtype, self.stream)
+        else:
+            count = length
+            v = empty((count,), self.dtype, stream=self.stream)
+            v.fill(values)
+        r = np.arange(row0, row0 + count, dtype=np.int32)  # the diagonal's pattern, from sizes
+        rows, cols = asarray(r, stream=self.stream), asarray(r + np.int32(k), stream=self.stream)
+        coo = self.tocoo()
+        old = coo.data
+        kept = empty((old.size,), self.dtype, stream=self.stream)
+        if old.size:
+            from .kernels.convert import ConvertSpec
+
+            D.run1(ConvertSpec(arch=D.arch(), variant="zero_diagonal", dtype=self.dtype.name, to=self.dtype.name),
+                   D.blocks(old.size), (coo.row.ptr, coo.col.ptr, old.ptr, kept.ptr, old.size, k, row0 + count), self.stream)
+        st = self.stream
+        row, col, data = _concat(coo.row, rows, st), _concat(coo.col, cols, st), _concat(kept, v, st)
+        if self.format == "coo":
+            c = coo_matrix._from_parts(data, row, col, self.shape, st).tocsr()
+            self._set(c.data, c._rows(), c.indices, self.shape)
+            return
+        major, minor, nmaj, nmin = (row, col, m, n) if self.format == "csr" else (col, row, n, m)
+        d, ind, ptr = D.compress(major, minor, data, nmaj, nmin, True, st)
+        self._set(d, ind, ptr, self.shape, True)
+
+
+def _diagonal_index(k, who: str) -> int:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise TypeError(f"{who}: k={k!r}; the diagonal number must be an int")
+    return int(k)
 
 
 def _concat(a: DeviceArray, b: DeviceArray, stream: object) -> DeviceArray:
@@ -415,21 +521,29 @@ class csr_matrix(_compressed):
             c = csr_matrix._from_parts(out, a.indices, a.indptr, self.shape, True, self.stream)
             c.eliminate_zeros()
             return c
-        d = other if isinstance(other, DeviceArray) else asarray(np.asarray(other))
-        if tuple(d.shape) != self.shape:
-            raise ValueError(f"multiply: the dense operand has shape {d.shape}; it must be {self.shape}")
-        if d.dtype != self.dtype:
-            raise TypeError(f"multiply: the dense operand has dtype {d.dtype} and the matrix {self.dtype}; "
-                            "they must match")
-        d = d if d.is_c_contiguous else d.copy()
-        out = empty((self.nnz,), self.dtype, stream=self.stream)
-        if self.nnz:
-            rows = self._rows()  # kept alive until the launch that reads it is enqueued
-            D.run1(ConvertSpec(arch=D.arch(), variant="mul_dense", dtype=self.dtype.name, to=self.dtype.name),
-                   D.blocks(self.nnz), (rows.ptr, self.indices.ptr, self.data.ptr, d.ptr, out.ptr,
-                                        self.nnz, self.shape[1]), self.stream)
-        return csr_matrix._from_parts(out, self.indices, self.indptr, self.shape, self.has_canonical_format,
-                                      self.stream)
+        d = other if isinstance(other, DeviceArray) else asarray(np.asarray(other), stream=self.stream)
+        m, n = self.shape
+        if d.ndim == 0:
+            return self * d.get().item()
+        shape2 = (1, d.shape[0]) if d.ndim == 1 else tuple(d.shape)
+        if d.ndim > 2 or any(s not in (1, t) for s, t in zip(shape2, self.shape)):
+            raise ValueError(f"multiply: the dense operand has shape {d.shape}; it must broadcast to {self.shape} "
+                             f"({self.shape}, (1, {n}), ({n},) or ({m}, 1))")
+        dt = matrix_dtype(np.result_type(self.dtype, d.dtype), "multiply")
+        a = self if self.dtype == dt else self.astype(dt)
+        if d.dtype != dt:
+            d = d.astype(dt)
+        es = d.itemsize
+        strides = (0, d.strides[0] // es) if d.ndim == 1 else tuple(st // es for st in d.strides)
+        rs = 0 if shape2[0] == 1 else strides[0]
+        cs = 0 if shape2[1] == 1 else strides[1]
+        out = empty((a.nnz,), dt, stream=self.stream)
+        if a.nnz:
+            rows = a._rows()  # kept alive until the launch that reads it is enqueued
+            D.run1(ConvertSpec(arch=D.arch(), variant="mul_dense", dtype=dt.name, to=dt.name),
+                   D.blocks(a.nnz), (rows.ptr, a.indices.ptr, a.data.ptr, d.ptr, out.ptr, a.nnz, rs, cs),
+                   self.stream)
+        return csr_matrix._from_parts(out, a.indices, a.indptr, self.shape, a.has_canonical_format, self.stream)
 
     def spmv_kernel(self) -> tuple[str, int]:
         """The SpMV kernel this matrix gets: ("vector", width) or ("merge", items); measured on
@@ -495,7 +609,47 @@ class csc_matrix(_compressed):
         return self.transpose().tocsc().transpose()
 
     def _matmul(self, other):
-        return self.tocsr()._matmul(other)
+        if isinstance(other, spmatrix) or np.isscalar(other):
+            return self.tocsr()._matmul(other)
+        x = other if isinstance(other, DeviceArray) else asarray(np.asarray(other), stream=self.stream)
+        if x.ndim == 1:
+            return self.spmv(x)  # the stored CSR's transposed product: no CSR of A is formed
+        return self.tocsr()._matmul(x)
+
+    def spmv_kernel(self) -> tuple[str, int]:
+        """The SpMV kernel of the stored CSR (A^T), used by ``A.T @ x`` style products."""
+        if self._spmv_choice is None:
+            self._spmv_choice = S.choose_kernel(self.shape[1], self.nnz, S.max_row_length(self.indptr, self.stream))
+        return self._spmv_choice
+
+    def spmv(self, x, y=None, alpha: complex = 1.0, beta: complex = 0.0, transpose: bool = False,
+             conj: bool = False) -> DeviceArray:
+        """``y = alpha op(A) x + beta y`` through the stored CSR of A^T: A x is its transposed
+        product (the ``transpose`` kernel), A^T x its plain SpMV, A^H x the plain SpMV of the
+        conjugates (x and the result conjugated on the device)."""
+        m, n = self.shape
+        xin, yout = (m, n) if transpose else (n, m)
+        xa = vector_operand(x, xin, self.dtype, "spmv: x")
+        if y is None:
+            if beta != 0:
+                raise ValueError("spmv: beta != 0 needs y")
+            y = empty((yout,), self.dtype, stream=self.stream)
+        else:
+            y = vector_operand(y, yout, self.dtype, "spmv: y", writable=True)
+            if y.ptr < xa.ptr + xa.nbytes and xa.ptr < y.ptr + y.nbytes:
+                raise ValueError("spmv: y overlaps x; the product reads all of x while writing y, so they must "
+                                 "be separate arrays")
+        stored = self._csr_shape
+        if not transpose:
+            S.spmv_transposed(self.indptr, self.indices, self.data, stored, xa, y, alpha, beta, False, self.stream)
+        elif not (conj and self.dtype.kind == "c"):
+            S.spmv(self.indptr, self.indices, self.data, stored, self.spmv_kernel(), xa, y, alpha, beta, self.stream)
+        else:  # A^H x = conj(A^T conj(x)) and A^T is the stored CSR: conjugate in, plain SpMV, conjugate out
+            t = D.conj(y, self.stream) if beta != 0 else empty((yout,), self.dtype, stream=self.stream)
+            S.spmv(self.indptr, self.indices, self.data, stored, self.spmv_kernel(), D.conj(xa, self.stream), t,
+                   np.conj(alpha), np.conj(beta), self.stream)
+            y[...] = D.conj(t, self.stream)
+        return y
 
 
 class coo_matrix(spmatrix):

@@ -1,4 +1,4 @@
-"""cg, gmres, norm and LinearOperator.
+"""cg, gmres and spsolve_triangular.
 
 The vectors stay on the device; every matrix-vector product is the sparse SpMV (or the
 operator's matvec) and every dot product, norm and update is oxicuda.blas level 1. What comes
@@ -14,50 +14,7 @@ from oxicuda import blas
 from oxicuda.memory.array import DeviceArray, asarray, zeros
 
 from ..matrix import spmatrix
-
-
-class LinearOperator:
-    """``LinearOperator(shape, matvec, dtype=None)``: an m x n operator given by ``matvec(x)``
-    (a device vector in, a device vector out)."""
-
-    def __init__(self, shape, matvec, rmatvec=None, dtype=None) -> None:
-        self.shape = (int(shape[0]), int(shape[1]))
-        self._matvec = matvec
-        self._rmatvec = rmatvec
-        self.dtype = np.dtype(dtype) if dtype is not None else np.dtype(np.float64)
-
-    def matvec(self, x: DeviceArray) -> DeviceArray:
-        return self._matvec(x)
-
-    def rmatvec(self, x: DeviceArray) -> DeviceArray:
-        if self._rmatvec is None:
-            raise NotImplementedError("rmatvec was not given to this LinearOperator")
-        return self._rmatvec(x)
-
-    def __matmul__(self, x):
-        return self.matvec(x)
-
-    dot = __matmul__
-
-
-def aslinearoperator(a) -> LinearOperator:
-    """A sparse matrix (or an operator) as a LinearOperator."""
-    if isinstance(a, LinearOperator):
-        return a
-    if isinstance(a, spmatrix):
-        csr = a.tocsr()
-        return LinearOperator(a.shape, csr.spmv, lambda x: csr.spmv(x, transpose=True, conj=True), a.dtype)
-    raise TypeError(f"aslinearoperator: {type(a).__name__} is not a sparse matrix or LinearOperator")
-
-
-def norm(x, ord=None):
-    """The Frobenius norm of a sparse matrix (``ord`` None or 'fro'), on the device."""
-    if ord not in (None, "fro"):
-        raise NotImplementedError(f"norm: ord={ord!r}; only the Frobenius norm is implemented")
-    if not isinstance(x, spmatrix):
-        raise TypeError(f"norm: {type(x).__name__} is not a sparse matrix")
-    data = x.tocsr().data
-    return float(blas.nrm2(data)) if data.size else 0.0
+from .interface import LinearOperator, aslinearoperator
 
 
 def _rhs(A: LinearOperator, b, what: str) -> DeviceArray:
@@ -91,7 +48,7 @@ def cg(A, b, x0=None, *, tol: float = 1e-5, maxiter: int | None = None, M=None, 
     A = aslinearoperator(A)
     b = _rhs(A, b, "cg")
     rtol = tol if rtol is None else rtol
-    M = aslinearoperator(M) if M is not None else None
+    M = _preconditioner(M, A, "cg")
     n = b.size
     maxiter = 10 * n if maxiter is None else maxiter
     bnorm = float(blas.nrm2(b))
@@ -124,17 +81,42 @@ def _cast(v: complex, dtype: np.dtype):
     return v if np.dtype(dtype).kind == "c" else float(np.real(v))
 
 
+def _preconditioner(M, A: LinearOperator, what: str) -> LinearOperator | None:
+    """M as an operator of A's shape and dtype (None: no preconditioning)."""
+    if M is None:
+        return None
+    op = aslinearoperator(M)
+    if op.shape != A.shape:
+        raise ValueError(f"{what}: M has shape {op.shape} and A {A.shape}; they must be equal")
+    if op.dtype != A.dtype:
+        raise TypeError(f"{what}: M has dtype {op.dtype} and A {A.dtype}; they must match")
+    return op
+
+
 def gmres(A, b, x0=None, *, tol: float = 1e-5, restart: int | None = None, maxiter: int | None = None,
-          M=None, callback=None, atol: float | None = None, rtol: float | None = None):
-    """Restarted GMRES: ``(x, info)``. Arnoldi vectors on the device (modified Gram-Schmidt with
-    blas dot/axpy); the (restart+1) x restart Hessenberg least-squares problem on the host."""
-    if M is not None:
-        raise NotImplementedError("gmres: a preconditioner M is not implemented yet")
+          M=None, callback=None, atol: float | None = None, rtol: float | None = None,
+          callback_type: str | None = None):
+    """Restarted GMRES for A x = b: ``(x, info)``, info 0 on convergence (||b - A x|| <=
+    max(rtol ||b||, atol)), else the iteration count.
+
+    ``M`` (a LinearOperator, sparse matrix or dense 2-D array approximating A^-1) preconditions
+    from the right, as cupyx.scipy.sparse.linalg.gmres: the Arnoldi process runs on A M and the
+    solution is x = x0 + M u, so the residual the loop watches is the true one. (cupyx also
+    treats x0 as a guess in M's domain, returning M x0 for a converged start; here x0 is the
+    guess for x, as scipy's.) ``callback`` runs once per restart cycle, with the relative
+    residual ||b - A x|| / ||b|| (``callback_type='pr_norm'``, the default) or x (``'x'``).
+    Arnoldi vectors on the device (modified Gram-Schmidt with blas dot/axpy); the (restart+1) x
+    restart Hessenberg least-squares problem on the host, as cupyx does."""
     A = aslinearoperator(A)
     b = _rhs(A, b, "gmres")
+    if callback_type is None:
+        callback_type = "pr_norm"
+    if callback_type not in ("x", "pr_norm"):
+        raise ValueError(f"gmres: callback_type={callback_type!r}; allowed 'x' or 'pr_norm'")
+    Mop = _preconditioner(M, A, "gmres")
     rtol = tol if rtol is None else rtol
     n = b.size
-    restart = min(20 if restart is None else restart, n)
+    restart = min(20 if restart is None else int(restart), n)
     maxiter = n if maxiter is None else maxiter
     bnorm = float(blas.nrm2(b))
     if bnorm == 0:
@@ -152,7 +134,7 @@ def gmres(A, b, x0=None, *, tol: float = 1e-5, restart: int | None = None, maxit
         H = np.zeros((restart + 1, restart), np.complex128 if cplx else np.float64)
         k_used = 0
         for k in range(restart):
-            w = A.matvec(V[k])
+            w = A.matvec(Mop.matvec(V[k]) if Mop is not None else V[k])
             for i in range(k + 1):
                 h = complex(blas.dotc(V[i], w))
                 H[i, k] = h if cplx else h.real
@@ -169,12 +151,14 @@ def gmres(A, b, x0=None, *, tol: float = 1e-5, restart: int | None = None, maxit
                 break
             blas.scal(_cast(1.0 / hn, b.dtype), w)
             V.append(w)
+        u = zeros(b.shape, b.dtype)
         for i in range(k_used):
-            blas.axpy(_cast(y[i], b.dtype), V[i], x)
-        if callback is not None:
-            callback(x)
+            blas.axpy(_cast(y[i], b.dtype), V[i], u)
+        blas.axpy(1.0, Mop.matvec(u) if Mop is not None else u, x)
         r = b.copy()
         blas.axpy(-1.0, A.matvec(x), r)
+        if callback is not None:
+            callback(x if callback_type == "x" else float(blas.nrm2(r)) / bnorm)
     return x, (0 if float(blas.nrm2(r)) <= limit else maxiter)
 
 
