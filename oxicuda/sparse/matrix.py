@@ -17,7 +17,7 @@ from . import device_ops as D
 from . import spmv as S
 from .validate import check_compressed, check_coo, matrix_dtype, shape_of, vector_operand
 
-__all__ = ["coo_matrix", "csc_matrix", "csr_matrix", "isspmatrix", "isspmatrix_coo",
+__all__ = ["coo_matrix", "csc_matrix", "csr_matrix", "issparse", "isspmatrix", "isspmatrix_coo",
            "isspmatrix_csc", "isspmatrix_csr", "spmatrix"]
 
 
@@ -97,6 +97,14 @@ class spmatrix:
             return sp.coo_matrix((self.data.get(), (self.row.get(), self.col.get())), shape=self.shape)
         cls = sp.csr_matrix if self.format == "csr" else sp.csc_matrix
         return cls((self.data.get(), self.indices.get(), self.indptr.get()), shape=self.shape)
+
+    def asformat(self, format: str | None, copy: bool = False) -> spmatrix:
+        """This matrix in ``format`` ('csr', 'csc', 'coo'; None: unchanged)."""
+        if format is None or format == self.format:
+            return self.copy() if copy else self
+        if format not in ("csr", "csc", "coo"):
+            raise ValueError(f"asformat: format={format!r}; allowed 'csr', 'csc', 'coo' or None")
+        return getattr(self, f"to{format}")()
 
     def todense(self, order: str = "C") -> DeviceArray:
         return self.toarray(order)
@@ -757,6 +765,11 @@ def _from_dense(dense: DeviceArray, stream: object) -> csr_matrix:
 
 
 def isspmatrix(x: object) -> bool:
+    return isinstance(x, spmatrix)
+
+
+def issparse(x: object) -> bool:
+    """True for an oxicuda sparse matrix (scipy's and cupyx's issparse)."""
     return isinstance(x, spmatrix)
 
 
