@@ -270,6 +270,30 @@ def test_diagonal_k_and_setdiag_match_scipy(rng, fmt, poisoned):
         A.diagonal(1.5)
 
 
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo"])
+def test_small_spmatrix_methods_match_scipy(rng, fmt):
+    ref = _rand(rng, 6, 8, 0.4, "complex128")
+    ref[1, 2] = 0  # a stored zero
+    A = S.csr_matrix(ref).asformat(fmt)
+    got = abs(A)
+    assert got.format == fmt and got.dtype == np.float64
+    np.testing.assert_allclose(got.toarray().get(), abs(ref).toarray(), rtol=1e-13)
+    for k in (-2, 0, 3):
+        np.testing.assert_allclose(A.trace(k).get(), ref.trace(k), rtol=1e-13)
+    np.testing.assert_allclose(A.mean().get(), ref.mean(), rtol=1e-13)
+    for axis in (0, 1):
+        np.testing.assert_allclose(A.mean(axis).get(), ref.mean(axis), rtol=1e-13)
+    assert A.count_nonzero() == ref.count_nonzero()
+    np.testing.assert_allclose(A.getH().toarray().get(), ref.getH().toarray())
+    np.testing.assert_allclose(A.H.toarray().get(), ref.getH().toarray())
+    assert A.get_shape() == ref.shape and A.getformat() == fmt
+    B = A.copy()
+    B.eliminate_zeros()
+    assert B.nnz == ref.count_nonzero()
+    if fmt != "coo":
+        assert np.array_equal(A.sorted_indices().indices.get(), ref.asformat(fmt).sorted_indices().indices)
+
+
 CUPYX_SCRIPT = '''
 import numpy as np
 import cupy as cp

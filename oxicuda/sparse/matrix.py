@@ -98,6 +98,54 @@ class spmatrix:
         cls = sp.csr_matrix if self.format == "csr" else sp.csc_matrix
         return cls((self.data.get(), self.indices.get(), self.indptr.get()), shape=self.shape)
 
+    def getH(self) -> spmatrix:
+        return self.transpose().conj()
+
+    @property
+    def H(self):
+        return self.getH()
+
+    def get_shape(self) -> tuple[int, int]:
+        return self.shape
+
+    def getformat(self) -> str:
+        return self.format
+
+    def count_nonzero(self) -> int:
+        """The number of stored entries that are nonzero once duplicates are summed (a count
+        read back, like nnz)."""
+        c = self.tocsr().canonical()
+        return int(D.nonzero_positions(c.data, self.stream).size)
+
+    def __abs__(self):
+        """|A| element-wise, duplicates summed first (|a + b|, not |a| + |b|); complex matrices
+        give real ones."""
+        from .kernels.convert import ConvertSpec
+
+        c = self.tocsr().canonical()
+        real = np.dtype(c.dtype.char.lower()) if c.dtype.kind == "c" else c.dtype
+        out = empty((c.nnz,), real, stream=self.stream)
+        if c.nnz:
+            D.run1(ConvertSpec(arch=D.arch(), variant="abs", dtype=c.dtype.name, to=real.name), D.blocks(c.nnz),
+                   (c.data.ptr, out.ptr, c.nnz), self.stream)
+        r = csr_matrix._from_parts(out, c.indices, c.indptr, self.shape, c.has_canonical_format, self.stream)
+        return r.asformat(self.format)
+
+    def trace(self, offset: int = 0) -> DeviceArray:
+        """The sum of diagonal ``offset`` (a 0-d device array)."""
+        d = self.diagonal(offset)
+        off = asarray(np.array([0, d.size], np.int32), stream=self.stream)
+        return prim.segmented_reduce(d, off, "sum", stream=self.stream).reshape(())
+
+    def mean(self, axis: int | None = None):
+        """The mean of all entries (implicit zeros included; a 0-d device array), or along
+        ``axis`` as a (1, n) or (m, 1) one, as scipy's."""
+        m, n = self.shape
+        s = self.sum(axis)
+        count = m * n if axis is None else (m if axis in (0, -2) else n)
+        flat = s.reshape(s.size)
+        return S.scale(flat, 1.0 / max(count, 1), self.stream).reshape(s.shape)
+
     def asformat(self, format: str | None, copy: bool = False) -> spmatrix:
         """This matrix in ``format`` ('csr', 'csc', 'coo'; None: unchanged)."""
         if format is None or format == self.format:
@@ -446,6 +494,12 @@ class _compressed(spmatrix):
         d, ind, ptr = self._recompress(False)
         self._set(d, ind, ptr, self.shape, self.has_canonical_format)
 
+    def sorted_indices(self):
+        """A copy with the indices of every row sorted."""
+        c = self.copy()
+        c.sort_indices()
+        return c
+
     def eliminate_zeros(self) -> None:
         """Drop the stored zeros, in place."""
         keep = D.nonzero_positions(self.data, self.stream)
@@ -467,10 +521,6 @@ class _compressed(spmatrix):
     @property
     def T(self):
         return self.transpose()
-
-    @property
-    def H(self):
-        return self.transpose().conj()
 
     def _as_coo_parts(self):
         """(row, col) of the entries in the matrix's own coordinates."""
@@ -747,6 +797,15 @@ class coo_matrix(spmatrix):
         c = self.tocsr()
         self._set(c.data, c._rows(), c.indices, self.shape)
         self.has_canonical_format = True
+
+    def eliminate_zeros(self) -> None:
+        """Drop the stored zeros, in place."""
+        keep = D.nonzero_positions(self.data, self.stream)
+        if keep.size == self.nnz:
+            return
+        st = self.stream
+        self._set(prim.gather(self.data, keep, stream=st), prim.gather(self.row, keep, stream=st),
+                  prim.gather(self.col, keep, stream=st), self.shape)
 
     def toarray(self, order: str = "C") -> DeviceArray:
         return self.tocsr().toarray(order)

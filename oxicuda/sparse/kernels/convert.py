@@ -19,7 +19,7 @@ Family ``sparse_convert``, variants (params in each generator's docstring):
 - ``nonzero_flag``: ``s[i] = x[i] != 0`` (complex: either part) for dense -> CSR and
   eliminate_zeros;
 - ``cast``: element dtype conversion (complex -> real keeps the real part, as numpy);
-- ``conj``: complex conjugate;
+- ``conj``: complex conjugate; ``abs``: |x| into the real dtype;
 - ``mul_dense``: ``out[j] = a_j * D[row_j, col_j]`` (the element-wise product with a dense D,
   any element strides, 0 to broadcast a vector);
 - ``mul_sparse``: ``out[j] = a_j * b(row_j, col_j)`` by a binary search of B's sorted row (0 where B
@@ -39,7 +39,8 @@ from .numeric import DTYPES, Num
 
 THREADS = 256
 INDEX_VARIANTS = ("expand_rows", "order", "coo_key", "split_key", "split_pos", "indptr", "row_lengths", "narrow_index")
-VALUE_VARIANTS = ("diagonal", "toarray", "nonzero_flag", "conj", "cast", "mul_dense", "mul_sparse", "zero_diagonal")
+VALUE_VARIANTS = ("diagonal", "toarray", "nonzero_flag", "conj", "cast", "mul_dense", "mul_sparse", "zero_diagonal",
+                  "abs")
 
 
 @dataclass(frozen=True)
@@ -270,6 +271,25 @@ def _conj(kb, spec):
     nm.store(dst, i, nm.conj(nm.load(src, i)))
 
 
+def _abs(kb, spec):
+    """(src, dst, n): |x| into the real dtype ``to`` (complex: sqrt(re^2 + im^2) scaled by the
+    larger part, so neither overflows)."""
+    nm = Num(kb, spec.dtype)
+    src, dst = kb.param_ptr("src"), kb.param_ptr("dst")
+    n = kb.param("n", "u32")
+    i = _gid(kb)
+    kb.ret(kb.setp("ge", i, n))
+    v = nm.load(src, i)
+    if len(v) == 1:
+        r = kb.abs(v[0])
+    else:
+        x, y = kb.abs(v[0]), kb.abs(v[1])
+        hi, lo = kb.max(x, y), kb.min(x, y)
+        q = kb.div(lo, kb.selp(1.0, hi, kb.setp("eq", hi, 0.0)))
+        r = kb.mul(hi, kb.sqrt(kb.fma(q, q, 1.0)))
+    kb.st("global", kb.addr(dst, i, nm.rbytes), r)
+
+
 def _cast(kb, spec):
     """(src, dst, n)"""
     a, b = Num(kb, spec.dtype), Num(kb, spec.to)
@@ -327,6 +347,9 @@ def _mul_sparse(kb, spec):
     nm.store(out, j, res)
 
 
+_REAL_OF = {"float32": "float32", "float64": "float64", "complex64": "float32", "complex128": "float64"}
+
+
 def convert_configurations(arch: str) -> list[ConvertSpec]:
     out = [ConvertSpec(arch=arch, variant=v) for v in INDEX_VARIANTS]
     for d in DTYPES:
@@ -334,6 +357,7 @@ def convert_configurations(arch: str) -> list[ConvertSpec]:
                 for v in ("diagonal", "toarray", "nonzero_flag", "mul_dense", "mul_sparse", "zero_diagonal")]
         if d.startswith("complex"):
             out.append(ConvertSpec(arch=arch, variant="conj", dtype=d, to=d))
+        out.append(ConvertSpec(arch=arch, variant="abs", dtype=d, to=_REAL_OF[d]))
         out += [ConvertSpec(arch=arch, variant="cast", dtype=d, to=t) for t in DTYPES if t != d]
     return out
 
