@@ -162,3 +162,26 @@ def test_bad_input_raises_before_any_launch():
         with pytest.raises(ValueError, match="empty"):
             S.norm(np.ones((0, 3)), np.inf, 0)
     assert t.launches == []
+
+
+def test_every_norm_kernel_launched_is_a_registered_configuration(rng):
+    from oxicuda.driver.facts import device_facts
+    from oxicuda.ptx import registry
+    from oxicuda.sparse import csr_matrix
+    from oxicuda.sparse import linalg as L
+
+    registry.load_all_families()
+    registered = set(registry.configurations(arch=device_facts().arch, family="solver_norm"))
+    with oxicuda.trace() as t:
+        for dtype in ("float32", "complex128"):
+            a = oxicuda.asarray(rand(rng, (3, 4), dtype))
+            for ord in ("fro", "nuc", 1, -1, np.inf, -np.inf):
+                S.norm(a, ord)
+            for ord in (None, 0, 1, np.inf, -np.inf, 3):
+                S.norm(a, ord, 1)
+            S.norm(oxicuda.asarray(rand(rng, (5000,), dtype)), 3)
+            A = csr_matrix(rand(rng, (4, 5), dtype))
+            for ord, axis in ((None, None), (1, None), (-np.inf, None), (np.inf, 1), (-np.inf, 0), (0, 1), (3, 0)):
+                L.norm(A, ord, axis)
+    launched = {s for s in t.specs() if s is not None and s.family == "solver_norm"}
+    assert launched and launched <= registered, launched - registered

@@ -362,3 +362,27 @@ def test_a_cupyx_script_with_only_its_imports_changed_matches_scipy():
     np.testing.assert_allclose(got["sum"], B.sum(axis=0), rtol=1e-12)
     assert got["nnz"] == (A.nnz, B.nnz, (A @ B).nnz)
     np.testing.assert_allclose(got["dense"], A.toarray())
+
+
+def test_every_sparse_kernel_the_new_methods_launch_is_registered(rng):
+    from oxicuda.driver.facts import device_facts
+    from oxicuda.ptx import registry
+
+    registry.load_all_families()
+    arch = device_facts().arch
+    with oxicuda.trace() as t:
+        for dtype in ("float32", "complex128"):
+            A = S.csr_matrix(_rand(rng, 6, 5, 0.5, dtype))
+            d = _vec(rng, (6, 5), dtype)
+            A.multiply(d[0])
+            A + d
+            d - A
+            A.diagonal(1)
+            A.copy().setdiag(1.0, -1)
+            abs(A.tocsc())
+            A.T @ _vec(rng, 6, dtype)
+            A.tocsc().spmv(_vec(rng, 6, dtype), transpose=True, conj=True)
+    for family in ("sparse_convert", "sparse_spmv"):
+        registered = set(registry.configurations(arch=arch, family=family))
+        launched = {s for s in t.specs() if s is not None and s.family == family}
+        assert launched <= registered, launched - registered

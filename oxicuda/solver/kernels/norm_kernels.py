@@ -190,9 +190,9 @@ def norm_configurations(arch: str) -> list[NormSpec]:
             for seg in (False, True):
                 for g in GROUPS:
                     out.append(NormSpec(arch=arch, dtype=d, fn=fn, op=op, fin=fin, out=o, group=g, segmented=seg))
-                    if fin != "none":  # the same first pass feeding a second one
-                        out.append(NormSpec(arch=arch, dtype=d, fn=fn, op=op, fin="none", out="float64", group=g,
-                                            segmented=seg))
+                    # the same first pass feeding a second one (float64 partials or line sums)
+                    out.append(NormSpec(arch=arch, dtype=d, fn=fn, op=op, fin="none", out="float64", group=g,
+                                        segmented=seg))
     for o in OUTS:
         for op in OPS:
             for fin in FINS:
