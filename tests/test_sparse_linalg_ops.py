@@ -198,6 +198,20 @@ def test_gmres_with_every_kind_of_preconditioner_matches_scipy(rng):
     assert info_plain == 0 and np.abs(ref @ x_plain.get() - b).max() < 1e-8
 
 
+@pytest.mark.parametrize("dtype", ["float32", "complex64", "complex128"])
+def test_gmres_solves_real_and_complex_nonsymmetric_systems(rng, dtype):
+    n = 30
+    ref = (sp.diags([np.linspace(3, 9, n)], [0]) + _rand(rng, n, n, 0.1, dtype)).astype(dtype).tocsr()
+    b = _vec(rng, n, dtype)
+    M = S.diags([(1 / ref.diagonal()).astype(dtype)], [0], format="csr")
+    for m in (None, M):
+        x, info = L.gmres(S.csr_matrix(ref), b, M=m, rtol=1e-5 if dtype in ("float32", "complex64") else 1e-11,
+                          restart=7, maxiter=500)
+        assert info == 0
+        res = np.linalg.norm(ref.toarray().astype(np.complex128) @ x.get() - b) / np.linalg.norm(b)
+        assert res <= (2e-5 if dtype in ("float32", "complex64") else 2e-11)
+
+
 def test_preconditioned_gmres_needs_fewer_iterations():
     n = 60
     A, Minv = _system(n)

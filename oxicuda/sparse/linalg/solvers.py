@@ -3,7 +3,7 @@
 The vectors stay on the device; every matrix-vector product is the sparse SpMV (or the
 operator's matvec) and every dot product, norm and update is oxicuda.blas level 1. What comes
 back to the host per iteration is what scipy's loops branch on: a few scalars (dot products,
-norms) and, for GMRES, the small Hessenberg least-squares problem of each restart.
+norms), which for GMRES also feed the Givens rotations of its small Hessenberg problem.
 """
 
 from __future__ import annotations
@@ -105,8 +105,9 @@ def gmres(A, b, x0=None, *, tol: float = 1e-5, restart: int | None = None, maxit
     treats x0 as a guess in M's domain, returning M x0 for a converged start; here x0 is the
     guess for x, as scipy's.) ``callback`` runs once per restart cycle, with the relative
     residual ||b - A x|| / ||b|| (``callback_type='pr_norm'``, the default) or x (``'x'``).
-    Arnoldi vectors on the device (modified Gram-Schmidt with blas dot/axpy); the (restart+1) x
-    restart Hessenberg least-squares problem on the host, as cupyx does."""
+    Arnoldi vectors on the device (modified Gram-Schmidt with blas dot/axpy); the small
+    Hessenberg least-squares problem is updated by Givens rotations of the scalars those
+    reductions return (cupyx solves it with numpy.linalg.lstsq on the host each restart)."""
     A = aslinearoperator(A)
     b = _rhs(A, b, "gmres")
     if callback_type is None:
@@ -131,26 +132,26 @@ def gmres(A, b, x0=None, *, tol: float = 1e-5, restart: int | None = None, maxit
             return x, 0
         V = [r.copy()]
         blas.scal(_cast(1.0 / beta, b.dtype), V[0])
-        H = np.zeros((restart + 1, restart), np.complex128 if cplx else np.float64)
+        R = np.zeros((restart + 1, restart), np.complex128 if cplx else np.float64)
+        rot = np.zeros((restart, 2), R.dtype)  # the Givens rotations (c, s) applied so far
+        g = np.zeros(restart + 1, R.dtype)
+        g[0] = beta
         k_used = 0
         for k in range(restart):
             w = A.matvec(Mop.matvec(V[k]) if Mop is not None else V[k])
             for i in range(k + 1):
                 h = complex(blas.dotc(V[i], w))
-                H[i, k] = h if cplx else h.real
+                R[i, k] = h if cplx else h.real
                 blas.axpy(_cast(-h, b.dtype), V[i], w)
             hn = float(blas.nrm2(w))
-            H[k + 1, k] = hn
             k_used = k + 1
             total += 1
-            e1 = np.zeros(k_used + 1, H.dtype)
-            e1[0] = beta
-            y, *_ = np.linalg.lstsq(H[:k_used + 1, :k_used], e1, rcond=None)
-            resid = np.linalg.norm(H[:k_used + 1, :k_used] @ y - e1)
+            resid = _givens_step(R, rot, g, k, hn)
             if hn == 0 or resid <= limit or total >= maxiter:
                 break
             blas.scal(_cast(1.0 / hn, b.dtype), w)
             V.append(w)
+        y = _back_substitute(R[:k_used, :k_used], g[:k_used])
         u = zeros(b.shape, b.dtype)
         for i in range(k_used):
             blas.axpy(_cast(y[i], b.dtype), V[i], u)
@@ -160,6 +161,41 @@ def gmres(A, b, x0=None, *, tol: float = 1e-5, restart: int | None = None, maxit
         if callback is not None:
             callback(x if callback_type == "x" else float(blas.nrm2(r)) / bnorm)
     return x, (0 if float(blas.nrm2(r)) <= limit else maxiter)
+
+
+def _givens_step(R: np.ndarray, rot: np.ndarray, g: np.ndarray, k: int, hn: float) -> float:
+    """Column k of the Hessenberg matrix (R[:k+1, k] and the subdiagonal ``hn``) through the
+    rotations so far and a new one that zeroes ``hn``; g (the rotated ||r|| e1) follows. Returns
+    |g[k+1]|, the residual norm of the least-squares solution over k+1 vectors (scalars of the
+    device's dot products and norms: O(k) host arithmetic per step)."""
+    for i in range(k):
+        c, s = rot[i]
+        a, b = R[i, k], R[i + 1, k]
+        R[i, k] = c * a + s * b
+        R[i + 1, k] = -np.conj(s) * a + c * b
+    a = R[k, k]
+    r = float(np.hypot(abs(a), hn))
+    if r == 0:
+        c, s = 1.0, 0.0
+    elif a == 0:
+        c, s, R[k, k] = 0.0, 1.0, hn
+    else:
+        phase = a / abs(a)
+        c, s, R[k, k] = abs(a) / r, phase * hn / r, phase * r
+    rot[k] = (c, s)
+    g[k + 1] = -np.conj(s) * g[k]
+    g[k] = c * g[k]
+    return float(abs(g[k + 1]))
+
+
+def _back_substitute(U: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """y with U y = g for the upper triangular k x k U (a zero pivot: that component 0)."""
+    k = g.size
+    y = np.zeros(k, U.dtype)
+    for i in range(k - 1, -1, -1):
+        t = g[i] - U[i, i + 1:] @ y[i + 1:]
+        y[i] = t / U[i, i] if U[i, i] != 0 else 0
+    return y
 
 
 def spsolve_triangular(A, b, lower: bool = True, overwrite_A: bool = False, overwrite_b: bool = False,
