@@ -185,3 +185,21 @@ def test_every_norm_kernel_launched_is_a_registered_configuration(rng):
                 L.norm(A, ord, axis)
     launched = {s for s in t.specs() if s is not None and s.family == "solver_norm"}
     assert launched and launched <= registered, launched - registered
+
+
+def test_norm_kernels_assemble_without_spills():
+    from oxicuda.ptx import registry, validate
+
+    try:
+        validate.find_ptxas()
+    except validate.PtxasNotFound:
+        pytest.skip("no ptxas")
+    registry.load_all_families()
+    specs = {}
+    for arch in ("sm_86", "sm_90"):
+        for s in registry.configurations(arch, "solver_norm"):
+            specs.setdefault((arch, s.dtype, s.fn, s.group, s.segmented), s)  # one per shape of the code
+    reports = validate.assemble_many([(registry.generate_ptx(s), s.arch) for s in specs.values()])
+    for s, r in zip(specs.values(), reports):
+        assert r.ok, (s, r.message)
+        assert r.spills == 0 and r.registers <= 64, (s, r.registers, r.spills)
