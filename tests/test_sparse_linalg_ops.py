@@ -121,6 +121,10 @@ def test_composed_and_user_operators(rng):
         ref = np.asarray(ref.toarray() if sp.issparse(ref) else ref)
         np.testing.assert_allclose(op.matvec(x).get(), ref @ x, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(op.rmatvec(x).get(), ref.T @ x, rtol=1e-12, atol=1e-12)
+    z = (1.5 - 2j) * A
+    assert z.dtype.kind == "c"
+    np.testing.assert_allclose(z.matvec(x).get(), (1.5 - 2j) * (a @ x), rtol=1e-12)
+    np.testing.assert_allclose(z.rmatvec(x).get(), (1.5 + 2j) * (a.T @ x), rtol=1e-12)
     user = L.LinearOperator((6, 6), matvec=S.csr_matrix(a).spmv)
     with pytest.raises(NotImplementedError, match="rmatvec"):
         user.rmatvec(x)

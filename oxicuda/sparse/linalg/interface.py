@@ -203,8 +203,9 @@ class _SumLinearOperator(LinearOperator):
         self.args = (A, B)
 
     def _combine(self, fa, fb, x):
-        y = fa(x).copy()
-        _axpy_into(y, 1.0, fb(x))
+        y = fa(x).astype(self.dtype)  # a copy, in the sum's dtype
+        other = fb(x)
+        _axpy_into(y, 1.0, other if other.dtype == self.dtype else other.astype(self.dtype))
         return y
 
     def _matvec(self, x):
@@ -246,9 +247,8 @@ class _ScaledLinearOperator(LinearOperator):
         self.args = (A, alpha)
 
     def _scaled(self, y: DeviceArray, alpha) -> DeviceArray:
-        y = y.copy()
-        flat = y.reshape(y.size)
-        blas.scal(alpha if y.dtype.kind == "c" else float(np.real(alpha)), flat)
+        y = y.astype(np.result_type(y.dtype, self.dtype))  # a copy; complex when alpha is
+        blas.scal(alpha if y.dtype.kind == "c" else float(np.real(alpha)), y.reshape(y.size))
         return y
 
     def _matvec(self, x):
