@@ -53,13 +53,13 @@ def poisoned(monkeypatch):
     """Result arrays of the sparse library and of the norms' engine start NaN."""
     import oxicuda.memory.array as arr
     from oxicuda.solver import norms
-    from oxicuda.sparse import matrix, spmm
+    from oxicuda.sparse import elementwise, matrix, spmm
     from oxicuda.sparse.linalg import interface
 
     def empty(shape, dtype=np.float32, order="C", stream=None):
         return _Poisoned(shape if isinstance(shape, tuple) else (shape,), dtype, order, stream=stream)
 
-    for mod in (matrix, spmm, interface):
+    for mod in (matrix, spmm, interface, elementwise):
         monkeypatch.setattr(mod, "empty", empty)
     monkeypatch.setattr(norms, "DeviceArray", _Poisoned)
     return arr

@@ -120,16 +120,9 @@ class spmatrix:
     def __abs__(self):
         """|A| element-wise, duplicates summed first (|a + b|, not |a| + |b|); complex matrices
         give real ones."""
-        from .kernels.convert import ConvertSpec
+        from .elementwise import absolute
 
-        c = self.tocsr().canonical()
-        real = np.dtype(c.dtype.char.lower()) if c.dtype.kind == "c" else c.dtype
-        out = empty((c.nnz,), real, stream=self.stream)
-        if c.nnz:
-            D.run1(ConvertSpec(arch=D.arch(), variant="abs", dtype=c.dtype.name, to=real.name), D.blocks(c.nnz),
-                   (c.data.ptr, out.ptr, c.nnz), self.stream)
-        r = csr_matrix._from_parts(out, c.indices, c.indptr, self.shape, c.has_canonical_format, self.stream)
-        return r.asformat(self.format)
+        return absolute(self)
 
     def trace(self, offset: int = 0) -> DeviceArray:
         """The sum of diagonal ``offset`` (a 0-d device array)."""
@@ -222,49 +215,16 @@ class spmatrix:
         if sign < 0:
             b = b * -1
         st = self.stream
-        row = _concat(a.row, b.row, st)
-        col = _concat(a.col, b.col, st)
-        data = _concat(a.data, b.data, st)
+        row = concat(a.row, b.row, st)
+        col = concat(a.col, b.col, st)
+        data = concat(a.data, b.data, st)
         d, ind, ptr = D.compress(row, col, data, self.shape[0], self.shape[1], True, st)
         return csr_matrix._from_parts(d, ind, ptr, self.shape, canonical=True)
 
     def _add_dense(self, other, sign: int, what: str, reverse: bool = False) -> DeviceArray:
-        """A + D, A - D or D - A (``reverse``) for a dense D of A's shape (a host array may
-        broadcast to it): a new dense C-ordered device array (as scipy and cupyx return dense),
-        D copied (negated for A - D) and A's entries scatter-added into it."""
-        d = other if isinstance(other, DeviceArray) else None
-        if d is None:
-            h = np.asarray(other)
-            if h.dtype == object:
-                raise TypeError(f"sparse {what}: {type(other).__name__} is not a sparse matrix or a dense array")
-            try:
-                h = np.broadcast_to(h, self.shape)
-            except ValueError:
-                raise ValueError(f"inconsistent shapes: {self.shape} {what} {h.shape}; a dense operand must "
-                                 "broadcast to the matrix's shape") from None
-            d = asarray(np.ascontiguousarray(h), stream=self.stream)
-        if tuple(d.shape) != self.shape:
-            raise ValueError(f"inconsistent shapes: {self.shape} {what} {d.shape}; they must be equal")
-        dt = np.result_type(self.dtype, d.dtype)
-        dt = matrix_dtype(dt, self.format)
-        out = empty(self.shape, dt, stream=self.stream)
-        out[...] = d  # the strided copy kernel (a cast where the dtypes differ)
-        a = self if self.dtype == dt else self.astype(dt)
-        if sign < 0 and not reverse:
-            flat = out.reshape(out.size)
-            if flat.size:
-                negated = S.scale(flat, -1, self.stream)
-                out = negated.reshape(self.shape)
-        elif reverse:
-            a = a * -1
-        c = a.tocsr()
-        m, n = self.shape
-        if c.nnz and m:
-            from .kernels.convert import ConvertSpec
+        from .elementwise import add_dense
 
-            D.run1(ConvertSpec(arch=D.arch(), variant="toarray", dtype=dt.name, to=dt.name),
-                   D.blocks(m, 8), (c.indptr.ptr, c.indices.ptr, c.data.ptr, out.ptr, m, n), self.stream)
-        return out
+        return add_dense(self, other, sign, what, reverse)
 
     def dot(self, other):
         return self.__matmul__(other)
@@ -292,71 +252,20 @@ class spmatrix:
     def diagonal(self, k: int = 0) -> DeviceArray:
         """Diagonal ``k`` (0 the main one, > 0 above it, < 0 below), duplicates summed: a new
         device vector of max(0, min(m + min(k, 0), n - max(k, 0))) entries."""
-        k = _diagonal_index(k, "diagonal")
-        m, n = self.shape
-        if self.format == "csc":  # the stored CSR is A^T, whose diagonal -k this is
-            indptr, indices, data, k, (m, n) = self.indptr, self.indices, self.data, -k, (n, m)
-        else:
-            c = self.tocsr()
-            indptr, indices, data = c.indptr, c.indices, c.data
-        row0 = max(0, -k)
-        count = max(0, min(m - row0, n - row0 - k))
-        out = empty((count,), self.dtype, stream=self.stream)
-        if count:
-            from .kernels.convert import ConvertSpec
+        from .elementwise import diagonal
 
-            D.run1(ConvertSpec(arch=D.arch(), variant="diagonal", dtype=self.dtype.name, to=self.dtype.name),
-                   D.blocks(count), (indptr.ptr, indices.ptr, data.ptr, out.ptr, count, row0, k), self.stream)
-        return out
+        return diagonal(self, k)
 
     def setdiag(self, values, k: int = 0) -> None:
         """Set diagonal ``k`` to ``values`` in place (scipy's setdiag): a scalar fills the whole
         diagonal, a 1-D array its first len(values) entries (longer arrays are cut). Entries the
         matrix lacks are inserted; the result is canonical (sorted, duplicates summed)."""
-        k = _diagonal_index(k, "setdiag")
-        m, n = self.shape
-        if (k < 0 and -k >= m) or (k > 0 and k >= n):
-            raise ValueError(f"setdiag: k={k} exceeds the matrix dimensions {self.shape}")
-        row0 = max(0, -k)
-        length = max(0, min(m - row0, n - row0 - k))
-        if isinstance(values, DeviceArray) or np.ndim(values) > 0:
-            v = values if isinstance(values, DeviceArray) else asarray(np.asarray(values))
-            if v.ndim != 1:
-                raise ValueError(f"setdiag: values has shape {v.shape}; a scalar or a 1-D array is required")
-            count = min(length, v.size)
-            v = _dev(v[:count], self.dtype, self.stream)
-        else:
-            count = length
-            v = empty((count,), self.dtype, stream=self.stream)
-            v.fill(values)
-        r = np.arange(row0, row0 + count, dtype=np.int32)  # the diagonal's pattern, from sizes
-        rows, cols = asarray(r, stream=self.stream), asarray(r + np.int32(k), stream=self.stream)
-        coo = self.tocoo()
-        old = coo.data
-        kept = empty((old.size,), self.dtype, stream=self.stream)
-        if old.size:
-            from .kernels.convert import ConvertSpec
+        from .elementwise import setdiag
 
-            D.run1(ConvertSpec(arch=D.arch(), variant="zero_diagonal", dtype=self.dtype.name, to=self.dtype.name),
-                   D.blocks(old.size), (coo.row.ptr, coo.col.ptr, old.ptr, kept.ptr, old.size, k, row0 + count), self.stream)
-        st = self.stream
-        row, col, data = _concat(coo.row, rows, st), _concat(coo.col, cols, st), _concat(kept, v, st)
-        if self.format == "coo":
-            c = coo_matrix._from_parts(data, row, col, self.shape, st).tocsr()
-            self._set(c.data, c._rows(), c.indices, self.shape)
-            return
-        major, minor, nmaj, nmin = (row, col, m, n) if self.format == "csr" else (col, row, n, m)
-        d, ind, ptr = D.compress(major, minor, data, nmaj, nmin, True, st)
-        self._set(d, ind, ptr, self.shape, True)
+        setdiag(self, values, k)
 
 
-def _diagonal_index(k, who: str) -> int:
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-        raise TypeError(f"{who}: k={k!r}; the diagonal number must be an int")
-    return int(k)
-
-
-def _concat(a: DeviceArray, b: DeviceArray, stream: object) -> DeviceArray:
+def concat(a: DeviceArray, b: DeviceArray, stream: object) -> DeviceArray:
     out = empty((a.size + b.size,), a.dtype, stream=stream)
     if a.size:
         out[: a.size] = a
@@ -579,29 +488,9 @@ class csr_matrix(_compressed):
             c = csr_matrix._from_parts(out, a.indices, a.indptr, self.shape, True, self.stream)
             c.eliminate_zeros()
             return c
-        d = other if isinstance(other, DeviceArray) else asarray(np.asarray(other), stream=self.stream)
-        m, n = self.shape
-        if d.ndim == 0:
-            return self * d.get().item()
-        shape2 = (1, d.shape[0]) if d.ndim == 1 else tuple(d.shape)
-        if d.ndim > 2 or any(s not in (1, t) for s, t in zip(shape2, self.shape)):
-            raise ValueError(f"multiply: the dense operand has shape {d.shape}; it must broadcast to {self.shape} "
-                             f"({self.shape}, (1, {n}), ({n},) or ({m}, 1))")
-        dt = matrix_dtype(np.result_type(self.dtype, d.dtype), "multiply")
-        a = self if self.dtype == dt else self.astype(dt)
-        if d.dtype != dt:
-            d = d.astype(dt)
-        es = d.itemsize
-        strides = (0, d.strides[0] // es) if d.ndim == 1 else tuple(st // es for st in d.strides)
-        rs = 0 if shape2[0] == 1 else strides[0]
-        cs = 0 if shape2[1] == 1 else strides[1]
-        out = empty((a.nnz,), dt, stream=self.stream)
-        if a.nnz:
-            rows = a._rows()  # kept alive until the launch that reads it is enqueued
-            D.run1(ConvertSpec(arch=D.arch(), variant="mul_dense", dtype=dt.name, to=dt.name),
-                   D.blocks(a.nnz), (rows.ptr, a.indices.ptr, a.data.ptr, d.ptr, out.ptr, a.nnz, rs, cs),
-                   self.stream)
-        return csr_matrix._from_parts(out, a.indices, a.indptr, self.shape, a.has_canonical_format, self.stream)
+        from .elementwise import multiply_dense
+
+        return multiply_dense(self, other)
 
     def spmv_kernel(self) -> tuple[str, int]:
         """The SpMV kernel this matrix gets: ("vector", width) or ("merge", items); measured on
