@@ -192,6 +192,10 @@ def test_gmres_with_every_kind_of_preconditioner_matches_scipy(rng):
         assert seen and all(isinstance(v, float) for v in seen) and seen[-1] <= 1e-10
     xs, _ = spl.gmres(ref, b, M=Minv.get(), rtol=1e-10, restart=5)
     np.testing.assert_allclose(x.get(), xs, atol=1e-8)
+    xcol, info = L.gmres(A, oxicuda.asarray(b.reshape(n, 1)), M=Minv, rtol=1e-10)
+    assert info == 0 and xcol.shape == (n,)
+    with pytest.raises(ValueError, match=r"\(40, 1\)"):
+        L.cg(A, np.ones((n, 2)))
     xs_list = []
     L.gmres(A, b, M=Minv, rtol=1e-10, callback=xs_list.append, callback_type="x")
     assert isinstance(xs_list[-1], DeviceArray)

@@ -22,8 +22,9 @@ def _rhs(A: LinearOperator, b, what: str) -> DeviceArray:
     if A.shape[0] != A.shape[1]:
         raise ValueError(f"{what}: A has shape {A.shape}; a square operator is required")
     ba = b if isinstance(b, DeviceArray) else asarray(np.asarray(b, dtype=A.dtype))
-    if ba.ndim != 1 or ba.size != n:
-        raise ValueError(f"{what}: b has shape {ba.shape}; A needs a vector of length {n}")
+    if ba.shape not in ((n,), (n, 1)):
+        raise ValueError(f"{what}: b has shape {ba.shape}; A needs ({n},) or ({n}, 1)")
+    ba = ba.reshape(n)  # a column (n, 1) solves as a vector, as cupyx's
     if ba.dtype != A.dtype:
         raise TypeError(f"{what}: b has dtype {ba.dtype} and A {A.dtype}; they must match")
     nb = float(blas.nrm2(ba))
