@@ -26,13 +26,14 @@ _LAZY = {
     "gesvdj_ptr": "gesvdj",
     **{name: "geqrf" for name in ("geqrf_ptr", "orgqr_ptr", "ormqr_ptr")},
     "DISPATCH": "dispatch",
+    "reduce_rows": "norms",
     **{name: "batched" for name in ("getrf_batched_ptr", "getrs_batched_ptr", "getri_batched_ptr",
                                     "potrf_batched_ptr", "potrs_batched_ptr")},
 }
 
 _GENERATORS = ("kernels.lu_kernels", "kernels.layout_kernels", "kernels.chol_kernels", "kernels.qr_kernels",
                "kernels.jacobi_kernels", "kernels.svd_kernels", "kernels.svals_kernels",
-               "kernels.tridiag_kernels")
+               "kernels.tridiag_kernels", "kernels.norm_kernels")
 #: full module names (the registry imports a dotted name as it is)
 KERNEL_MODULES = tuple(f"{__name__}.{m}" for m in _GENERATORS if importlib.util.find_spec(f"{__name__}.{m}") is not None)
 

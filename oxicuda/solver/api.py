@@ -616,17 +616,11 @@ def svd(a: object, full_matrices: bool = True, compute_uv: bool = True, hermitia
 
 
 def norm(x: object, ord: object = None, axis: object = None, keepdims: bool = False) -> DeviceArray:
-    """The matrix 2-norm (ord=2: the largest singular value) or ord=-2 (the smallest) of each
-    matrix of x (..., m, n), from the device SVD (numpy.linalg.norm for those ords). Other ords,
-    vector norms and ``axis``/``keepdims`` are not implemented yet (NotImplementedError)."""
-    if ord not in (2, -2) or axis not in (None, (-2, -1)) or keepdims:
-        raise NotImplementedError(f"norm: ord={ord!r}, axis={axis!r}, keepdims={keepdims!r}; oxicuda.solver "
-                                  "implements the matrix 2-norm (ord=2) and ord=-2 over the last two axes only")
-    a = operand(x, "norm", "x")
-    if a.ndim < 2:
-        raise NotImplementedError("norm: vector norms are not implemented yet; x must be (..., m, n)")
-    s = svd(a, compute_uv=False)
-    return s[..., 0] if ord == 2 else s[..., -1]
+    """numpy.linalg.norm on the device: every vector and matrix ord, ``axis`` an int or a pair,
+    ``keepdims`` (oxicuda.solver.norms; the 2-norms and 'nuc' through the device SVD)."""
+    from .norms import norm as _norm
+
+    return _norm(x, ord, axis, keepdims)
 
 
 def _finite(a: DeviceArray, who: str, what: str = "a") -> None:

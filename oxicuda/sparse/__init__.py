@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 
 _LAZY = {
-    **{name: "matrix" for name in ("coo_matrix", "csc_matrix", "csr_matrix", "isspmatrix", "isspmatrix_coo",
+    **{name: "matrix" for name in ("coo_matrix", "csc_matrix", "csr_matrix", "issparse", "isspmatrix", "isspmatrix_coo",
                                     "isspmatrix_csc", "isspmatrix_csr", "spmatrix")},
     **{name: "construct" for name in ("diags", "eye", "identity", "random")},
     "linalg": None,

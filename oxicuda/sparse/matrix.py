@@ -17,7 +17,7 @@ from . import device_ops as D
 from . import spmv as S
 from .validate import check_compressed, check_coo, matrix_dtype, shape_of, vector_operand
 
-__all__ = ["coo_matrix", "csc_matrix", "csr_matrix", "isspmatrix", "isspmatrix_coo",
+__all__ = ["coo_matrix", "csc_matrix", "csr_matrix", "issparse", "isspmatrix", "isspmatrix_coo",
            "isspmatrix_csc", "isspmatrix_csr", "spmatrix"]
 
 
@@ -72,6 +72,7 @@ class spmatrix:
     format = ""
     ndim = 2
     stream = None
+    __array_ufunc__ = None  # numpy defers: ndarray + A, ndarray - A and ndarray * A reach A's reflected operators
 
     @property
     def dtype(self) -> np.dtype:
@@ -96,6 +97,55 @@ class spmatrix:
             return sp.coo_matrix((self.data.get(), (self.row.get(), self.col.get())), shape=self.shape)
         cls = sp.csr_matrix if self.format == "csr" else sp.csc_matrix
         return cls((self.data.get(), self.indices.get(), self.indptr.get()), shape=self.shape)
+
+    def getH(self) -> spmatrix:
+        return self.transpose().conj()
+
+    @property
+    def H(self):
+        return self.getH()
+
+    def get_shape(self) -> tuple[int, int]:
+        return self.shape
+
+    def getformat(self) -> str:
+        return self.format
+
+    def count_nonzero(self) -> int:
+        """The number of stored entries that are nonzero once duplicates are summed (a count
+        read back, like nnz)."""
+        c = self.tocsr().canonical()
+        return int(D.nonzero_positions(c.data, self.stream).size)
+
+    def __abs__(self):
+        """|A| element-wise, duplicates summed first (|a + b|, not |a| + |b|); complex matrices
+        give real ones."""
+        from .elementwise import absolute
+
+        return absolute(self)
+
+    def trace(self, offset: int = 0) -> DeviceArray:
+        """The sum of diagonal ``offset`` (a 0-d device array)."""
+        d = self.diagonal(offset)
+        off = asarray(np.array([0, d.size], np.int32), stream=self.stream)
+        return prim.segmented_reduce(d, off, "sum", stream=self.stream).reshape(())
+
+    def mean(self, axis: int | None = None):
+        """The mean of all entries (implicit zeros included; a 0-d device array), or along
+        ``axis`` as a (1, n) or (m, 1) one, as scipy's."""
+        m, n = self.shape
+        s = self.sum(axis)
+        count = m * n if axis is None else (m if axis in (0, -2) else n)
+        flat = s.reshape(s.size)
+        return S.scale(flat, 1.0 / max(count, 1), self.stream).reshape(s.shape)
+
+    def asformat(self, format: str | None, copy: bool = False) -> spmatrix:
+        """This matrix in ``format`` ('csr', 'csc', 'coo'; None: unchanged)."""
+        if format is None or format == self.format:
+            return self.copy() if copy else self
+        if format not in ("csr", "csc", "coo"):
+            raise ValueError(f"asformat: format={format!r}; allowed 'csr', 'csc', 'coo' or None")
+        return getattr(self, f"to{format}")()
 
     def todense(self, order: str = "C") -> DeviceArray:
         return self.toarray(order)
@@ -125,8 +175,10 @@ class spmatrix:
         return self.__mul__(-1)
 
     def multiply(self, other):
-        """Element-wise product with a scalar, a dense (m, n) array or a sparse matrix of the same
-        shape and dtype: a CSR matrix (zeros of a sparse product dropped, as scipy does)."""
+        """Element-wise product: with a scalar, a matrix of this format; with a sparse matrix of
+        the same shape and dtype, a CSR matrix (zeros of the product dropped, as scipy does); with
+        a dense array of shape (m, n), (1, n), (n,) or (m, 1) (broadcast, as scipy; dtypes
+        promoted), a CSR matrix with A's pattern (cupyx returns CSR, scipy COO)."""
         if np.isscalar(other):
             return self.__mul__(other)
         return self.tocsr()._multiply(other)
@@ -140,11 +192,21 @@ class spmatrix:
     def __sub__(self, other):
         return self._add(other, -1, "-")
 
+    def __rsub__(self, other):
+        if isinstance(other, spmatrix) or np.isscalar(other):
+            return (-self)._add(other, 1, "-")
+        return self._add_dense(other, -1, "-", reverse=True)
+
     def _add(self, other, sign: int, what: str):
         if not isinstance(other, spmatrix):
-            if np.isscalar(other) and other == 0:
-                return self.copy()
-            raise NotImplementedError(f"sparse {what} {type(other).__name__}: only sparse {what} sparse is implemented")
+            if _is_scipy_sparse(other):
+                return self._add(csr_matrix(other, stream=self.stream), sign, what)
+            if np.isscalar(other):
+                if other == 0:
+                    return self.copy()
+                raise NotImplementedError(f"sparse {what} scalar: adding a nonzero scalar ({other!r}) to a sparse "
+                                          "matrix is not supported (scipy neither); add it to A.toarray()")
+            return self._add_dense(other, sign, what)
         if other.shape != self.shape:
             raise ValueError(f"inconsistent shapes: {self.shape} {what} {other.shape}; they must be equal")
         if other.dtype != self.dtype:
@@ -153,16 +215,24 @@ class spmatrix:
         if sign < 0:
             b = b * -1
         st = self.stream
-        row = _concat(a.row, b.row, st)
-        col = _concat(a.col, b.col, st)
-        data = _concat(a.data, b.data, st)
+        row = concat(a.row, b.row, st)
+        col = concat(a.col, b.col, st)
+        data = concat(a.data, b.data, st)
         d, ind, ptr = D.compress(row, col, data, self.shape[0], self.shape[1], True, st)
         return csr_matrix._from_parts(d, ind, ptr, self.shape, canonical=True)
+
+    def _add_dense(self, other, sign: int, what: str, reverse: bool = False) -> DeviceArray:
+        from .elementwise import add_dense
+
+        return add_dense(self, other, sign, what, reverse)
 
     def dot(self, other):
         return self.__matmul__(other)
 
     def __matmul__(self, other):
+        return self._matmul(other)
+
+    def _matmul(self, other):
         return self.tocsr()._matmul(other)
 
     def sum(self, axis: int | None = None):
@@ -180,21 +250,22 @@ class spmatrix:
         return prim.segmented_reduce(c.data, c.indptr, "sum", stream=self.stream).reshape(1, n)
 
     def diagonal(self, k: int = 0) -> DeviceArray:
-        """The main diagonal (duplicates summed), length min(m, n); ``k`` must be 0."""
-        if k != 0:
-            raise NotImplementedError(f"diagonal: k={k}; only the main diagonal (k=0) is implemented")
-        c = self.tocsr()
-        count = min(self.shape)
-        out = empty((count,), self.dtype, stream=self.stream)
-        if count:
-            from .kernels.convert import ConvertSpec
+        """Diagonal ``k`` (0 the main one, > 0 above it, < 0 below), duplicates summed: a new
+        device vector of max(0, min(m + min(k, 0), n - max(k, 0))) entries."""
+        from .elementwise import diagonal
 
-            D.run1(ConvertSpec(arch=D.arch(), variant="diagonal", dtype=self.dtype.name, to=self.dtype.name),
-                   D.blocks(count), (c.indptr.ptr, c.indices.ptr, c.data.ptr, out.ptr, count), self.stream)
-        return out
+        return diagonal(self, k)
+
+    def setdiag(self, values, k: int = 0) -> None:
+        """Set diagonal ``k`` to ``values`` in place (scipy's setdiag): a scalar fills the whole
+        diagonal, a 1-D array its first len(values) entries (longer arrays are cut). Entries the
+        matrix lacks are inserted; the result is canonical (sorted, duplicates summed)."""
+        from .elementwise import setdiag
+
+        setdiag(self, values, k)
 
 
-def _concat(a: DeviceArray, b: DeviceArray, stream: object) -> DeviceArray:
+def concat(a: DeviceArray, b: DeviceArray, stream: object) -> DeviceArray:
     out = empty((a.size + b.size,), a.dtype, stream=stream)
     if a.size:
         out[: a.size] = a
@@ -332,6 +403,12 @@ class _compressed(spmatrix):
         d, ind, ptr = self._recompress(False)
         self._set(d, ind, ptr, self.shape, self.has_canonical_format)
 
+    def sorted_indices(self):
+        """A copy with the indices of every row sorted."""
+        c = self.copy()
+        c.sort_indices()
+        return c
+
     def eliminate_zeros(self) -> None:
         """Drop the stored zeros, in place."""
         keep = D.nonzero_positions(self.data, self.stream)
@@ -353,10 +430,6 @@ class _compressed(spmatrix):
     @property
     def T(self):
         return self.transpose()
-
-    @property
-    def H(self):
-        return self.transpose().conj()
 
     def _as_coo_parts(self):
         """(row, col) of the entries in the matrix's own coordinates."""
@@ -415,21 +488,9 @@ class csr_matrix(_compressed):
             c = csr_matrix._from_parts(out, a.indices, a.indptr, self.shape, True, self.stream)
             c.eliminate_zeros()
             return c
-        d = other if isinstance(other, DeviceArray) else asarray(np.asarray(other))
-        if tuple(d.shape) != self.shape:
-            raise ValueError(f"multiply: the dense operand has shape {d.shape}; it must be {self.shape}")
-        if d.dtype != self.dtype:
-            raise TypeError(f"multiply: the dense operand has dtype {d.dtype} and the matrix {self.dtype}; "
-                            "they must match")
-        d = d if d.is_c_contiguous else d.copy()
-        out = empty((self.nnz,), self.dtype, stream=self.stream)
-        if self.nnz:
-            rows = self._rows()  # kept alive until the launch that reads it is enqueued
-            D.run1(ConvertSpec(arch=D.arch(), variant="mul_dense", dtype=self.dtype.name, to=self.dtype.name),
-                   D.blocks(self.nnz), (rows.ptr, self.indices.ptr, self.data.ptr, d.ptr, out.ptr,
-                                        self.nnz, self.shape[1]), self.stream)
-        return csr_matrix._from_parts(out, self.indices, self.indptr, self.shape, self.has_canonical_format,
-                                      self.stream)
+        from .elementwise import multiply_dense
+
+        return multiply_dense(self, other)
 
     def spmv_kernel(self) -> tuple[str, int]:
         """The SpMV kernel this matrix gets: ("vector", width) or ("merge", items); measured on
@@ -495,7 +556,47 @@ class csc_matrix(_compressed):
         return self.transpose().tocsc().transpose()
 
     def _matmul(self, other):
-        return self.tocsr()._matmul(other)
+        if isinstance(other, spmatrix) or np.isscalar(other):
+            return self.tocsr()._matmul(other)
+        x = other if isinstance(other, DeviceArray) else asarray(np.asarray(other), stream=self.stream)
+        if x.ndim == 1:
+            return self.spmv(x)  # the stored CSR's transposed product: no CSR of A is formed
+        return self.tocsr()._matmul(x)
+
+    def spmv_kernel(self) -> tuple[str, int]:
+        """The SpMV kernel of the stored CSR (A^T), used by ``A.T @ x`` style products."""
+        if self._spmv_choice is None:
+            self._spmv_choice = S.choose_kernel(self.shape[1], self.nnz, S.max_row_length(self.indptr, self.stream))
+        return self._spmv_choice
+
+    def spmv(self, x, y=None, alpha: complex = 1.0, beta: complex = 0.0, transpose: bool = False,
+             conj: bool = False) -> DeviceArray:
+        """``y = alpha op(A) x + beta y`` through the stored CSR of A^T: A x is its transposed
+        product (the ``transpose`` kernel), A^T x its plain SpMV, A^H x the plain SpMV of the
+        conjugates (x and the result conjugated on the device)."""
+        m, n = self.shape
+        xin, yout = (m, n) if transpose else (n, m)
+        xa = vector_operand(x, xin, self.dtype, "spmv: x")
+        if y is None:
+            if beta != 0:
+                raise ValueError("spmv: beta != 0 needs y")
+            y = empty((yout,), self.dtype, stream=self.stream)
+        else:
+            y = vector_operand(y, yout, self.dtype, "spmv: y", writable=True)
+            if y.ptr < xa.ptr + xa.nbytes and xa.ptr < y.ptr + y.nbytes:
+                raise ValueError("spmv: y overlaps x; the product reads all of x while writing y, so they must "
+                                 "be separate arrays")
+        stored = self._csr_shape
+        if not transpose:
+            S.spmv_transposed(self.indptr, self.indices, self.data, stored, xa, y, alpha, beta, False, self.stream)
+        elif not (conj and self.dtype.kind == "c"):
+            S.spmv(self.indptr, self.indices, self.data, stored, self.spmv_kernel(), xa, y, alpha, beta, self.stream)
+        else:  # A^H x = conj(A^T conj(x)) and A^T is the stored CSR: conjugate in, plain SpMV, conjugate out
+            t = D.conj(y, self.stream) if beta != 0 else empty((yout,), self.dtype, stream=self.stream)
+            S.spmv(self.indptr, self.indices, self.data, stored, self.spmv_kernel(), D.conj(xa, self.stream), t,
+                   np.conj(alpha), np.conj(beta), self.stream)
+            y[...] = D.conj(t, self.stream)
+        return y
 
 
 class coo_matrix(spmatrix):
@@ -586,6 +687,15 @@ class coo_matrix(spmatrix):
         self._set(c.data, c._rows(), c.indices, self.shape)
         self.has_canonical_format = True
 
+    def eliminate_zeros(self) -> None:
+        """Drop the stored zeros, in place."""
+        keep = D.nonzero_positions(self.data, self.stream)
+        if keep.size == self.nnz:
+            return
+        st = self.stream
+        self._set(prim.gather(self.data, keep, stream=st), prim.gather(self.row, keep, stream=st),
+                  prim.gather(self.col, keep, stream=st), self.shape)
+
     def toarray(self, order: str = "C") -> DeviceArray:
         return self.tocsr().toarray(order)
 
@@ -603,6 +713,11 @@ def _from_dense(dense: DeviceArray, stream: object) -> csr_matrix:
 
 
 def isspmatrix(x: object) -> bool:
+    return isinstance(x, spmatrix)
+
+
+def issparse(x: object) -> bool:
+    """True for an oxicuda sparse matrix (scipy's and cupyx's issparse)."""
     return isinstance(x, spmatrix)
 
 

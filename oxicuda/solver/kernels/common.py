@@ -1,5 +1,5 @@
 """Pieces shared by the solver's kernel generators: dtype tables, element access of a matrix in
-global or shared memory, complex arithmetic on (re[, im]) lists, and a float64 natural log.
+global or shared memory, complex arithmetic on (re[, im]) lists, and float64 natural log and exp.
 
 Matrices are column-major: element (i, j) of a matrix at ``base`` is ``base + (i + j*ld) * es``.
 Global addresses are 64-bit (``mul.wide``); shared addresses are u32 offsets into the window.
@@ -166,6 +166,28 @@ def log_f64(kb: KernelBuilder, x: Value) -> Value:
     res = kb.fma(ef, _LN2_HI, kb.fma(ef, _LN2_LO, logm))
     res = kb.selp(float("-inf"), res, kb.setp("eq", x, 0.0))
     return kb.selp(res, x, kb.setp("lt", x, float("inf")))
+
+
+_EXP_TAYLOR = tuple(1.0 / math.factorial(k) for k in range(13, -1, -1))
+
+
+def exp_f64(kb: KernelBuilder, x: Value) -> Value:
+    """e^x in float64 to a few ulp: x = n ln 2 + r (Cody-Waite, |r| <= ln 2 / 2), Taylor to r^13,
+    2^n applied in two exact steps; 0 below -745.2, inf above 709.8 (NaN: not handled here)."""
+    xc = kb.min(kb.max(x, -745.5), 709.9)
+    n = kb.cvt(kb.mul(xc, 1.4426950408889634), "f64", rnd="rni")
+    r = kb.fma(n, -_LN2_HI, xc)
+    r = kb.fma(n, -_LN2_LO, r)
+    poly = kb.mov(_EXP_TAYLOR[0], "f64")
+    for c in _EXP_TAYLOR[1:]:
+        poly = kb.fma(poly, r, c)
+    ni = kb.cvt(n, "s64")
+    n1 = kb.shr(ni, 1)
+    n2 = kb.sub(ni, n1)
+    s1 = kb.bitcast(kb.shl(kb.add(n1, 1023), 52), "f64")
+    s2 = kb.bitcast(kb.shl(kb.add(n2, 1023), 52), "f64")
+    res = kb.mul(kb.mul(poly, s1), s2)
+    return kb.selp(float("inf"), res, kb.setp("gt", x, 709.9))
 
 
 def warp_sum(kb: KernelBuilder, v: Value) -> Value:

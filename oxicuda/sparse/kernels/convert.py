@@ -13,13 +13,15 @@ Family ``sparse_convert``, variants (params in each generator's docstring):
   between its predecessor's row and its own);
 - ``row_lengths``: ``indptr[r + 1] - indptr[r]`` (the SpMV dispatch statistics);
 - ``narrow_index``: int64 index arrays to the int32 the kernels read;
-- ``diagonal``: ``d[r] = sum of a_rr`` (duplicates summed), a thread per row;
+- ``diagonal``: ``d[i] = sum of a_(r, r + k)`` for r = row0 + i (duplicates summed), a thread per row;
+- ``zero_diagonal``: the entries with ``col - row == k`` zeroed (setdiag);
 - ``toarray``: scatter-add of the entries into a zeroed dense row-major array (duplicates sum);
 - ``nonzero_flag``: ``s[i] = x[i] != 0`` (complex: either part) for dense -> CSR and
   eliminate_zeros;
 - ``cast``: element dtype conversion (complex -> real keeps the real part, as numpy);
-- ``conj``: complex conjugate;
-- ``mul_dense``: ``out[j] = a_j * D[row_j, col_j]`` (the element-wise product with a dense D);
+- ``conj``: complex conjugate; ``abs``: |x| into the real dtype;
+- ``mul_dense``: ``out[j] = a_j * D[row_j, col_j]`` (the element-wise product with a dense D,
+  any element strides, 0 to broadcast a vector);
 - ``mul_sparse``: ``out[j] = a_j * b(row_j, col_j)`` by a binary search of B's sorted row (0 where B
   has no entry; the caller drops those zeros).
 """
@@ -37,7 +39,8 @@ from .numeric import DTYPES, Num
 
 THREADS = 256
 INDEX_VARIANTS = ("expand_rows", "order", "coo_key", "split_key", "split_pos", "indptr", "row_lengths", "narrow_index")
-VALUE_VARIANTS = ("diagonal", "toarray", "nonzero_flag", "conj", "cast", "mul_dense", "mul_sparse")
+VALUE_VARIANTS = ("diagonal", "toarray", "nonzero_flag", "conj", "cast", "mul_dense", "mul_sparse", "zero_diagonal",
+                  "abs")
 
 
 @dataclass(frozen=True)
@@ -191,19 +194,40 @@ def _row_lengths(kb, spec):
 
 
 def _diagonal(kb, spec):
-    """(indptr, indices, data, d, count)"""
+    """(indptr, indices, data, d, count, row0, k): d[i] = the sum of the entries (row0 + i,
+    row0 + i + k) (duplicates summed; a linear scan of the row, unsorted indices allowed)."""
     nm = Num(kb, spec.dtype)
     indptr, indices, data, d = (kb.param_ptr(k) for k in ("indptr", "indices", "data", "d"))
     count = kb.param("count", "u32")
+    row0, k = kb.param("row0", "s32"), kb.param("k", "s32")
     i = _gid(kb)
     kb.ret(kb.setp("ge", i, count))
-    lo = kb.ld("global", "s32", kb.addr(indptr, i, 4))
-    hi = kb.ld("global", "s32", kb.addr(indptr, i, 4), offset=4)
+    row = kb.add(kb.bitcast(i, "s32"), row0)
+    lo = kb.ld("global", "s32", kb.addr(indptr, row, 4))
+    hi = kb.ld("global", "s32", kb.addr(indptr, row, 4), offset=4)
     acc = nm.zero()
-    me = kb.bitcast(i, "s32")
+    me = kb.add(row, k)
     with kb.loop(lo, hi, 1) as j, kb.if_(kb.setp("eq", kb.ld("global", "s32", kb.addr(indices, j, 4)), me)):
         nm.assign(acc, nm.add(acc, nm.load(data, j)))
     nm.store(d, i, acc)
+
+
+def _zero_diagonal(kb, spec):
+    """(rows, indices, data, out, nnz, k, row_end): out[j] = data[j], 0 where indices[j] - rows[j]
+    == k and rows[j] < row_end (setdiag: the old entries of the part of the diagonal being set,
+    which the new values then replace by a duplicate sum)."""
+    nm = Num(kb, spec.dtype)
+    rows, indices, data, out = (kb.param_ptr(k) for k in ("rows", "indices", "data", "out"))
+    nnz, k, row_end = kb.param("nnz", "u32"), kb.param("k", "s32"), kb.param("row_end", "s32")
+    j = _gid(kb)
+    kb.ret(kb.setp("ge", j, nnz))
+    r = kb.ld("global", "s32", kb.addr(rows, j, 4))
+    c = kb.ld("global", "s32", kb.addr(indices, j, 4))
+    v = nm.load(data, j)
+    res = nm.mov(v)
+    with kb.if_(kb.and_(kb.setp("eq", kb.sub(c, r), k), kb.setp("lt", r, row_end))):
+        nm.assign(res, nm.zero())
+    nm.store(out, j, res)
 
 
 def _toarray(kb, spec):
@@ -247,6 +271,25 @@ def _conj(kb, spec):
     nm.store(dst, i, nm.conj(nm.load(src, i)))
 
 
+def _abs(kb, spec):
+    """(src, dst, n): |x| into the real dtype ``to`` (complex: sqrt(re^2 + im^2) scaled by the
+    larger part, so neither overflows)."""
+    nm = Num(kb, spec.dtype)
+    src, dst = kb.param_ptr("src"), kb.param_ptr("dst")
+    n = kb.param("n", "u32")
+    i = _gid(kb)
+    kb.ret(kb.setp("ge", i, n))
+    v = nm.load(src, i)
+    if len(v) == 1:
+        r = kb.abs(v[0])
+    else:
+        x, y = kb.abs(v[0]), kb.abs(v[1])
+        hi, lo = kb.max(x, y), kb.min(x, y)
+        q = kb.div(lo, kb.selp(1.0, hi, kb.setp("eq", hi, 0.0)))
+        r = kb.mul(hi, kb.sqrt(kb.fma(q, q, 1.0)))
+    kb.st("global", kb.addr(dst, i, nm.rbytes), r)
+
+
 def _cast(kb, spec):
     """(src, dst, n)"""
     a, b = Num(kb, spec.dtype), Num(kb, spec.to)
@@ -263,15 +306,17 @@ def _cast(kb, spec):
 
 
 def _mul_dense(kb, spec):
-    """(rows, indices, data, dense, out, nnz, ncols)"""
+    """(rows, indices, data, dense, out, nnz, row_stride, col_stride): element strides of the
+    dense operand (s64; 0 broadcasts a row or column vector over the matrix)."""
     nm = Num(kb, spec.dtype)
     rows, indices, data, dense, out = (kb.param_ptr(k) for k in ("rows", "indices", "data", "dense", "out"))
-    nnz, ncols = kb.param("nnz", "u32"), kb.param("ncols", "u32")
+    nnz = kb.param("nnz", "u32")
+    rs, cs = kb.param("row_stride", "s64"), kb.param("col_stride", "s64")
     j = _gid(kb)
     kb.ret(kb.setp("ge", j, nnz))
-    r = kb.ld("global", "u32", kb.addr(rows, j, 4))
-    c = kb.cvt(kb.ld("global", "u32", kb.addr(indices, j, 4)), "u64")
-    at = kb.add(kb.mul(r, ncols, mode="wide"), c)
+    r = kb.cvt(kb.ld("global", "u32", kb.addr(rows, j, 4)), "s64", type_="u32")
+    c = kb.cvt(kb.ld("global", "u32", kb.addr(indices, j, 4)), "s64", type_="u32")
+    at = kb.mad(r, rs, kb.mul(c, cs))
     nm.store(out, j, nm.mul(nm.load(data, j), nm.load(dense, at)))
 
 
@@ -302,13 +347,17 @@ def _mul_sparse(kb, spec):
     nm.store(out, j, res)
 
 
+_REAL_OF = {"float32": "float32", "float64": "float64", "complex64": "float32", "complex128": "float64"}
+
+
 def convert_configurations(arch: str) -> list[ConvertSpec]:
     out = [ConvertSpec(arch=arch, variant=v) for v in INDEX_VARIANTS]
     for d in DTYPES:
         out += [ConvertSpec(arch=arch, variant=v, dtype=d, to=d)
-                for v in ("diagonal", "toarray", "nonzero_flag", "mul_dense", "mul_sparse")]
+                for v in ("diagonal", "toarray", "nonzero_flag", "mul_dense", "mul_sparse", "zero_diagonal")]
         if d.startswith("complex"):
             out.append(ConvertSpec(arch=arch, variant="conj", dtype=d, to=d))
+        out.append(ConvertSpec(arch=arch, variant="abs", dtype=d, to=_REAL_OF[d]))
         out += [ConvertSpec(arch=arch, variant="cast", dtype=d, to=t) for t in DTYPES if t != d]
     return out
 

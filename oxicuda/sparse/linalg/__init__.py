@@ -3,6 +3,8 @@ norm, a LinearOperator and spsolve_triangular (SpTRSV) (scipy.sparse.linalg-shap
 
 from __future__ import annotations
 
-from .solvers import LinearOperator, aslinearoperator, cg, gmres, norm, spsolve_triangular
+from .interface import LinearOperator, aslinearoperator
+from .norms import norm
+from .solvers import cg, gmres, spsolve_triangular
 
 __all__ = ["LinearOperator", "aslinearoperator", "cg", "gmres", "norm", "spsolve_triangular"]

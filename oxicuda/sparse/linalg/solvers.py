@@ -1,9 +1,9 @@
-"""cg, gmres, norm and LinearOperator.
+"""cg, gmres and spsolve_triangular.
 
 The vectors stay on the device; every matrix-vector product is the sparse SpMV (or the
 operator's matvec) and every dot product, norm and update is oxicuda.blas level 1. What comes
 back to the host per iteration is what scipy's loops branch on: a few scalars (dot products,
-norms) and, for GMRES, the small Hessenberg least-squares problem of each restart.
+norms), which for GMRES also feed the Givens rotations of its small Hessenberg problem.
 """
 
 from __future__ import annotations
@@ -14,50 +14,7 @@ from oxicuda import blas
 from oxicuda.memory.array import DeviceArray, asarray, zeros
 
 from ..matrix import spmatrix
-
-
-class LinearOperator:
-    """``LinearOperator(shape, matvec, dtype=None)``: an m x n operator given by ``matvec(x)``
-    (a device vector in, a device vector out)."""
-
-    def __init__(self, shape, matvec, rmatvec=None, dtype=None) -> None:
-        self.shape = (int(shape[0]), int(shape[1]))
-        self._matvec = matvec
-        self._rmatvec = rmatvec
-        self.dtype = np.dtype(dtype) if dtype is not None else np.dtype(np.float64)
-
-    def matvec(self, x: DeviceArray) -> DeviceArray:
-        return self._matvec(x)
-
-    def rmatvec(self, x: DeviceArray) -> DeviceArray:
-        if self._rmatvec is None:
-            raise NotImplementedError("rmatvec was not given to this LinearOperator")
-        return self._rmatvec(x)
-
-    def __matmul__(self, x):
-        return self.matvec(x)
-
-    dot = __matmul__
-
-
-def aslinearoperator(a) -> LinearOperator:
-    """A sparse matrix (or an operator) as a LinearOperator."""
-    if isinstance(a, LinearOperator):
-        return a
-    if isinstance(a, spmatrix):
-        csr = a.tocsr()
-        return LinearOperator(a.shape, csr.spmv, lambda x: csr.spmv(x, transpose=True, conj=True), a.dtype)
-    raise TypeError(f"aslinearoperator: {type(a).__name__} is not a sparse matrix or LinearOperator")
-
-
-def norm(x, ord=None):
-    """The Frobenius norm of a sparse matrix (``ord`` None or 'fro'), on the device."""
-    if ord not in (None, "fro"):
-        raise NotImplementedError(f"norm: ord={ord!r}; only the Frobenius norm is implemented")
-    if not isinstance(x, spmatrix):
-        raise TypeError(f"norm: {type(x).__name__} is not a sparse matrix")
-    data = x.tocsr().data
-    return float(blas.nrm2(data)) if data.size else 0.0
+from .interface import LinearOperator, aslinearoperator
 
 
 def _rhs(A: LinearOperator, b, what: str) -> DeviceArray:
@@ -65,8 +22,9 @@ def _rhs(A: LinearOperator, b, what: str) -> DeviceArray:
     if A.shape[0] != A.shape[1]:
         raise ValueError(f"{what}: A has shape {A.shape}; a square operator is required")
     ba = b if isinstance(b, DeviceArray) else asarray(np.asarray(b, dtype=A.dtype))
-    if ba.ndim != 1 or ba.size != n:
-        raise ValueError(f"{what}: b has shape {ba.shape}; A needs a vector of length {n}")
+    if ba.shape not in ((n,), (n, 1)):
+        raise ValueError(f"{what}: b has shape {ba.shape}; A needs ({n},) or ({n}, 1)")
+    ba = ba.reshape(n)  # a column (n, 1) solves as a vector, as cupyx's
     if ba.dtype != A.dtype:
         raise TypeError(f"{what}: b has dtype {ba.dtype} and A {A.dtype}; they must match")
     nb = float(blas.nrm2(ba))
@@ -91,7 +49,7 @@ def cg(A, b, x0=None, *, tol: float = 1e-5, maxiter: int | None = None, M=None, 
     A = aslinearoperator(A)
     b = _rhs(A, b, "cg")
     rtol = tol if rtol is None else rtol
-    M = aslinearoperator(M) if M is not None else None
+    M = _preconditioner(M, A, "cg")
     n = b.size
     maxiter = 10 * n if maxiter is None else maxiter
     bnorm = float(blas.nrm2(b))
@@ -124,17 +82,43 @@ def _cast(v: complex, dtype: np.dtype):
     return v if np.dtype(dtype).kind == "c" else float(np.real(v))
 
 
+def _preconditioner(M, A: LinearOperator, what: str) -> LinearOperator | None:
+    """M as an operator of A's shape and dtype (None: no preconditioning)."""
+    if M is None:
+        return None
+    op = aslinearoperator(M)
+    if op.shape != A.shape:
+        raise ValueError(f"{what}: M has shape {op.shape} and A {A.shape}; they must be equal")
+    if op.dtype != A.dtype:
+        raise TypeError(f"{what}: M has dtype {op.dtype} and A {A.dtype}; they must match")
+    return op
+
+
 def gmres(A, b, x0=None, *, tol: float = 1e-5, restart: int | None = None, maxiter: int | None = None,
-          M=None, callback=None, atol: float | None = None, rtol: float | None = None):
-    """Restarted GMRES: ``(x, info)``. Arnoldi vectors on the device (modified Gram-Schmidt with
-    blas dot/axpy); the (restart+1) x restart Hessenberg least-squares problem on the host."""
-    if M is not None:
-        raise NotImplementedError("gmres: a preconditioner M is not implemented yet")
+          M=None, callback=None, atol: float | None = None, rtol: float | None = None,
+          callback_type: str | None = None):
+    """Restarted GMRES for A x = b: ``(x, info)``, info 0 on convergence (||b - A x|| <=
+    max(rtol ||b||, atol)), else the iteration count.
+
+    ``M`` (a LinearOperator, sparse matrix or dense 2-D array approximating A^-1) preconditions
+    from the right, as cupyx.scipy.sparse.linalg.gmres: the Arnoldi process runs on A M and the
+    solution is x = x0 + M u, so the residual the loop watches is the true one. (cupyx also
+    treats x0 as a guess in M's domain, returning M x0 for a converged start; here x0 is the
+    guess for x, as scipy's.) ``callback`` runs once per restart cycle, with the relative
+    residual ||b - A x|| / ||b|| (``callback_type='pr_norm'``, the default) or x (``'x'``).
+    Arnoldi vectors on the device (modified Gram-Schmidt with blas dot/axpy); the small
+    Hessenberg least-squares problem is updated by Givens rotations of the scalars those
+    reductions return (cupyx solves it with numpy.linalg.lstsq on the host each restart)."""
     A = aslinearoperator(A)
     b = _rhs(A, b, "gmres")
+    if callback_type is None:
+        callback_type = "pr_norm"
+    if callback_type not in ("x", "pr_norm"):
+        raise ValueError(f"gmres: callback_type={callback_type!r}; allowed 'x' or 'pr_norm'")
+    Mop = _preconditioner(M, A, "gmres")
     rtol = tol if rtol is None else rtol
     n = b.size
-    restart = min(20 if restart is None else restart, n)
+    restart = min(20 if restart is None else int(restart), n)
     maxiter = n if maxiter is None else maxiter
     bnorm = float(blas.nrm2(b))
     if bnorm == 0:
@@ -149,33 +133,70 @@ def gmres(A, b, x0=None, *, tol: float = 1e-5, restart: int | None = None, maxit
             return x, 0
         V = [r.copy()]
         blas.scal(_cast(1.0 / beta, b.dtype), V[0])
-        H = np.zeros((restart + 1, restart), np.complex128 if cplx else np.float64)
+        R = np.zeros((restart + 1, restart), np.complex128 if cplx else np.float64)
+        rot = np.zeros((restart, 2), R.dtype)  # the Givens rotations (c, s) applied so far
+        g = np.zeros(restart + 1, R.dtype)
+        g[0] = beta
         k_used = 0
         for k in range(restart):
-            w = A.matvec(V[k])
+            w = A.matvec(Mop.matvec(V[k]) if Mop is not None else V[k])
             for i in range(k + 1):
                 h = complex(blas.dotc(V[i], w))
-                H[i, k] = h if cplx else h.real
+                R[i, k] = h if cplx else h.real
                 blas.axpy(_cast(-h, b.dtype), V[i], w)
             hn = float(blas.nrm2(w))
-            H[k + 1, k] = hn
             k_used = k + 1
             total += 1
-            e1 = np.zeros(k_used + 1, H.dtype)
-            e1[0] = beta
-            y, *_ = np.linalg.lstsq(H[:k_used + 1, :k_used], e1, rcond=None)
-            resid = np.linalg.norm(H[:k_used + 1, :k_used] @ y - e1)
+            resid = _givens_step(R, rot, g, k, hn)
             if hn == 0 or resid <= limit or total >= maxiter:
                 break
             blas.scal(_cast(1.0 / hn, b.dtype), w)
             V.append(w)
+        y = _back_substitute(R[:k_used, :k_used], g[:k_used])
+        u = zeros(b.shape, b.dtype)
         for i in range(k_used):
-            blas.axpy(_cast(y[i], b.dtype), V[i], x)
-        if callback is not None:
-            callback(x)
+            blas.axpy(_cast(y[i], b.dtype), V[i], u)
+        blas.axpy(1.0, Mop.matvec(u) if Mop is not None else u, x)
         r = b.copy()
         blas.axpy(-1.0, A.matvec(x), r)
+        if callback is not None:
+            callback(x if callback_type == "x" else float(blas.nrm2(r)) / bnorm)
     return x, (0 if float(blas.nrm2(r)) <= limit else maxiter)
+
+
+def _givens_step(R: np.ndarray, rot: np.ndarray, g: np.ndarray, k: int, hn: float) -> float:
+    """Column k of the Hessenberg matrix (R[:k+1, k] and the subdiagonal ``hn``) through the
+    rotations so far and a new one that zeroes ``hn``; g (the rotated ||r|| e1) follows. Returns
+    |g[k+1]|, the residual norm of the least-squares solution over k+1 vectors (scalars of the
+    device's dot products and norms: O(k) host arithmetic per step)."""
+    for i in range(k):
+        c, s = rot[i]
+        a, b = R[i, k], R[i + 1, k]
+        R[i, k] = c * a + s * b
+        R[i + 1, k] = -np.conj(s) * a + c * b
+    a = R[k, k]
+    r = float(np.hypot(abs(a), hn))
+    if r == 0:
+        c, s = 1.0, 0.0
+    elif a == 0:
+        c, s, R[k, k] = 0.0, 1.0, hn
+    else:
+        phase = a / abs(a)
+        c, s, R[k, k] = abs(a) / r, phase * hn / r, phase * r
+    rot[k] = (c, s)
+    g[k + 1] = -np.conj(s) * g[k]
+    g[k] = c * g[k]
+    return float(abs(g[k + 1]))
+
+
+def _back_substitute(U: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """y with U y = g for the upper triangular k x k U (a zero pivot: that component 0)."""
+    k = g.size
+    y = np.zeros(k, U.dtype)
+    for i in range(k - 1, -1, -1):
+        t = g[i] - U[i, i + 1:] @ y[i + 1:]
+        y[i] = t / U[i, i] if U[i, i] != 0 else 0
+    return y
 
 
 def spsolve_triangular(A, b, lower: bool = True, overwrite_A: bool = False, overwrite_b: bool = False,
