@@ -23,6 +23,9 @@ Size 0 allocates nothing: the block has ``ptr == 0`` (as in CuPy).
 
 Out of memory: the pool synchronizes the context, frees every cached block and retries once; if
 that fails too it raises ``OutOfMemoryError`` naming the request and the pool statistics.
+
+Graph capture: while ``oxicuda.graph`` captures, allocations for a capturing stream come from
+the graph's reserve and blocks freed on it go back there (``oxicuda.memory.capture``).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from ..driver import stream as _stream_module
 from ..driver.backend import api
 from ..driver.context import current_device_ordinal, ensure_context
 from ..driver.errors import OutOfMemoryError
+from . import capture as _capture
 
 SMALL_LIMIT = 1 << 20  # up to here: 512-byte granularity
 SMALL_STEP = 512
@@ -140,13 +144,22 @@ class MemoryPool:
         if size == 0:
             return MemoryBlock(self, 0, 0, 0, stream)
         with self._lock:
-            ptr = self._take_cached(size, stream)
+            reserve = _capture.reserve_for(stream) if _capture.ACTIVE else None
+            ptr = reserve.take(stream, size) if reserve is not None else 0
+            if not ptr:
+                ptr = self._take_cached(size, stream)
             if ptr:
                 self._hits += 1
             else:
                 self._misses += 1
                 ptr = self._alloc_fresh(size, nbytes)
-            api().mem_set_extent(ptr, nbytes)
+            if reserve is not None:  # the graph's block; replays may use all of it
+                _capture.OWNER[ptr] = reserve
+                reserve.owned.add(ptr)
+                nbytes_seen = size
+            else:
+                nbytes_seen = nbytes
+            api().mem_set_extent(ptr, nbytes_seen)
             self._in_use[ptr] = (size, stream, nbytes)
             self._allocated += size
             self._peak = max(self._peak, self._allocated)
@@ -180,8 +193,10 @@ class MemoryPool:
         ensure_context()
         drv = api()
         try:
-            return drv.mem_alloc(size)
+            return _capture.relaxed(drv.mem_alloc, size)
         except OutOfMemoryError:
+            if _capture.ACTIVE:  # no synchronizing during a capture: report at once
+                raise
             drv.ctx_synchronize()
             self.free_all_cached()
         try:
@@ -202,6 +217,20 @@ class MemoryPool:
             if self._in_use.pop(ptr, None) is None:
                 raise RuntimeError(f"double free of device block at 0x{ptr:x} ({size} bytes)")
             self._allocated -= size
+            if _capture.OWNER or _capture.ACTIVE:
+                owner = _capture.OWNER.get(ptr)
+                if owner is None and _capture.ACTIVE:  # freed on a capturing stream: the graph's
+                    owner = _capture.reserve_for(stream)
+                    if owner is not None:
+                        _capture.OWNER[ptr] = owner
+                        owner.owned.add(ptr)
+                if owner is not None:
+                    if owner.alive:  # replays still use it: only the graph may reuse it
+                        owner.give(ptr, stream, size)
+                        return
+                    del _capture.OWNER[ptr]
+                    owner.owned.discard(ptr)
+                    stream = owner.last_stream
             with contextlib.suppress(Exception):  # the driver may be going away (interpreter exit)
                 api().mem_set_extent(ptr, 0)  # a cached block: the emulator faults on any access
             if stream in self._retired or ptr in self._detached:  # its stream's work is done
@@ -209,6 +238,17 @@ class MemoryPool:
                 stream, event = _ANY_STREAM, _NO_EVENT
             else:
                 event = self._record_event(stream)
+            self._free.setdefault(size, []).append(_FreeBlock(ptr, stream, event))
+            self._cached_ptrs.add(ptr)
+            self._cached += size
+
+    def cache_block(self, ptr: int, size: int, stream: int) -> None:
+        """Cache a block that is no longer in use (a released graph's), reusable on ``stream`` at
+        once and elsewhere after an event recorded on it now."""
+        with self._lock:
+            with contextlib.suppress(Exception):
+                api().mem_set_extent(ptr, 0)
+            event = _NO_EVENT if stream in self._retired else self._record_event(stream)
             self._free.setdefault(size, []).append(_FreeBlock(ptr, stream, event))
             self._cached_ptrs.add(ptr)
             self._cached += size
