@@ -55,6 +55,7 @@ class GraphReserve:
         self.owned: set[int] = set()
         self.workspaces: dict[tuple, object] = {}  # workspace key -> DeviceArray
         self.last_stream = stream
+        self.thread = threading.get_ident()
 
     def take(self, stream: int, size: int) -> int:
         blocks = self.free.get((stream, size))
@@ -146,6 +147,18 @@ def check_host_copy(stream: int, what: str) -> None:
         "data or wait for the device. Call it outside the capture (warm it up once eagerly so "
         "that its tables are uploaded and its plans made), or keep its results on the device."
     )
+
+
+def check_uncapturable(who: str, why: str) -> None:
+    """Raise GraphCaptureError when this thread runs an oxicuda capture: ``who`` (a public call)
+    cannot be captured, for the reason ``why``."""
+    if ACTIVE:
+        me = threading.get_ident()
+        for reserve in tuple(ACTIVE.values()):
+            if reserve.thread == me:
+                raise GraphCaptureError(
+                    f"{who}: {why}, so it cannot be captured into the CUDA graph this thread is "
+                    f"capturing on stream 0x{reserve.stream:x}; call it outside the capture")
 
 
 def check_synchronize(stream: int, what: str) -> None:

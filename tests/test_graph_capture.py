@@ -1,0 +1,273 @@
+"""``oxicuda.graph``: library calls captured on a stream, replayed, updated; calls that cannot be
+captured raise naming themselves and leave the stream usable; graph-owned memory.
+
+Every family: warm the call up eagerly (the eager result is the reference, checked against
+numpy), capture it, poison what the graph writes, replay, and compare element by element.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import oxicuda
+from oxicuda.driver.backend import api
+from oxicuda.memory import capture as mcapture
+
+
+@pytest.fixture
+def s():
+    stream = oxicuda.Stream(non_blocking=True)
+    yield stream
+    assert not mcapture.ACTIVE  # every capture ended, whatever the test did
+
+
+def dev(x, s):
+    return oxicuda.asarray(np.ascontiguousarray(x), stream=s)
+
+
+def poison(*arrays):
+    for a in arrays:
+        a.fill(np.nan if a.dtype.kind in "fc" else 0x5A)
+
+
+def capture_and_replay(s, call):
+    """Eager result of ``call()``, then the graph's result after poisoning (and the graph)."""
+    eager = call()
+    eager = eager if isinstance(eager, tuple) else (eager,)
+    want = [e.get() for e in eager]
+    with oxicuda.graph(stream=s) as g:
+        got = call()
+    got = got if isinstance(got, tuple) else (got,)
+    poison(*got)
+    g.replay()
+    for w, a in zip(want, got):
+        np.testing.assert_array_equal(a.get(), w)
+    return g, want
+
+
+def test_gemm_bias_relu_softmax_replay_matches_eager_and_numpy(s, rng):
+    A = rng.standard_normal((8, 24)).astype(np.float32)
+    B = rng.standard_normal((24, 16)).astype(np.float32)
+    bias = rng.standard_normal(16).astype(np.float32)
+    a, b, bb = dev(A, s), dev(B, s), dev(bias, s)
+
+    def step():
+        h = oxicuda.dnn.relu(oxicuda.blas.gemm(a, b, stream=s), bias=bb)
+        return oxicuda.dnn.softmax(h)
+
+    with oxicuda.trace() as t:
+        g, (want,) = capture_and_replay(s, step)
+    ref = np.maximum(A.astype(np.float64) @ B + bias, 0)
+    ref = np.exp(ref - ref.max(1, keepdims=True))
+    ref /= ref.sum(1, keepdims=True)
+    np.testing.assert_allclose(want, ref, rtol=1e-5, atol=1e-7)
+    kernels = [r.kernel for r in g.launches]
+    assert len(kernels) == 3 and "gemm" in kernels[0] and "softmax" in kernels[2]
+    assert g.node_count == 3
+    # eager (3) + captured (3, recorded at capture) + replay (3)
+    assert len(t.launches) == 9 and t.kernels()[6:] == kernels
+    assert all(r.stream == s.handle for r in t.launches[6:])
+
+
+@pytest.mark.parametrize("algo", ["naive", "tiled", "split_k"])
+def test_gemm_algorithms_are_capturable(s, rng, algo):
+    A = rng.standard_normal((20, 36)).astype(np.float32)
+    B = rng.standard_normal((36, 12)).astype(np.float32)
+    a, b = dev(A, s), dev(B, s)
+    c = oxicuda.empty((20, 12), np.float32, stream=s)
+    _, (want,) = capture_and_replay(s, lambda: oxicuda.blas.gemm(a, b, c, algo=algo, stream=s))
+    np.testing.assert_allclose(want, A.astype(np.float64) @ B, rtol=2e-5, atol=1e-5)
+
+
+def test_layer_norm_and_conv2d_replay(s, rng):
+    X = rng.standard_normal((4, 32)).astype(np.float32)
+    w = rng.standard_normal(32).astype(np.float32)
+    x, wd = dev(X, s), dev(w, s)
+    _, (ln,) = capture_and_replay(s, lambda: oxicuda.dnn.layer_norm(x, weight=wd))
+    mu, var = X.mean(1, keepdims=True), X.var(1, keepdims=True)
+    np.testing.assert_allclose(ln, (X - mu) / np.sqrt(var + 1e-5) * w, rtol=1e-4, atol=1e-5)
+    img = dev(rng.standard_normal((1, 2, 6, 6)).astype(np.float32), s)
+    ker = dev(rng.standard_normal((3, 2, 3, 3)).astype(np.float32), s)
+    _, (y,) = capture_and_replay(s, lambda: oxicuda.dnn.conv2d(img, ker, padding=1))
+    assert y.shape == (1, 3, 6, 6) and np.isfinite(y).all()
+
+
+def test_fft_and_random_replay(s, rng):
+    X = (rng.standard_normal(64) + 1j * rng.standard_normal(64)).astype(np.complex64)
+    x = dev(X, s)
+    _, (f,) = capture_and_replay(s, lambda: oxicuda.fft.fft(x))
+    np.testing.assert_allclose(f, np.fft.fft(X.astype(np.complex128)), rtol=1e-4, atol=1e-4)
+    gen = oxicuda.rand.Generator(seed=1234, stream=s) if hasattr(oxicuda.rand, "Generator") else None
+    if gen is None:
+        pytest.skip("oxicuda.rand has no Generator class")
+    out = oxicuda.empty(256, np.float32, stream=s)
+    eager = gen.standard_normal(256, dtype=np.float32, out=out).get()
+    with oxicuda.graph(stream=s) as g:
+        gen.standard_normal(256, dtype=np.float32, out=out)
+    poison(out)
+    g.replay()  # the captured draw: the numbers of the generator's state at capture time
+    again = oxicuda.rand.Generator(seed=1234, stream=s)
+    again.standard_normal(256, dtype=np.float32)
+    np.testing.assert_array_equal(out.get(), again.standard_normal(256, dtype=np.float32).get())
+    assert not np.array_equal(out.get(), eager)
+
+
+def test_sparse_spmv_replay(s, rng):
+    sp = pytest.importorskip("scipy.sparse")
+    M = sp.random(24, 24, density=0.2, format="csr", random_state=int(rng.integers(1 << 30)),
+                  dtype=np.float32)
+    A = oxicuda.sparse.csr_matrix(M, stream=s)
+    x = dev(rng.standard_normal(24).astype(np.float32), s)
+    y = oxicuda.empty(24, np.float32, stream=s)
+    _, (got,) = capture_and_replay(s, lambda: A.spmv(x, y))
+    np.testing.assert_allclose(got, M.toarray().astype(np.float64) @ x.get(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_call_that_reads_back_raises_naming_itself_and_the_stream_stays_usable(s, rng):
+    n = 8
+    Q = rng.standard_normal((n, n))
+    a = dev(Q @ Q.T + n * np.eye(n), s)
+    b = dev(rng.standard_normal((n, 2)), s)
+    want = oxicuda.solver.solve(a, b).get()
+    with (pytest.raises(oxicuda.GraphCaptureError, match=r"oxicuda\.solver\.solve: .*on the host"),
+          oxicuda.graph(stream=s)):
+        oxicuda.solver.solve(a, b)
+    assert api().stream_is_capturing(s.handle) == 0
+    x = oxicuda.solver.solve(a, b)  # eager again, on the same stream
+    np.testing.assert_allclose(x.get(), want, rtol=1e-12)
+
+
+def test_a_driver_refusal_discards_the_capture_and_the_stream_recovers(s, rng):
+    x = dev(rng.standard_normal(16).astype(np.float32), s)
+    with pytest.raises(oxicuda.CudaError, match="STREAM_CAPTURE_UNSUPPORTED"), oxicuda.graph(stream=s):
+        oxicuda.dnn.relu(x)
+        s.synchronize()
+    assert api().stream_is_capturing(s.handle) == 0
+    np.testing.assert_array_equal(oxicuda.dnn.relu(x).get(), np.maximum(x.get(), 0))
+
+
+def test_a_capture_the_driver_invalidated_silently_raises_at_the_end(s, rng):
+    x = dev(rng.standard_normal(16).astype(np.float32), s)
+    with pytest.raises(oxicuda.GraphCaptureError, match="invalidated"), oxicuda.graph(stream=s):
+        oxicuda.dnn.relu(x)
+        try:
+            api().ctx_synchronize()
+        except oxicuda.CudaError:
+            pass  # swallowed by the user: the capture is still broken
+    assert not mcapture.ACTIVE
+
+
+def test_nested_capture_on_one_stream_is_refused_and_two_streams_join_with_events(s, rng):
+    X = rng.standard_normal(32).astype(np.float32)
+    x = dev(X, s)
+    outer = oxicuda.graph(stream=s)
+    with pytest.raises(RuntimeError, match="nested"), outer, oxicuda.graph(stream=s):
+        pass
+    assert api().stream_is_capturing(s.handle) == 0
+    t = oxicuda.Stream(non_blocking=True)
+    xt = oxicuda.asarray(X, stream=t)
+    oxicuda.dnn.relu(x), oxicuda.dnn.sigmoid(xt)  # warm up
+    fork, join = oxicuda.Event(timing=False), oxicuda.Event(timing=False)
+    with oxicuda.graph(stream=s) as g:
+        fork.record(s)
+        t.wait_event(fork)
+        ys = oxicuda.dnn.relu(x)
+        yt = oxicuda.dnn.sigmoid(xt)  # on t: forked into the same capture
+        join.record(t)
+        s.wait_event(join)
+    poison(ys, yt)
+    g.replay()
+    np.testing.assert_array_equal(ys.get(), np.maximum(X, 0))
+    np.testing.assert_allclose(yt.get(), 1 / (1 + np.exp(-X.astype(np.float64))), rtol=1e-6)
+    assert g.node_count == 2  # the two activations; events only carry dependencies
+
+
+def test_recapture_with_new_pointers_updates_in_place(s, rng):
+    A1, A2 = (rng.standard_normal((8, 8)).astype(np.float32) for _ in range(2))
+    B = rng.standard_normal((8, 8)).astype(np.float32)
+    a1, a2, b = dev(A1, s), dev(A2, s), dev(B, s)
+    oxicuda.blas.gemm(a1, b, stream=s)
+    with oxicuda.graph(stream=s) as g:
+        c1 = oxicuda.blas.gemm(a1, b, stream=s)
+    with g.recapture():
+        c2 = oxicuda.blas.gemm(a2, b, stream=s)
+    assert g.updated_in_place is True
+    poison(c1, c2)
+    g.replay()
+    np.testing.assert_allclose(c2.get(), A2.astype(np.float64) @ B, rtol=1e-5, atol=1e-6)
+    assert np.isnan(c1.get()).all()  # the updated graph no longer writes c1
+    with g.recapture():  # a different sequence: re-instantiated
+        c3 = oxicuda.dnn.relu(oxicuda.blas.gemm(a1, b, stream=s))
+    assert g.updated_in_place is False
+    g.replay()
+    np.testing.assert_allclose(c3.get(), np.maximum(A1.astype(np.float64) @ B, 0), rtol=1e-5,
+                               atol=1e-6)
+
+
+def test_update_from_another_graph(s, rng):
+    x1, x2 = (dev(rng.standard_normal(16).astype(np.float32), s) for _ in range(2))
+    oxicuda.dnn.relu(x1)
+    with oxicuda.graph(stream=s) as g1:
+        y1 = oxicuda.dnn.relu(x1)
+    with oxicuda.graph(stream=s) as g2:
+        y2 = oxicuda.dnn.relu(x2)
+    assert g1.update(g2)
+    poison(y1, y2)
+    g1.replay()
+    np.testing.assert_array_equal(y2.get(), np.maximum(x2.get(), 0))
+    assert np.isnan(y1.get()).all()
+
+
+def test_capture_allocates_no_device_memory_through_the_driver_in_global_mode(s, rng):
+    """Memory made during a capture comes from the graph's reserve (relaxed-mode allocations
+    or cached blocks), temporaries freed in it stay the graph's, and the graph's blocks go back
+    to the pool when it closes."""
+    X = rng.standard_normal((8, 8)).astype(np.float32)
+    x = dev(X, s)
+    oxicuda.dnn.softmax(oxicuda.dnn.relu(x))
+    pool = oxicuda.get_default_memory_pool()
+    with oxicuda.graph(stream=s) as g:
+        tmp = oxicuda.dnn.relu(x)
+        y = oxicuda.dnn.softmax(tmp)
+        tmp_ptr = tmp.ptr
+        del tmp  # freed inside the capture: the graph's, not the pool's
+        z = oxicuda.empty((8, 8), np.float32, stream=s)
+    assert z.ptr == tmp_ptr  # reused inside the graph, in stream order
+    assert tmp_ptr in mcapture.OWNER
+    poison(y)
+    g.replay()
+    ref = np.maximum(X.astype(np.float64), 0)
+    ref = np.exp(ref - ref.max(1, keepdims=True))
+    np.testing.assert_allclose(y.get(), ref / ref.sum(1, keepdims=True), rtol=1e-5)
+    cached = pool.n_free_blocks()
+    del z
+    g.close()
+    assert tmp_ptr not in mcapture.OWNER
+    assert pool.n_free_blocks() > cached
+    with pytest.raises(RuntimeError, match="nothing to replay"):
+        g.replay()
+
+
+def test_workspaces_asked_for_in_a_capture_belong_to_the_graph(s):
+    from oxicuda.memory.workspace import workspace_ptr
+
+    eager = workspace_ptr((np.float32, 100), s)
+    with oxicuda.graph(stream=s) as g:
+        inside = workspace_ptr((np.float32, 100), s)
+        assert workspace_ptr((np.float32, 100), s) == inside
+    assert inside != eager and inside in mcapture.OWNER
+    assert workspace_ptr((np.float32, 100), s) == eager
+    g.close()
+
+
+def test_graph_arguments_are_checked(s):
+    with pytest.raises(ValueError, match="stream="):
+        oxicuda.graph()
+    with pytest.raises(ValueError, match="legacy"):
+        oxicuda.graph(stream=0)
+    with pytest.raises(ValueError, match="mode"):
+        oxicuda.graph(stream=s, mode="loose")
+    g = oxicuda.graph(stream=s)
+    with pytest.raises(RuntimeError, match="needs a captured graph"), g.recapture():
+        pass
