@@ -271,3 +271,35 @@ def test_graph_arguments_are_checked(s):
     g = oxicuda.graph(stream=s)
     with pytest.raises(RuntimeError, match="needs a captured graph"), g.recapture():
         pass
+
+
+def test_oxicuda_calls_join_a_capture_another_package_began(s, rng):
+    """What torch.cuda.graph does: the driver capture begun outside oxicuda. A call with its
+    output given and warmed up on that stream is captured into the foreign graph; a call that
+    would allocate raises naming itself and leaves the foreign capture intact; a block freed
+    during the foreign capture is never handed out again."""
+    drv = api()
+    A = rng.standard_normal((8, 8)).astype(np.float32)
+    B = rng.standard_normal((8, 8)).astype(np.float32)
+    a, b = dev(A, s), dev(B, s)
+    c = oxicuda.empty((8, 8), np.float32, stream=s)
+    oxicuda.blas.gemm(a, b, c, stream=s)
+    doomed = oxicuda.empty((64,), np.float32, stream=s)
+    doomed_ptr = doomed.ptr
+    big = oxicuda.zeros((512, 1024), np.float32, stream=s)
+    drv.stream_begin_capture(s.handle, 0)
+    try:
+        oxicuda.blas.gemm(a, b, c, stream=s)
+        with pytest.raises(oxicuda.GraphCaptureError, match=r"oxicuda\.dnn\..*relu: .*did not begin"):
+            oxicuda.dnn.relu(big)
+        assert drv.stream_is_capturing(s.handle) == 1  # not invalidated
+        del doomed
+    finally:
+        graph = drv.stream_end_capture(s.handle)
+    assert all(oxicuda.empty((64,), np.float32, stream=s).ptr != doomed_ptr for _ in range(3))
+    exe = drv.graph_instantiate(graph)
+    poison(c)
+    drv.graph_launch(exe, s.handle)
+    np.testing.assert_allclose(c.get(), A.astype(np.float64) @ B, rtol=1e-5, atol=1e-6)
+    drv.graph_exec_destroy(exe)
+    drv.graph_destroy(graph)

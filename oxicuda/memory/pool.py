@@ -128,6 +128,7 @@ class MemoryPool:
         self._cached_ptrs: set[int] = set()  # the ptr of every block in _free
         self._retired: set[int] = set()  # destroyed stream handles whose blocks are all done
         self._detached: set[int] = set()  # in-use blocks to cache without an event (see detach)
+        self._held_by_foreign_graphs: list[tuple[int, int]] = []
         self._allocated = 0
         self._cached = 0
         self._peak = 0
@@ -152,6 +153,8 @@ class MemoryPool:
                 self._hits += 1
             else:
                 self._misses += 1
+                if reserve is None and stream:
+                    _refuse_in_foreign_capture(stream, nbytes)
                 ptr = self._alloc_fresh(size, nbytes)
             if reserve is not None:  # the graph's block; replays may use all of it
                 _capture.OWNER[ptr] = reserve
@@ -231,6 +234,11 @@ class MemoryPool:
                     del _capture.OWNER[ptr]
                     owner.owned.discard(ptr)
                     stream = owner.last_stream
+            if stream and stream not in self._retired and _foreign_capturing(stream):
+                # freed during a capture oxicuda did not begin: that graph may use the block at
+                # every replay and its lifetime is unknown here, so it is never handed out again
+                self._held_by_foreign_graphs.append((ptr, size))
+                return
             with contextlib.suppress(Exception):  # the driver may be going away (interpreter exit)
                 api().mem_set_extent(ptr, 0)  # a cached block: the emulator faults on any access
             if stream in self._retired or ptr in self._detached:  # its stream's work is done
@@ -360,6 +368,26 @@ class MemoryPool:
                 "cached_blocks": sum(len(b) for b in self._free.values()),
                 "device": self.device,
             }
+
+
+def _foreign_capturing(stream: int) -> bool:
+    """Whether ``stream`` is capturing a graph that oxicuda did not begin (PyTorch's, CuPy's)."""
+    if stream in _capture.ACTIVE:
+        return False
+    try:
+        return api().stream_is_capturing(stream) != 0
+    except Exception:  # noqa: BLE001 - a driver without capture, or one shutting down
+        return False
+
+
+def _refuse_in_foreign_capture(stream: int, nbytes: int) -> None:
+    if _foreign_capturing(stream):
+        raise _capture.GraphCaptureError(
+            f"{_capture.caller_name()}: needs {nbytes} bytes of new device memory on stream "
+            f"0x{stream:x}, which is capturing a CUDA graph that oxicuda did not begin (for "
+            "example torch.cuda.graph); allocating now would break that capture. Pass "
+            "preallocated outputs (out=, c=) and call it once on that stream before capturing, "
+            "so that its workspaces exist, or capture with oxicuda.graph(stream=...)")
 
 
 _pools: dict[int, MemoryPool] = {}
