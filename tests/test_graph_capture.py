@@ -303,3 +303,33 @@ def test_oxicuda_calls_join_a_capture_another_package_began(s, rng):
     np.testing.assert_allclose(c.get(), A.astype(np.float64) @ B, rtol=1e-5, atol=1e-6)
     drv.graph_exec_destroy(exe)
     drv.graph_destroy(graph)
+
+
+def test_a_replay_reading_an_input_freed_after_the_capture_faults_on_the_emulator(s, rng):
+    if api().name != "emulator":
+        pytest.skip("the real driver reads freed memory silently; the emulator checks it")
+    x = dev(rng.standard_normal(16).astype(np.float32), s)
+    oxicuda.dnn.relu(x)
+    with oxicuda.graph(stream=s) as g:
+        oxicuda.dnn.relu(x)
+    x.memory.free()
+    with pytest.raises(oxicuda.driver.LaunchError, match="freed block"):
+        g.replay()
+
+
+def test_mlp_step_of_the_bench_case_replays_to_the_float64_reference(s, rng):
+    from oxicuda.graphs.bench_cases import mlp_params, mlp_reference, mlp_step
+
+    p = mlp_params(rng, 16, 8, s)
+    xh = rng.standard_normal((8, 16)).astype(np.float32)
+    x = dev(xh, s)
+    mlp_step(p, x, s)
+    with oxicuda.graph(stream=s) as g:
+        y = mlp_step(p, x, s)
+    assert len(g.launches) >= 8
+    for _ in range(2):  # refill the input in place, replay, compare
+        xh = rng.standard_normal((8, 16)).astype(np.float32)
+        x.set(xh)
+        poison(y)
+        g.replay()
+        np.testing.assert_allclose(y.get(), mlp_reference(p, xh), rtol=1e-4, atol=1e-6)

@@ -11,8 +11,11 @@
 Everything launched or copied on ``s`` inside the block (library calls included: their arrays
 must live on ``s``, e.g. ``oxicuda.asarray(x, stream=s)``) becomes the graph; nothing runs until
 ``replay``. Arrays allocated inside the block belong to the graph (``oxicuda.memory.capture``):
-replays write them again, so ``y`` above holds the latest replay's result. Warm every call up
-once before capturing it: a first call uploads tables and builds plans, which a capture cannot.
+replays write them again, so ``y`` above holds the latest replay's result. The inputs are
+read from the addresses captured: keep those arrays alive as long as the graph and refill them
+in place (``a.set(...)``, ``a[...] = b``) to replay on new data, as with PyTorch's graphs (the
+emulator faults on a replay that reads freed memory). Warm every call up once before capturing
+it: a first call uploads tables and builds plans, which a capture cannot.
 
 A call that cannot be captured (one that reads a result back to the host, uploads host data, or
 waits for the device) raises ``GraphCaptureError`` naming itself before it reaches the driver;
