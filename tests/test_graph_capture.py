@@ -388,3 +388,37 @@ def test_sparse_matrix_product_cannot_be_captured_and_says_so(s, rng):
     got = A @ A
     if want is not None:
         np.testing.assert_array_equal(got.toarray(), want)
+
+
+def test_stream_ordered_memory_puts_allocation_and_free_nodes_in_the_graph(s, rng):
+    X = rng.standard_normal((8, 8)).astype(np.float32)
+    x = dev(X, s)
+    y = oxicuda.empty((8, 8), np.float32, stream=s)
+    oxicuda.dnn.softmax(oxicuda.dnn.relu(x))
+    pool = oxicuda.get_default_memory_pool()
+    before = pool.stats()["in_use_blocks"]
+    with oxicuda.graph(stream=s, memory="async") as g:
+        tmp = oxicuda.dnn.relu(x)  # an allocation node
+        y[...] = oxicuda.dnn.softmax(tmp)
+        del tmp  # a free node
+    assert pool.stats()["in_use_blocks"] == before
+    kinds = g.node_count
+    assert kinds >= 5  # alloc, relu, alloc, softmax, copy, free, free
+    ref = np.maximum(X.astype(np.float64), 0)
+    ref = np.exp(ref - ref.max(1, keepdims=True))
+    ref /= ref.sum(1, keepdims=True)
+    for _ in range(2):
+        poison(y)
+        g.replay()
+        np.testing.assert_allclose(y.get(), ref, rtol=1e-5)
+
+
+def test_stream_ordered_memory_refuses_arrays_that_outlive_the_capture(s, rng):
+    x = dev(rng.standard_normal(16).astype(np.float32), s)
+    oxicuda.dnn.relu(x)
+    with pytest.raises(oxicuda.GraphCaptureError, match="outlive it"), \
+            oxicuda.graph(stream=s, memory="async"):
+        y = oxicuda.dnn.relu(x)
+    del y
+    with pytest.raises(ValueError, match="memory="):
+        oxicuda.graph(stream=s, memory="cuda")

@@ -285,3 +285,32 @@ def test_a_graph_launched_inside_a_capture_becomes_a_child_graph(h, rng):
     np.testing.assert_array_equal(h.read(p), x)
     drv.graph_launch(drv.graph_instantiate(outer), s)
     np.testing.assert_allclose(h.read(p), 4 * x.astype(np.float64) + 1, rtol=1e-6)
+
+
+def test_a_graph_allocation_is_mapped_only_between_its_nodes(h, rng):
+    drv, s = h.drv, h.stream
+    x = rng.standard_normal(N).astype(np.float32)
+    keep = h.upload(np.zeros(N, np.float32))
+    drv.stream_begin_capture(s, 0)
+    p = drv.mem_alloc_async(x.nbytes, s)  # an allocation node: no cuMemAlloc
+    drv.memset_d32(p, 0x40000000, N, s)  # 2.0
+    h.launch(p, s, 3.0, 1.0)  # 7.0
+    drv.memcpy_dtod(keep, p, x.nbytes, s)
+    drv.mem_free_async(p, s)
+    exe = drv.graph_instantiate(drv.stream_end_capture(s))
+    drv.graph_launch(exe, s)
+    np.testing.assert_array_equal(h.read(keep), np.full(N, 7, np.float32))
+    with pytest.raises(CudaError, match="ILLEGAL_ADDRESS"):
+        h.launch(p, s)  # outside the graph's span: unmapped
+    drv.graph_launch(exe, s)  # freed in the graph: it may run again
+    drv.stream_begin_capture(s, 0)
+    q = drv.mem_alloc_async(x.nbytes, s)
+    drv.memset_d32(q, 0, N, s)
+    exe2 = drv.graph_instantiate(drv.stream_end_capture(s))
+    drv.graph_launch(exe2, s)
+    with pytest.raises(CudaError, match="still live"):
+        drv.graph_launch(exe2, s)
+    drv.mem_free_async(q, s)  # freed outside the graph
+    drv.graph_launch(exe2, s)
+    eager = drv.mem_alloc_async(64, s)  # outside a capture: an ordinary allocation
+    drv.mem_free_async(eager, s)

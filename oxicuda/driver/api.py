@@ -248,6 +248,15 @@ class DriverAPI(abc.ABC):
         """cuGraphGetNodes(graph, NULL, &count): how many nodes ``graph`` has."""
         raise NotImplementedError(f"{type(self).__name__} has no graphs")
 
+    def mem_alloc_async(self, nbytes: int, stream: int) -> int:
+        """cuMemAllocAsync: ``nbytes`` from the device's default memory pool, in stream order
+        (inside a capture: the graph's allocation node)."""
+        raise NotImplementedError(f"{type(self).__name__} has no stream-ordered allocator")
+
+    def mem_free_async(self, dptr: int, stream: int) -> None:
+        """cuMemFreeAsync: free a cuMemAllocAsync allocation in stream order."""
+        raise NotImplementedError(f"{type(self).__name__} has no stream-ordered allocator")
+
     def graph_destroy(self, graph: int) -> None:
         """cuGraphDestroy."""
         raise NotImplementedError(f"{type(self).__name__} has no graphs")

@@ -33,6 +33,14 @@ capture (see the CUDA programming guide, "Prohibited and Unhandled Operations"):
   CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD (908); beginning a capture on a capturing stream or
   ending one on a stream that is not capturing: CUDA_ERROR_ILLEGAL_STATE (401); beginning one
   on the legacy stream: 900.
+
+The stream-ordered allocator (``cuMemAllocAsync``/``cuMemFreeAsync``) runs eagerly outside a
+capture. Inside one it records allocation and free nodes, as the driver does: the graph's
+allocation gets its address at capture time and keeps it for the graph's life, is accessible
+from its allocation node's run to its free node's run (or to a ``cuMemFreeAsync`` outside the
+graph) and faults outside that span, and launching the graph while its allocation is still live
+fails (CUDA_ERROR_INVALID_VALUE). The address goes back to the heap once no graph or executable
+graph holds its allocation node.
 """
 
 from __future__ import annotations
@@ -88,6 +96,8 @@ class GraphCalls:
         self._graphs: dict[int, list[Node]] = {}
         self._execs: dict[int, list[Node]] = {}
         self._capture_ids = 0
+        self._graph_allocs: dict[int, int] = {}  # address -> graphs and execs holding its node
+        self._graph_live: set[int] = set()  # graph allocations currently accessible
 
     # -- the checks ---------------------------------------------------------------------------
     def _active(self) -> list[Capture]:
@@ -208,13 +218,16 @@ class GraphCalls:
             for s in cap.tails:
                 self._captures.pop(s, None)
             if cap.status != _ACTIVE:
+                self._hold_allocs(cap.nodes, 0)
                 raise_for(901, call, cap.why)
             unjoined = self._unjoined(cap)
             if unjoined:
+                self._hold_allocs(cap.nodes, 0)
                 raise_for(904, call, f"streams {[hex(s) for s in unjoined]} forked from the "
                                      "capture and were not joined back to its origin stream")
             h = self._handle()
             self._graphs[h] = list(cap.nodes)
+            self._hold_allocs(self._graphs[h], 1)
             return h
 
     def _unjoined(self, cap: Capture) -> list[int]:
@@ -267,6 +280,7 @@ class GraphCalls:
         with self._lock:
             h = self._handle()
             self._execs[h] = [Node(n.kind, n.deps, n.params) for n in nodes]
+            self._hold_allocs(self._execs[h], 1)
         return h
 
     def graph_node_count(self, graph: int) -> int:
@@ -305,8 +319,61 @@ class GraphCalls:
 
     def graph_destroy(self, graph: int) -> None:
         self._graph(graph, "cuGraphDestroy")
-        del self._graphs[graph]
+        self._hold_allocs(self._graphs.pop(graph), -1)
 
     def graph_exec_destroy(self, graph_exec: int) -> None:
         self._exec(graph_exec, "cuGraphExecDestroy")
-        del self._execs[graph_exec]
+        self._hold_allocs(self._execs.pop(graph_exec), -1)
+
+    # -- the stream-ordered allocator -----------------------------------------------------------
+    def _hold_allocs(self, nodes: list[Node], delta: int) -> None:
+        for node in nodes:
+            if node.kind == "alloc":
+                ptr = node.params[0]
+                refs = self._graph_allocs.get(ptr, 0) + delta
+                if refs > 0:
+                    self._graph_allocs[ptr] = refs
+                else:
+                    self._graph_allocs.pop(ptr, None)
+                    if ptr not in self._graph_live:
+                        with self._lock:
+                            self.heap.free(ptr)
+
+    def mem_alloc_async(self, nbytes: int, stream: int) -> int:
+        call = "cuMemAllocAsync"
+        self._check_stream(stream, call)
+        cap = self._capture_of(stream, call)
+        with self._lock:
+            ptr = self.heap.alloc(nbytes, call)
+            if cap is not None:  # mapped from the allocation node's run on
+                self.heap.set_extent(ptr, 0)
+                self._graph_allocs[ptr] = 0
+                self._record(cap, stream, "alloc", (ptr, int(nbytes)))
+        return ptr
+
+    def mem_free_async(self, dptr: int, stream: int) -> None:
+        call = "cuMemFreeAsync"
+        self._check_stream(stream, call)
+        cap = self._capture_of(stream, call)
+        if cap is not None:
+            self._record(cap, stream, "free", (dptr,))
+            return
+        with self._lock:
+            if dptr in self._graph_allocs:  # a graph's allocation, freed outside the graph
+                if dptr not in self._graph_live:
+                    raise_for(1, call, f"graph allocation 0x{dptr:x} is not live")
+                self._graph_live.discard(dptr)
+                self.heap.set_extent(dptr, 0)
+            else:
+                self.heap.free(dptr, call)
+
+    def _exec_alloc(self, ptr: int, nbytes: int) -> None:
+        if ptr in self._graph_live:
+            raise_for(1, "cuGraphLaunch", f"the graph's allocation at 0x{ptr:x} is still live "
+                                          "(free it with cuMemFreeAsync before launching again)")
+        self._graph_live.add(ptr)
+        self.heap.set_extent(ptr, nbytes)
+
+    def _exec_free(self, ptr: int) -> None:
+        self._graph_live.discard(ptr)
+        self.heap.set_extent(ptr, 0)

@@ -435,6 +435,15 @@ class LibCudaAPI(DriverAPI):
         self._check(self.lib.cuGraphGetNodes(graph, self.ffi.NULL, count), "cuGraphGetNodes")
         return int(count[0])
 
+    def mem_alloc_async(self, nbytes: int, stream: int) -> int:
+        out = self.ffi.new("CUdeviceptr *")
+        code = self.lib.cuMemAllocAsync(out, nbytes, stream)
+        self._check(code, "cuMemAllocAsync", f"requested {nbytes} bytes" if code else "")
+        return int(out[0])
+
+    def mem_free_async(self, dptr: int, stream: int) -> None:
+        self._check(self.lib.cuMemFreeAsync(dptr, stream), "cuMemFreeAsync")
+
     def graph_destroy(self, graph: int) -> None:
         self._check(self.lib.cuGraphDestroy(graph), "cuGraphDestroy")
 

@@ -151,6 +151,8 @@ CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph,
                               CUgraphExecUpdateResultInfo *resultInfo);
 CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes);
 CUresult cuGraphDestroy(CUgraph hGraph);
+CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream);
 CUresult cuGraphExecDestroy(CUgraphExec hGraphExec);
 CUresult cuTensorMapEncodeTiled(void *tensorMap, int tensorDataType, unsigned int tensorRank,
                                 hostptr_t globalAddress, const uint64_t *globalDim,

@@ -65,7 +65,7 @@ class Graph:
     (launches, copies, memsets). ``replay_count``: how many times it was launched.
     """
 
-    def __init__(self, stream: object, mode: str = "global") -> None:
+    def __init__(self, stream: object, mode: str = "global", memory: str = "reserve") -> None:
         if stream is None:
             raise ValueError("oxicuda.graph: pass stream= (an oxicuda Stream or another package's "
                              "stream); the legacy default stream cannot be captured, and the "
@@ -79,6 +79,10 @@ class Graph:
             raise ValueError("oxicuda.graph: stream 0 is the legacy default stream, which cannot "
                              "be captured; create one with oxicuda.Stream()")
         self.mode = STREAM_CAPTURE_MODES[mode.upper()]
+        if memory not in ("reserve", "async"):
+            raise ValueError(f"oxicuda.graph: memory={memory!r}; allowed: 'reserve' (blocks the "
+                             "pool keeps for the graph) or 'async' (cuMemAllocAsync nodes)")
+        self.memory = memory
         self.launches: list = []
         self.replay_count = 0
         self.updated_in_place: bool | None = None
@@ -126,7 +130,7 @@ class Graph:
         drv.stream_begin_capture(h, self.mode)
         ident = drv.stream_get_capture_info(h)[1]
         blocking = not getattr(self._stream, "non_blocking", False)
-        reserve = _capture.begin(h, ident, blocking)
+        reserve = _capture.begin(h, ident, blocking, stream_ordered=self.memory == "async")
         tracer = trace()
         launches = tracer.__enter__()
         return tracer, launches, reserve
@@ -134,6 +138,8 @@ class Graph:
     def _end(self, tracer, launches, reserve, failed: bool) -> tuple[int, list]:
         drv = api()
         tracer.__exit__(None, None, None)
+        if reserve.stream_ordered:  # scratch lives to the graph's end: free nodes close it
+            reserve.workspaces.clear()
         try:
             handle = drv.stream_end_capture(self.stream)
         except CudaError as err:
@@ -148,6 +154,13 @@ class Graph:
             ) from err
         finally:
             _capture.end(reserve)
+        if not failed and reserve.async_ptrs:
+            drv.graph_destroy(handle)
+            raise GraphCaptureError(
+                f"oxicuda.graph(memory='async'): {len(reserve.async_ptrs)} array(s) allocated "
+                "in the capture outlive it; the driver cannot relaunch a graph whose allocation "
+                "is still live. Preallocate the outputs outside the capture (out=, c=) or use "
+                "memory='reserve'")
         if failed:
             drv.graph_destroy(handle)
             reserve.release(lambda ptr: get_pool())
@@ -235,15 +248,18 @@ class Graph:
         return f"<oxicuda.Graph stream=0x{self.stream:x} {state}>"
 
 
-def graph(stream: object = None, mode: str = "global") -> Graph:
+def graph(stream: object = None, mode: str = "global", memory: str = "reserve") -> Graph:
     """A context manager capturing the oxicuda work on ``stream`` into a CUDA graph:
     ``with oxicuda.graph(stream=s) as g: ...`` then ``g.replay()``.
 
     ``stream``: an oxicuda ``Stream`` (or a handle or another package's stream: PyTorch's,
     CuPy's); required, the legacy default stream cannot be captured. ``mode``: the capture mode,
     "global" (default: other threads' unsafe calls are refused too), "thread_local" or
-    "relaxed". Raises ValueError for a bad stream or mode, RuntimeError for a nested capture on
-    the same stream, GraphCaptureError for a call that cannot be captured.
+    "relaxed". ``memory``: where the capture's allocations come from, "reserve" (default: blocks
+    the pool keeps for the graph as long as it lives) or "async" (the driver's stream-ordered
+    allocator: allocation and free nodes in the graph; every array allocated in the capture must
+    be freed in it). Raises ValueError for a bad stream, mode or memory, RuntimeError for a
+    nested capture on the same stream, GraphCaptureError for a call that cannot be captured.
     """
-    return Graph(stream, mode)
+    return Graph(stream, mode, memory)
 

@@ -16,6 +16,12 @@ writes them, so memory a capture allocates must stay the graph's as long as the 
 - scratch memory (``workspace``) asked for during a capture is the graph's own, so replays on
   any stream never share scratch with eager calls.
 
+With ``stream_ordered=True`` (``oxicuda.graph(..., memory="async")``) the capture's allocations
+go to the driver's stream-ordered allocator instead: ``cuMemAllocAsync``/``cuMemFreeAsync`` on the
+capturing stream become allocation and free nodes of the graph, which maps the memory only while
+it runs. Every array allocated in such a capture must then be freed in it (outputs preallocated
+outside), since the driver refuses to launch a graph whose allocation is still live.
+
 A host copy on a capturing stream (a result read back, an upload) cannot be part of a graph:
 ``check_host_copy`` raises ``GraphCaptureError`` naming the oxicuda call that made it, before the
 driver sees the copy, so the capture ends cleanly and the stream stays usable.
@@ -45,8 +51,11 @@ class GraphCaptureError(RuntimeError):
 class GraphReserve:
     """The device blocks one graph owns (see the module docstring)."""
 
-    def __init__(self, stream: int, capture_id: int, blocking: bool) -> None:
+    def __init__(self, stream: int, capture_id: int, blocking: bool,
+                 stream_ordered: bool = False) -> None:
         self.stream = stream
+        self.stream_ordered = stream_ordered
+        self.async_ptrs: set[int] = set()  # blocks from cuMemAllocAsync
         self.capture_id = capture_id
         self.blocking = blocking
         self.alive = True
@@ -78,8 +87,8 @@ class GraphReserve:
             pool_of(ptr).cache_block(ptr, size, self.last_stream)
 
 
-def begin(stream: int, capture_id: int, blocking: bool) -> GraphReserve:
-    reserve = GraphReserve(stream, capture_id, blocking)
+def begin(stream: int, capture_id: int, blocking: bool, stream_ordered: bool = False) -> GraphReserve:
+    reserve = GraphReserve(stream, capture_id, blocking, stream_ordered)
     with _lock:
         ACTIVE[stream] = reserve
         BY_ID[capture_id] = reserve

@@ -146,6 +146,8 @@ class MemoryPool:
             return MemoryBlock(self, 0, 0, 0, stream)
         with self._lock:
             reserve = _capture.reserve_for(stream) if _capture.ACTIVE else None
+            if reserve is not None and reserve.stream_ordered:
+                return self._malloc_async(reserve, size, nbytes, stream, keepalive)
             ptr = reserve.take(stream, size) if reserve is not None else 0
             if not ptr:
                 ptr = self._take_cached(size, stream)
@@ -166,6 +168,19 @@ class MemoryPool:
             self._in_use[ptr] = (size, stream, nbytes)
             self._allocated += size
             self._peak = max(self._peak, self._allocated)
+        return MemoryBlock(self, ptr, size, nbytes, stream, keepalive)
+
+    def _malloc_async(self, reserve, size: int, nbytes: int, stream: int,
+                      keepalive: object) -> MemoryBlock:
+        """An allocation node of the graph being captured (cuMemAllocAsync on its stream)."""
+        ptr = api().mem_alloc_async(size, stream)
+        _capture.OWNER[ptr] = reserve
+        reserve.owned.add(ptr)
+        reserve.async_ptrs.add(ptr)
+        self._misses += 1
+        self._in_use[ptr] = (size, stream, nbytes)
+        self._allocated += size
+        self._peak = max(self._peak, self._allocated)
         return MemoryBlock(self, ptr, size, nbytes, stream, keepalive)
 
     def _take_cached(self, size: int, stream: int) -> int:
@@ -227,6 +242,13 @@ class MemoryPool:
                     if owner is not None:
                         _capture.OWNER[ptr] = owner
                         owner.owned.add(ptr)
+                if owner is not None and ptr in owner.async_ptrs:  # the driver's: a free node
+                    del _capture.OWNER[ptr]          # while capturing, an eager free after
+                    owner.owned.discard(ptr)
+                    owner.async_ptrs.discard(ptr)
+                    with contextlib.suppress(Exception):
+                        api().mem_free_async(ptr, stream)
+                    return
                 if owner is not None:
                     if owner.alive:  # replays still use it: only the graph may reuse it
                         owner.give(ptr, stream, size)
