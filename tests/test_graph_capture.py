@@ -422,3 +422,23 @@ def test_stream_ordered_memory_refuses_arrays_that_outlive_the_capture(s, rng):
     del y
     with pytest.raises(ValueError, match="memory="):
         oxicuda.graph(stream=s, memory="cuda")
+
+
+def test_launches_on_the_legacy_stream_during_a_capture_are_reported_as_not_captured(s, rng):
+    X = rng.standard_normal(16).astype(np.float32)
+    on_s, on_legacy = dev(X, s), oxicuda.asarray(X)  # the second one forgot stream=s
+    oxicuda.dnn.relu(on_s), oxicuda.dnn.relu(on_legacy)
+
+    def capture():
+        with oxicuda.graph(stream=s) as g:
+            ys = oxicuda.dnn.relu(on_s)
+            yl = oxicuda.dnn.relu(on_legacy)  # runs now: a non-blocking capture ignores stream 0
+        return g, ys, yl
+
+    with pytest.warns(RuntimeWarning, match="1 launch.*legacy default stream"):
+        g, ys, yl = capture()
+    np.testing.assert_array_equal(yl.get(), np.maximum(X, 0))
+    assert len(g.launches) == 1 == g.node_count
+    poison(ys)
+    g.replay()
+    np.testing.assert_array_equal(ys.get(), np.maximum(X, 0))

@@ -26,6 +26,7 @@ example a launch on the legacy stream while a blocking stream captures) discards
 from __future__ import annotations
 
 import contextlib
+import warnings
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -166,7 +167,14 @@ class Graph:
             reserve.release(lambda ptr: get_pool())
             return 0, []
         self._reserve_of_last = reserve
-        return handle, list(launches.launches)
+        kept = [r for r in launches.launches if r.stream != 0]
+        if len(kept) < len(launches.launches):
+            warnings.warn(
+                f"oxicuda.graph: {len(launches.launches) - len(kept)} launch(es) during the "
+                f"capture on stream 0x{self.stream:x} ran at once on the legacy default stream "
+                "and are not in the graph (their arrays were made without stream=?)",
+                RuntimeWarning, stacklevel=3)
+        return handle, kept
 
     @contextmanager
     def recapture(self) -> Iterator[Graph]:

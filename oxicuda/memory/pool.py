@@ -360,7 +360,11 @@ class MemoryPool:
         return 0 if ptr in self._cached_ptrs else None
 
     def free_all_cached(self) -> None:
-        """cuMemFree every cached (unused) block and destroy the spare events."""
+        """cuMemFree every cached (unused) block and destroy the spare events. Does nothing
+        while oxicuda captures a graph (cuMemFree may synchronize the device, which would break
+        the capture): call it again afterwards."""
+        if _capture.ACTIVE:
+            return
         with self._lock:
             drv = api()
             for blocks in self._free.values():
