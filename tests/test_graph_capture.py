@@ -442,3 +442,47 @@ def test_launches_on_the_legacy_stream_during_a_capture_are_reported_as_not_capt
     poison(ys)
     g.replay()
     np.testing.assert_array_equal(ys.get(), np.maximum(X, 0))
+
+
+def test_cupy_shaped_cublas_calls_on_the_handles_stream_are_captured(s, rng):
+    from oxicuda.cuda import cublas
+
+    A = rng.standard_normal((12, 12)).astype(np.float32)
+    a = dev(A, s)
+    c = oxicuda.empty((12, 12), np.float32, stream=s)
+    one, zero = np.array(1.0, np.float32), np.array(0.0, np.float32)
+    h = cublas.create()
+    try:
+        cublas.setStream(h, s.handle)
+
+        def call():
+            cublas.sgemm(h, 0, 0, 12, 12, 12, one.ctypes.data, a.ptr, 12, a.ptr, 12,
+                         zero.ctypes.data, c.ptr, 12)
+            return c
+
+        _, (want,) = capture_and_replay(s, call)
+    finally:
+        cublas.destroy(h)
+    np.testing.assert_allclose(want.T, A.T.astype(np.float64) @ A.T, rtol=1e-5, atol=1e-5)
+
+
+def test_another_thread_allocating_during_a_global_capture_does_not_break_it(s, rng):
+    import threading
+
+    x = dev(rng.standard_normal(16).astype(np.float32), s)
+    oxicuda.dnn.relu(x)
+    made = []
+
+    def other():
+        # a fresh allocation (a new bucket) and an eager call on the legacy stream
+        made.append(oxicuda.dnn.relu(oxicuda.zeros((3, 1000), np.float32)).get().sum())
+
+    with oxicuda.graph(stream=s) as g:
+        y = oxicuda.dnn.relu(x)
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+    assert made == [0.0]
+    poison(y)
+    g.replay()
+    np.testing.assert_array_equal(y.get(), np.maximum(x.get(), 0))

@@ -314,3 +314,51 @@ def test_a_graph_allocation_is_mapped_only_between_its_nodes(h, rng):
     drv.graph_launch(exe2, s)
     eager = drv.mem_alloc_async(64, s)  # outside a capture: an ordinary allocation
     drv.mem_free_async(eager, s)
+
+
+def test_capture_modes_decide_which_threads_may_allocate(h):
+    import threading
+
+    drv, s = h.drv, h.stream
+    results = {}
+
+    def allocate(key):
+        drv.ctx_set_current(0)
+        try:
+            drv.mem_free(drv.mem_alloc(512))
+            results[key] = "ok"
+        except CudaError as exc:
+            results[key] = exc.name
+
+    for mode, want in (("GLOBAL", "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"), ("THREAD_LOCAL", "ok"),
+                       ("RELAXED", "ok")):
+        drv.stream_begin_capture(s, MODES[mode])
+        t = threading.Thread(target=allocate, args=(mode,))
+        t.start()
+        t.join()
+        assert results[mode] == want, mode
+        if want == "ok":
+            drv.graph_destroy(drv.stream_end_capture(s))
+        else:
+            with pytest.raises(CudaError, match="INVALIDATED"):
+                drv.stream_end_capture(s)
+
+
+def test_a_non_relaxed_capture_must_end_in_its_own_thread(h):
+    import threading
+
+    drv, s = h.drv, h.stream
+    drv.stream_begin_capture(s, MODES["GLOBAL"])
+    seen = []
+
+    def end():
+        try:
+            drv.stream_end_capture(s)
+        except CudaError as exc:
+            seen.append(exc.name)
+
+    t = threading.Thread(target=end)
+    t.start()
+    t.join()
+    assert seen == ["CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD"]
+    drv.graph_destroy(drv.stream_end_capture(s))

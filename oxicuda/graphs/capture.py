@@ -26,6 +26,7 @@ example a launch on the legacy stream while a blocking stream captures) discards
 from __future__ import annotations
 
 import contextlib
+import threading
 import warnings
 import weakref
 from collections.abc import Iterator
@@ -37,12 +38,26 @@ from ..driver.enums import STREAM_CAPTURE_MODES
 from ..driver.errors import CudaError
 from ..driver.stream import as_stream_handle
 from ..driver.trace import ACTIVE as _TRACES
-from ..driver.trace import LaunchRecord, record, trace
+from ..driver.trace import LaunchRecord, Trace, record
+from ..driver.trace import _lock as _traces_lock
 from ..memory import capture as _capture
 from ..memory.capture import GraphCaptureError
 from ..memory.pool import get_pool
 
 __all__ = ["Graph", "GraphCaptureError", "graph"]
+
+
+class _ThreadLaunches(list):
+    """The launch list of a capture's trace: only launches made by the capturing thread (another
+    thread's work on other streams is not part of the graph)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.thread = threading.get_ident()
+
+    def append(self, item) -> None:
+        if threading.get_ident() == self.thread:
+            super().append(item)
 
 
 def _release(drv, handles: list[int], execs: list[int], reserves: list) -> None:
@@ -132,13 +147,18 @@ class Graph:
         ident = drv.stream_get_capture_info(h)[1]
         blocking = not getattr(self._stream, "non_blocking", False)
         reserve = _capture.begin(h, ident, blocking, stream_ordered=self.memory == "async")
-        tracer = trace()
-        launches = tracer.__enter__()
-        return tracer, launches, reserve
+        launches = Trace(_ThreadLaunches())
+        with _traces_lock:
+            _TRACES.append(launches)
+        return launches, reserve
 
-    def _end(self, tracer, launches, reserve, failed: bool) -> tuple[int, list]:
+    def _end(self, launches, reserve, failed: bool) -> tuple[int, list]:
         drv = api()
-        tracer.__exit__(None, None, None)
+        with _traces_lock:
+            for i in range(len(_TRACES) - 1, -1, -1):
+                if _TRACES[i] is launches:
+                    del _TRACES[i]
+                    break
         if reserve.stream_ordered:  # scratch lives to the graph's end: free nodes close it
             reserve.workspaces.clear()
         try:
