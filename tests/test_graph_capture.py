@@ -486,3 +486,23 @@ def test_another_thread_allocating_during_a_global_capture_does_not_break_it(s, 
     poison(y)
     g.replay()
     np.testing.assert_array_equal(y.get(), np.maximum(x.get(), 0))
+
+
+def test_closing_a_graph_during_another_capture_on_its_stream_hands_its_memory_to_that_graph(s, rng):
+    x = dev(rng.standard_normal(16).astype(np.float32), s)
+    oxicuda.dnn.relu(x)
+    with oxicuda.graph(stream=s) as g1:
+        tmp = oxicuda.dnn.relu(x)
+        del tmp
+    g1.replay()
+    big = dev(rng.standard_normal(4000).astype(np.float32), s)  # another bucket than tmp's
+    oxicuda.dnn.relu(big)
+    with oxicuda.graph(stream=s) as g2:
+        g1.close()  # its free blocks may not get an event recorded in this capture
+        y = oxicuda.dnn.relu(big)
+    poison(y)
+    g2.replay()
+    np.testing.assert_array_equal(y.get(), np.maximum(big.get(), 0))
+    g2.close()
+    t = oxicuda.Stream(non_blocking=True)  # another stream queries the cached blocks' events
+    assert [oxicuda.zeros(16, np.float32, stream=t).get().sum() for _ in range(4)] == [0.0] * 4

@@ -177,6 +177,7 @@ class Graph:
             _capture.end(reserve)
         if not failed and reserve.async_ptrs:
             drv.graph_destroy(handle)
+            reserve.release(lambda ptr: get_pool())
             raise GraphCaptureError(
                 f"oxicuda.graph(memory='async'): {len(reserve.async_ptrs)} array(s) allocated "
                 "in the capture outlive it; the driver cannot relaunch a graph whose allocation "

@@ -276,6 +276,12 @@ class MemoryPool:
         """Cache a block that is no longer in use (a released graph's), reusable on ``stream`` at
         once and elsewhere after an event recorded on it now."""
         with self._lock:
+            capturing = _capture.reserve_for(stream) if _capture.ACTIVE else None
+            if capturing is not None:  # no event in a capture: that capture's graph takes it
+                _capture.OWNER[ptr] = capturing
+                capturing.owned.add(ptr)
+                capturing.give(ptr, stream, size)
+                return
             with contextlib.suppress(Exception):
                 api().mem_set_extent(ptr, 0)
             event = _NO_EVENT if stream in self._retired else self._record_event(stream)
