@@ -237,7 +237,9 @@ class MemoryPool:
             self._allocated -= size
             if _capture.OWNER or _capture.ACTIVE:
                 owner = _capture.OWNER.get(ptr)
-                if owner is None and _capture.ACTIVE:  # freed on a capturing stream: the graph's
+                if owner is None and _capture.ACTIVE and ptr not in self._detached:
+                    # freed on a capturing stream: the graph's (a detached block's stream may
+                    # be gone, so it is never asked about)
                     owner = _capture.reserve_for(stream)
                     if owner is not None:
                         _capture.OWNER[ptr] = owner
@@ -256,7 +258,8 @@ class MemoryPool:
                     del _capture.OWNER[ptr]
                     owner.owned.discard(ptr)
                     stream = owner.last_stream
-            if stream and stream not in self._retired and _foreign_capturing(stream):
+            if (stream and stream not in self._retired and ptr not in self._detached
+                    and _foreign_capturing(stream)):
                 # freed during a capture oxicuda did not begin: that graph may use the block at
                 # every replay and its lifetime is unknown here, so it is never handed out again
                 self._held_by_foreign_graphs.append((ptr, size))
