@@ -90,12 +90,11 @@ def test_fork_join_unjoined_and_unmatched_on_the_driver(axpb):
     axpb(1, N, (y, N, 3.0, 0.0), stream=t)
     with pytest.raises(CudaError, match="CUDA_ERROR_STREAM_CAPTURE_UNJOINED"):
         drv.stream_end_capture(s.handle)
+    assert drv.stream_is_capturing(t.handle) == 0
     drv.stream_begin_capture(s.handle, 0)
     fork.record(s)
     t.wait_event(fork)
     axpb(1, N, (y, N, 3.0, 0.0), stream=t)
-    with pytest.raises(CudaError, match="CUDA_ERROR_STREAM_CAPTURE_UNMATCHED"):
-        drv.stream_end_capture(t.handle)
     axpb(1, N, (x, N, 2.0, 0.0), stream=s)
     join.record(t)
     s.wait_event(join)
@@ -108,6 +107,24 @@ def test_fork_join_unjoined_and_unmatched_on_the_driver(axpb):
     assert drv.graph_node_count(graph) == 2
     drv.graph_exec_destroy(exe)
     drv.graph_destroy(graph)
+
+
+def test_ending_a_capture_on_a_joined_stream_is_unmatched(axpb):
+    """The emulator keeps the capture going after UNMATCHED; this records what the driver does
+    (the assertion after it accepts either, so that the code itself is what is checked)."""
+    drv = api()
+    s, t = oxicuda.Stream(non_blocking=True), oxicuda.Stream(non_blocking=True)
+    fork = oxicuda.Event(timing=False)
+    drv.stream_begin_capture(s.handle, 0)
+    fork.record(s)
+    t.wait_event(fork)
+    with pytest.raises(CudaError, match="CUDA_ERROR_STREAM_CAPTURE_UNMATCHED"):
+        drv.stream_end_capture(t.handle)
+    try:
+        drv.graph_destroy(drv.stream_end_capture(s.handle))
+    except CudaError as exc:
+        assert exc.name in ("CUDA_ERROR_STREAM_CAPTURE_UNJOINED", "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED")
+    assert drv.stream_is_capturing(s.handle) == drv.stream_is_capturing(t.handle) == 0
 
 
 def test_nested_and_legacy_capture_codes_on_the_driver():
@@ -144,7 +161,7 @@ def test_exec_update_results_on_the_driver(axpb):
 
 
 # -- library calls at real sizes ------------------------------------------------------------------
-def _replay_equals_eager(s, call):
+def _replay_equals_eager(s, call, exact=True):
     eager = call()
     want = eager.get()
     with oxicuda.graph(stream=s) as g:
@@ -152,7 +169,11 @@ def _replay_equals_eager(s, call):
     got.fill(np.nan)
     g.replay()
     s.synchronize()
-    np.testing.assert_array_equal(got.get(), want)
+    if exact:
+        np.testing.assert_array_equal(got.get(), want)
+    else:  # kernels that may accumulate in another order per run (atomics)
+        np.testing.assert_allclose(got.get().astype(np.float32), want.astype(np.float32),
+                                   rtol=2e-2, atol=2e-2)
     return g
 
 
@@ -180,7 +201,7 @@ def test_dnn_fft_rand_sparse_replay_at_real_sizes(rng):
     _replay_equals_eager(s, lambda: oxicuda.dnn.softmax(h))
     q = oxicuda.asarray(rng.standard_normal((4, 16, 1024, 64)).astype(np.float32), stream=s)
     q = q.astype("bfloat16")
-    _replay_equals_eager(s, lambda: oxicuda.dnn.attention(q, q, q, causal=True))
+    _replay_equals_eager(s, lambda: oxicuda.dnn.attention(q, q, q, causal=True), exact=False)
     z = oxicuda.asarray((rng.standard_normal(1 << 20) + 1j * rng.standard_normal(1 << 20))
                         .astype(np.complex64), stream=s)
     _replay_equals_eager(s, lambda: oxicuda.fft.fft(z))
@@ -270,7 +291,8 @@ def test_torch_graph_allocation_inside_raises_and_leaves_torchs_capture_intact()
     if not torch.cuda.is_available():
         pytest.skip("PyTorch has no CUDA device")
     ts = torch.cuda.Stream()
-    x = oxicuda.zeros(1 << 20, np.float32, stream=ts)  # an oxicuda array on torch's stream
+    # an oxicuda array on torch's stream, of a size no cached block has (relu must allocate)
+    x = oxicuda.zeros((1 << 20) + 12345, np.float32, stream=ts)
     oxicuda.synchronize()
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g, stream=ts):
