@@ -362,3 +362,20 @@ def test_a_non_relaxed_capture_must_end_in_its_own_thread(h):
     t.join()
     assert seen == ["CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD"]
     drv.graph_destroy(drv.stream_end_capture(s))
+
+
+def test_exec_update_may_change_a_kernel_nodes_function(h, rng):
+    drv, s = h.drv, h.stream
+    other = drv.module_get_function(drv.module_load_data(PTX.encode()), "axpb")
+    x = rng.standard_normal(N).astype(np.float32)
+    p = h.upload(x)
+    drv.stream_begin_capture(s, 0)
+    h.launch(p, s, 2.0, 0.0)
+    exe = drv.graph_instantiate(drv.stream_end_capture(s))
+    drv.stream_begin_capture(s, 0)
+    h.func, first = other, h.func
+    h.launch(p, s, 5.0, 0.0)
+    h.func = first
+    assert drv.graph_exec_update(exe, drv.stream_end_capture(s)) == 0
+    drv.graph_launch(exe, s)
+    np.testing.assert_allclose(h.read(p), 5 * x.astype(np.float64), rtol=1e-6)

@@ -291,11 +291,11 @@ class GraphCalls:
         nodes = self._exec(graph_exec, call)
         self._check_stream(stream, call)
         cap = self._capture_of(stream, call)
-        snapshot = tuple(Node(n.kind, n.deps, n.params) for n in nodes)
-        if cap is not None:  # a child-graph node, as the driver records it
-            self._record(cap, stream, "graph", (snapshot,))
+        if cap is not None:  # a child-graph node (a copy: a later update leaves it as it is)
+            self._record(cap, stream, "graph", (tuple(Node(n.kind, n.deps, n.params)
+                                                      for n in nodes),))
             return
-        self._exec_graph(snapshot)
+        self._exec_graph(tuple(nodes))
 
     def _exec_graph(self, nodes: tuple) -> None:
         for node in nodes:
@@ -310,7 +310,8 @@ class GraphCalls:
         for a, b in zip(old, new):
             if a.kind != b.kind:
                 return _NODE_TYPE_CHANGED
-            if a.kind == "kernel" and a.params[0] != b.params[0]:
+            # a kernel node may take another function (CUDA 12 on), of this context
+            if a.kind == "kernel" and b.params[0] not in self._functions:
                 return _FUNCTION_CHANGED
         with self._lock:
             for a, b in zip(old, new):
