@@ -171,7 +171,10 @@ class Graph:
             raise GraphCaptureError(
                 f"oxicuda.graph: the capture on stream 0x{self.stream:x} was invalidated by a "
                 f"call the driver refused during it ({err}); nothing was captured and the "
-                "stream is usable again"
+                "stream is usable again. Common causes: a synchronize or an event query during "
+                "the capture, or work on the legacy default stream (from any thread) while a "
+                "blocking stream captures; oxicuda.Stream(non_blocking=True) lets the legacy "
+                "stream run beside the capture"
             ) from err
         finally:
             _capture.end(reserve)
