@@ -369,7 +369,10 @@ FAMILIES = ["gemm_tensor_core", "rms_norm", "batch_norm", "max_pool2d", "gelu", 
 
 
 @pytest.mark.parametrize("name", FAMILIES)
-def test_library_family_replays_bit_for_bit(s, rng, name):
+@pytest.mark.parametrize("blocking", [False, True], ids=["non_blocking", "blocking"])
+def test_library_family_replays_bit_for_bit(rng, name, blocking):
+    """On a blocking stream too: any use of the legacy stream by the call would break it."""
+    s = oxicuda.Stream(non_blocking=not blocking)
     call = _family_cases(s, rng)[name]
     with oxicuda.trace() as t:
         g, _ = capture_and_replay(s, call)
