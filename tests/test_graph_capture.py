@@ -509,3 +509,35 @@ def test_closing_a_graph_during_another_capture_on_its_stream_hands_its_memory_t
     g2.close()
     t = oxicuda.Stream(non_blocking=True)  # another stream queries the cached blocks' events
     assert [oxicuda.zeros(16, np.float32, stream=t).get().sum() for _ in range(4)] == [0.0] * 4
+
+
+def test_cusolver_shaped_potrf_potrs_on_the_handles_stream_are_captured(s, rng):
+    """The cuSOLVER-shaped calls keep devInfo on the device: capturable, unlike numpy-shaped
+    oxicuda.solver calls."""
+    from oxicuda.cuda import cusolver
+
+    n = 8
+    Q = rng.standard_normal((n, n))
+    spd = np.asfortranarray(Q @ Q.T / n + np.eye(n))
+    bh = np.asfortranarray(rng.standard_normal((n, 1)))
+    a, b = dev(spd, s), dev(bh, s)
+    a0, b0 = dev(spd, s), dev(bh, s)  # the pristine inputs, copied in by the graph
+    info = oxicuda.full(1, 99, np.int32, stream=s)
+    h = cusolver.create()
+    try:
+        cusolver.setStream(h, s.handle)
+        lwork = cusolver.dpotrf_bufferSize(h, 0, n, a.ptr, n)
+        work = oxicuda.empty(max(lwork, 1), np.float64, stream=s)
+
+        def call():
+            a[...] = a0
+            b[...] = b0
+            cusolver.dpotrf(h, 0, n, a.ptr, n, work.ptr, lwork, info.ptr)
+            cusolver.dpotrs(h, 0, n, 1, a.ptr, n, b.ptr, n, info.ptr)
+            return b, info
+
+        _, (x, code) = capture_and_replay(s, call)
+    finally:
+        cusolver.destroy(h)
+    assert code[0] == 0
+    np.testing.assert_allclose(x, np.linalg.solve(spd, bh), rtol=1e-10, atol=1e-12)
