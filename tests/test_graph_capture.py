@@ -541,3 +541,26 @@ def test_cusolver_shaped_potrf_potrs_on_the_handles_stream_are_captured(s, rng):
         cusolver.destroy(h)
     assert code[0] == 0
     np.testing.assert_allclose(x, np.linalg.solve(spd, bh), rtol=1e-10, atol=1e-12)
+
+
+def test_recapturing_gives_the_previous_captures_memory_back(s, rng):
+    x = dev(rng.standard_normal((8, 64)).astype(np.float32), s)
+    oxicuda.dnn.softmax(oxicuda.dnn.relu(x))
+    pool = oxicuda.get_default_memory_pool()
+    outputs = []
+    with oxicuda.graph(stream=s) as g:
+        tmp = oxicuda.dnn.relu(x)
+        outputs.append(oxicuda.dnn.softmax(tmp))
+        first_tmp = tmp.ptr
+        del tmp  # a temporary: the first capture's reserve keeps it
+    assert first_tmp in mcapture.OWNER
+    cached = pool.n_free_blocks()
+    for _ in range(3):
+        with g.recapture():
+            outputs.append(oxicuda.dnn.softmax(oxicuda.dnn.relu(x)))
+        g.replay()
+    assert first_tmp not in mcapture.OWNER  # returned to the pool when the first was replaced
+    assert pool.n_free_blocks() <= cached + 1
+    ref = np.maximum(x.get().astype(np.float64), 0)
+    ref = np.exp(ref - ref.max(1, keepdims=True))
+    np.testing.assert_allclose(outputs[-1].get(), ref / ref.sum(1, keepdims=True), rtol=1e-5)

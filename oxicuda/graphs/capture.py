@@ -242,10 +242,15 @@ class Graph:
             self._exec = drv.graph_instantiate(handle)
             self._execs.append(self._exec)
             self.updated_in_place = False
+        # the previous capture's memory is no longer replayed: back to the pool (after the
+        # last replay's work, through the event the pool records), and its graph is not needed
+        # (executable graphs stay until close: a replay of one may still be running)
+        old_reserves, old_graphs = list(self._reserves), list(self._graphs)
         self._graph = handle
-        self._graphs.append(handle)
-        self._reserves.append(reserve)
+        self._graphs[:] = [handle]
+        self._reserves[:] = [reserve]
         self.launches = launches
+        _release(drv, old_graphs, [], old_reserves)
 
     # -- replay --------------------------------------------------------------------------------
     def replay(self, stream: object = None) -> None:
