@@ -564,3 +564,26 @@ def test_recapturing_gives_the_previous_captures_memory_back(s, rng):
     ref = np.maximum(x.get().astype(np.float64), 0)
     ref = np.exp(ref - ref.max(1, keepdims=True))
     np.testing.assert_allclose(outputs[-1].get(), ref / ref.sum(1, keepdims=True), rtol=1e-5)
+
+
+def test_an_updated_graph_keeps_the_memory_it_took_over_after_the_other_graph_goes(s, rng):
+    X = rng.standard_normal(32).astype(np.float32)
+    x = dev(X, s)
+    oxicuda.dnn.relu(x)
+    with oxicuda.graph(stream=s) as g1:
+        oxicuda.dnn.relu(x)
+    with oxicuda.graph(stream=s) as g2:
+        y = oxicuda.dnn.sigmoid(oxicuda.dnn.relu(x))  # a temporary between the two kernels
+    assert not g1.update(g2)  # two kernels against one: the topology differs
+    with oxicuda.graph(stream=s) as g3:
+        oxicuda.dnn.sigmoid(oxicuda.dnn.relu(x))
+    assert g3.update(g2)
+    g2.close()  # g3 replays g2's memory now: it must stay
+    assert y.memory is not None and mcapture.OWNER.get(y.ptr) is not None
+    poison(y)
+    g3.replay()
+    np.testing.assert_allclose(y.get(), 1 / (1 + np.exp(-np.maximum(X.astype(np.float64), 0))),
+                               rtol=1e-6)
+    g3.close()
+    assert y.ptr in mcapture.OWNER  # y still alive: its block goes back when y goes
+    del y

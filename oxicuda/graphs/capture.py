@@ -69,8 +69,10 @@ def _release(drv, handles: list[int], execs: list[int], reserves: list) -> None:
         with contextlib.suppress(Exception):
             drv.graph_destroy(h)
     for reserve in reserves:
-        with contextlib.suppress(Exception):
-            reserve.release(lambda ptr: get_pool())
+        reserve.holders -= 1
+        if reserve.holders <= 0:  # no graph replays this memory any more
+            with contextlib.suppress(Exception):
+                reserve.release(lambda ptr: get_pool())
 
 
 class Graph:
@@ -128,6 +130,7 @@ class Graph:
         self.launches = launches
         self._graphs.append(graph_handle)
         self._execs.append(self._exec)
+        self._reserve_of_last.holders += 1
         self._reserves.append(self._reserve_of_last)
         self._finalizer = weakref.finalize(self, _release, drv, self._graphs, self._execs,
                                            self._reserves)
@@ -222,15 +225,24 @@ class Graph:
     def update(self, other: Graph) -> bool:
         """Give this graph the parameters of ``other`` (captured from the same sequence of
         calls) with cuGraphExecUpdate: True when the driver accepted, False when the topology
-        or a kernel differs (this graph is then unchanged). ``other``'s memory stays alive as
-        long as this graph."""
+        differs (this graph is then unchanged). Both graphs then replay ``other``'s memory,
+        which lives as long as either does; this graph's previous memory goes back to the pool."""
         if not (self._exec and other._graph):
             raise RuntimeError("oxicuda.graph: update() needs two captured graphs")
-        result = api().graph_exec_update(self._exec, other._graph)
+        if other is self:
+            return True
+        drv = api()
+        result = drv.graph_exec_update(self._exec, other._graph)
         if result:
             return False
         self.launches = list(other.launches)
-        self._keep = getattr(self, "_keep", []) + [other]
+        # this graph now replays other's memory: take its reserves over (other keeps its own
+        # executable graph) and give back the ones no longer replayed
+        old = list(self._reserves)
+        for reserve in other._reserves:
+            reserve.holders += 1
+        self._reserves[:] = other._reserves
+        _release(drv, [], [], old)
         return True
 
     def _install(self, handle: int, launches: list, reserve) -> None:
@@ -248,6 +260,7 @@ class Graph:
         old_reserves, old_graphs = list(self._reserves), list(self._graphs)
         self._graph = handle
         self._graphs[:] = [handle]
+        reserve.holders += 1
         self._reserves[:] = [reserve]
         self.launches = launches
         _release(drv, old_graphs, [], old_reserves)

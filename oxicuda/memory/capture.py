@@ -65,6 +65,7 @@ class GraphReserve:
         self.workspaces: dict[tuple, object] = {}  # workspace key -> DeviceArray
         self.last_stream = stream
         self.thread = threading.get_ident()
+        self.holders = 0  # the Graph objects replaying this memory (see oxicuda.graphs)
 
     def take(self, stream: int, size: int) -> int:
         blocks = self.free.get((stream, size))
