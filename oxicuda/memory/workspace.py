@@ -89,7 +89,8 @@ def _entry(request: int | tuple[object, int], stream: object) -> DeviceArray:
         _cache[key] = arr
         _cached_bytes += arr.nbytes
         evicted = []
-        while not _capture.ACTIVE and len(_cache) > 1 and (len(_cache) > MAX_ENTRIES or _cached_bytes > MAX_BYTES):
+        while not _capture.ACTIVE and len(_cache) > 1 and (
+                len(_cache) > MAX_ENTRIES or _cached_bytes > MAX_BYTES):
             _, old = _cache.popitem(last=False)
             _cached_bytes -= old.nbytes
             evicted.append(old)
