@@ -31,10 +31,14 @@ _LAZY_NAMES = {
     "get_default_memory_pool": ("oxicuda.memory.pool", "get_default_memory_pool"),
     "asnumpy": ("oxicuda.memory.array", "asnumpy"),
     "from_dlpack": ("oxicuda.memory.interop", "from_dlpack"),
+    "graph": ("oxicuda.graphs.capture", "graph"),
+    "Graph": ("oxicuda.graphs.capture", "Graph"),
+    "GraphCaptureError": ("oxicuda.memory.capture", "GraphCaptureError"),
 }
 
 _SUBPACKAGES = frozenset(
-    {"driver", "memory", "ptx", "blas", "dnn", "fft", "sparse", "solver", "rand", "cuda", "skcuda", "compat"}
+    {"driver", "memory", "ptx", "blas", "dnn", "fft", "sparse", "solver", "rand", "cuda", "skcuda", "compat",
+     "graphs"}
 )
 
 __all__ = sorted(_LAZY_NAMES) + ["__version__"]

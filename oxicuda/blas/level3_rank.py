@@ -136,6 +136,8 @@ def trsm_batched_ptr(side: str, uplo: str, trans: str, diag: str, m: int, n: int
     op.check_span(pb, 8 * batch, f"trsmBatched: Barray ({batch} pointers)")
     a_list, b_list = np.zeros(batch, np.uint64), np.zeros(batch, np.uint64)
     s = op.stream_of(stream)
+    if op._capture.ACTIVE:
+        op._capture.check_host_copy(s, "reading the matrix pointer arrays back to the host")
     drv = api()
     drv.memcpy_dtoh(a_list.ctypes.data, pa, 8 * batch, s or None)
     drv.memcpy_dtoh(b_list.ctypes.data, pb, 8 * batch, s or None)

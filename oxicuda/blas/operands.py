@@ -14,6 +14,7 @@ import numpy as np
 from ..driver.backend import api
 from ..driver.context import ensure_context
 from ..driver.errors import CudaError
+from ..memory import capture as _capture
 from ..memory.pool import block_extent, freed_block, live_block_size
 from ..memory.stream_handle import stream_handle
 
@@ -164,6 +165,8 @@ def stream_of(stream: object) -> int:
 
 def copy_to_host(host_address: int, device_ptr: int, nbytes: int, stream: int) -> None:
     """Copy a small device result to a raw host address; returns once it landed."""
+    if _capture.ACTIVE:
+        _capture.check_host_copy(stream, f"a device-to-host read-back of {nbytes} bytes")
     drv = api()
     if stream:
         drv.memcpy_dtoh(host_address, device_ptr, nbytes, stream)

@@ -207,6 +207,64 @@ class DriverAPI(abc.ABC):
     def event_elapsed_time(self, start: int, end: int) -> float:
         """Milliseconds between two recorded events."""
 
+    # -- stream capture and graphs (not abstract: drivers without them raise) ---------------
+    def stream_begin_capture(self, stream: int, mode: int = 0) -> None:
+        """cuStreamBeginCapture_v2 with a ``CUstreamCaptureMode`` (0 global, 1 thread-local,
+        2 relaxed): later work on ``stream`` is recorded into a graph instead of running."""
+        raise NotImplementedError(f"{type(self).__name__} has no stream capture")
+
+    def stream_end_capture(self, stream: int) -> int:
+        """cuStreamEndCapture: the captured CUgraph. Raises the capture's error (for example
+        CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) after taking the stream out of capture mode."""
+        raise NotImplementedError(f"{type(self).__name__} has no stream capture")
+
+    def stream_is_capturing(self, stream: int) -> int:
+        """cuStreamIsCapturing: a ``CUstreamCaptureStatus`` (0 none, 1 active, 2 invalidated)."""
+        raise NotImplementedError(f"{type(self).__name__} has no stream capture")
+
+    def stream_get_capture_info(self, stream: int) -> tuple[int, int]:
+        """cuStreamGetCaptureInfo: (status, capture sequence id; 0 when not capturing)."""
+        raise NotImplementedError(f"{type(self).__name__} has no stream capture")
+
+    def thread_exchange_stream_capture_mode(self, mode: int) -> int:
+        """cuThreadExchangeStreamCaptureMode: set this thread's mode, return the previous one."""
+        raise NotImplementedError(f"{type(self).__name__} has no stream capture")
+
+    def graph_instantiate(self, graph: int, flags: int = 0) -> int:
+        """cuGraphInstantiateWithFlags: an executable graph (CUgraphExec) of ``graph``."""
+        raise NotImplementedError(f"{type(self).__name__} has no graphs")
+
+    def graph_launch(self, graph_exec: int, stream: int) -> None:
+        """cuGraphLaunch of an executable graph on ``stream``."""
+        raise NotImplementedError(f"{type(self).__name__} has no graphs")
+
+    def graph_exec_update(self, graph_exec: int, graph: int) -> int:
+        """cuGraphExecUpdate_v2: give ``graph_exec`` the node parameters of ``graph`` (same
+        topology). Returns the ``CUgraphExecUpdateResult``: 0 on success, else the reason the
+        driver refused (the exec is then unchanged)."""
+        raise NotImplementedError(f"{type(self).__name__} has no graphs")
+
+    def graph_node_count(self, graph: int) -> int:
+        """cuGraphGetNodes(graph, NULL, &count): how many nodes ``graph`` has."""
+        raise NotImplementedError(f"{type(self).__name__} has no graphs")
+
+    def mem_alloc_async(self, nbytes: int, stream: int) -> int:
+        """cuMemAllocAsync: ``nbytes`` from the device's default memory pool, in stream order
+        (inside a capture: the graph's allocation node)."""
+        raise NotImplementedError(f"{type(self).__name__} has no stream-ordered allocator")
+
+    def mem_free_async(self, dptr: int, stream: int) -> None:
+        """cuMemFreeAsync: free a cuMemAllocAsync allocation in stream order."""
+        raise NotImplementedError(f"{type(self).__name__} has no stream-ordered allocator")
+
+    def graph_destroy(self, graph: int) -> None:
+        """cuGraphDestroy."""
+        raise NotImplementedError(f"{type(self).__name__} has no graphs")
+
+    def graph_exec_destroy(self, graph_exec: int) -> None:
+        """cuGraphExecDestroy."""
+        raise NotImplementedError(f"{type(self).__name__} has no graphs")
+
     # -- modules, functions, launch -----------------------------------------------------------
     @abc.abstractmethod
     def module_load_data(self, ptx: bytes) -> int:

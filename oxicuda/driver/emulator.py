@@ -6,6 +6,7 @@ call has finished when it returns, so synchronizing is a no-op and queries repor
 times are host wall-clock times of the eager execution (nominal: they measure the emulator,
 not a GPU). Modules are parsed and decoded at load, so an unsupported instruction is reported
 by name there; ``launch_kernel`` runs the grid one CTA at a time (``oxicuda.ptx.interp``).
+Stream capture records the work of capturing streams into graphs instead (``emulator_graph``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import numpy as np
 
 from .api import DriverAPI, ParamBuffer, ParamLayout
 from .emulator_devices import EmulatedDevice, device_attributes, emulated_device_from_env
+from .emulator_graph import _ACTIVE as _ACTIVE_CAPTURE
+from .emulator_graph import GraphCalls
 from .emulator_memory import DeviceHeap, host_view
 from .emulator_tensormap import TensorMapInfo, encode_tensor_map
 from .enums import FUNCTION_ATTRIBUTES as FA
@@ -51,7 +54,7 @@ class _Function:
         self.carveout = -1
 
 
-class EmulatorAPI(DriverAPI):
+class EmulatorAPI(GraphCalls, DriverAPI):
     """The driver calls of ``DriverAPI`` implemented over host memory and the PTX interpreter."""
 
     name = "emulator"
@@ -74,6 +77,7 @@ class EmulatorAPI(DriverAPI):
         self._module_functions: dict[int, dict[str, int]] = {}
         self._next_handle = 0x1000
         self._uuid = uuid.uuid5(uuid.NAMESPACE_URL, "oxicuda-emulator/" + self.device.arch).bytes
+        self._init_graphs()
 
     def _handle(self) -> int:
         self._next_handle += 1
@@ -142,14 +146,17 @@ class EmulatorAPI(DriverAPI):
         return 0
 
     def ctx_synchronize(self) -> None:
-        """Work is eager: nothing is ever pending."""
+        """Work is eager: nothing is ever pending (refused while a stream captures)."""
+        self._ctx_sync_check("cuCtxSynchronize")
 
     # -- memory ---------------------------------------------------------------------------
     def mem_alloc(self, nbytes: int) -> int:
+        self._unsafe("cuMemAlloc_v2")
         with self._lock:
             return self.heap.alloc(nbytes)
 
     def mem_free(self, dptr: int) -> None:
+        self._unsafe("cuMemFree_v2")
         with self._lock:
             self.heap.free(dptr)
 
@@ -163,6 +170,7 @@ class EmulatorAPI(DriverAPI):
     def mem_alloc_host(self, nbytes: int) -> tuple[int, memoryview]:
         if nbytes <= 0:
             raise_for(1, "cuMemAllocHost_v2", f"size must be positive; got {nbytes}")
+        self._unsafe("cuMemAllocHost_v2")
         buf = np.zeros(int(nbytes) + 64, dtype=np.uint8)
         addr = buf.ctypes.data
         start = (-addr) % 64  # page-locked memory is well aligned on a GPU; keep 64 here
@@ -171,6 +179,7 @@ class EmulatorAPI(DriverAPI):
         return addr + start, memoryview(view)
 
     def mem_free_host(self, hptr: int) -> None:
+        self._unsafe("cuMemFreeHost")
         if self._host.pop(hptr, None) is None:
             raise_for(1, "cuMemFreeHost", f"0x{hptr:x} was not returned by mem_alloc_host")
 
@@ -211,18 +220,39 @@ class EmulatorAPI(DriverAPI):
 
     def memcpy_htod(self, dst: int, src_host: int, nbytes: int, stream: int | None = None) -> None:
         self._check_stream(stream, "cuMemcpyHtoD_v2")
+        cap = self._host_copy_capture(stream, src_host, nbytes, "cuMemcpyHtoDAsync_v2")
+        if cap is not None:
+            self._record(cap, stream, "htod", (dst, src_host, nbytes))
+        else:
+            self._exec_htod(dst, src_host, nbytes)
+
+    def _exec_htod(self, dst: int, src_host: int, nbytes: int) -> None:
         if nbytes:
             view = self.heap.view(dst, nbytes, "cuMemcpyHtoD_v2")
             ctypes.memmove(view.ctypes.data, src_host, nbytes)
 
     def memcpy_dtoh(self, dst_host: int, src: int, nbytes: int, stream: int | None = None) -> None:
         self._check_stream(stream, "cuMemcpyDtoH_v2")
+        cap = self._host_copy_capture(stream, dst_host, nbytes, "cuMemcpyDtoHAsync_v2")
+        if cap is not None:
+            self._record(cap, stream, "dtoh", (dst_host, src, nbytes))
+        else:
+            self._exec_dtoh(dst_host, src, nbytes)
+
+    def _exec_dtoh(self, dst_host: int, src: int, nbytes: int) -> None:
         if nbytes:
             view = self.heap.view(src, nbytes, "cuMemcpyDtoH_v2")
             ctypes.memmove(dst_host, view.ctypes.data, nbytes)
 
     def memcpy_dtod(self, dst: int, src: int, nbytes: int, stream: int | None = None) -> None:
         self._check_stream(stream, "cuMemcpyDtoD_v2")
+        cap = self._capture_of(stream, "cuMemcpyDtoDAsync_v2")
+        if cap is not None:
+            self._record(cap, stream, "dtod", (dst, src, nbytes))
+        else:
+            self._exec_dtod(dst, src, nbytes)
+
+    def _exec_dtod(self, dst: int, src: int, nbytes: int) -> None:
         if nbytes:
             d = self.heap.view(dst, nbytes, "cuMemcpyDtoD_v2")
             s = self.heap.view(src, nbytes, "cuMemcpyDtoD_v2")
@@ -235,6 +265,15 @@ class EmulatorAPI(DriverAPI):
         if width_bytes > dst_pitch or width_bytes > src_pitch:
             raise_for(1, call, f"width {width_bytes} bytes exceeds a pitch "
                                f"(dst {dst_pitch}, src {src_pitch})")
+        cap = self._capture_of(stream, "cuMemcpy2DAsync_v2")
+        if cap is not None:
+            self._record(cap, stream, "2d", (dst, dst_pitch, src, src_pitch, width_bytes, height))
+        else:
+            self._exec_2d(dst, dst_pitch, src, src_pitch, width_bytes, height)
+
+    def _exec_2d(self, dst: int, dst_pitch: int, src: int, src_pitch: int, width_bytes: int,
+                 height: int) -> None:
+        call = "cuMemcpy2D_v2"
         if width_bytes <= 0 or height <= 0:
             return
         span = lambda pitch: (height - 1) * pitch + width_bytes  # noqa: E731
@@ -245,6 +284,13 @@ class EmulatorAPI(DriverAPI):
 
     def memset_d8(self, dst: int, value: int, count: int, stream: int | None = None) -> None:
         self._check_stream(stream, "cuMemsetD8_v2")
+        cap = self._capture_of(stream, "cuMemsetD8Async")
+        if cap is not None:
+            self._record(cap, stream, "memset8", (dst, value, count))
+        else:
+            self._exec_memset8(dst, value, count)
+
+    def _exec_memset8(self, dst: int, value: int, count: int) -> None:
         if count:
             self.heap.view(dst, count, "cuMemsetD8_v2")[:] = value & 0xFF
 
@@ -253,6 +299,14 @@ class EmulatorAPI(DriverAPI):
         self._check_stream(stream, call)
         if dst % 4:
             raise_for(1, call, f"destination 0x{dst:x} is not 4-byte aligned")
+        cap = self._capture_of(stream, "cuMemsetD32Async")
+        if cap is not None:
+            self._record(cap, stream, "memset32", (dst, value, count))
+        else:
+            self._exec_memset32(dst, value, count)
+
+    def _exec_memset32(self, dst: int, value: int, count: int) -> None:
+        call = "cuMemsetD32_v2"
         if count:
             self.heap.view(dst, 4 * count, call).view(np.uint32)[:] = value & 0xFFFFFFFF
 
@@ -261,23 +315,49 @@ class EmulatorAPI(DriverAPI):
         with self._lock:
             h = self._handle()
             self._streams.add(h)
+            self._stream_flags[h] = int(flags)
         return h
 
     def stream_destroy(self, stream: int) -> None:
         if stream == 0 or stream not in self._streams:
             raise_for(400, "cuStreamDestroy_v2", f"stream 0x{stream:x} does not exist")
+        cap = self._captures.pop(stream, None)
+        if cap is not None:  # the driver invalidates a capture whose stream goes away
+            self._invalidate(cap, f"stream 0x{stream:x} was destroyed during the capture")
         self._streams.discard(stream)
+        self._stream_flags.pop(stream, None)
 
     def stream_synchronize(self, stream: int) -> None:
         self._check_stream(stream, "cuStreamSynchronize")
+        self._sync_check(stream, "cuStreamSynchronize")
 
     def stream_query(self, stream: int) -> bool:
         self._check_stream(stream, "cuStreamQuery")
+        self._sync_check(stream, "cuStreamQuery")
         return True
 
     def stream_wait_event(self, stream: int, event: int) -> None:
-        self._check_stream(stream, "cuStreamWaitEvent")
-        self._check_event(event, "cuStreamWaitEvent")
+        call = "cuStreamWaitEvent"
+        self._check_stream(stream, call)
+        self._check_event(event, call)
+        hit = self._event_captures.get(event)
+        mine = self._capture_of(stream, call)
+        if hit is None:
+            if mine is not None:
+                self._fail_captures([mine], 905, call, f"event 0x{event:x} was recorded outside "
+                                    "the capture of the waiting stream")
+            return
+        theirs, deps = hit
+        if theirs.status != _ACTIVE_CAPTURE:
+            raise_for(907, call, f"event 0x{event:x} was recorded in a capture that has ended")
+        if mine is None:  # the stream joins the capture (a fork)
+            with self._lock:
+                self._captures[stream] = theirs
+                theirs.tails[stream] = deps
+        elif mine is theirs:
+            mine.tails[stream] = mine.tails[stream] | deps
+        else:
+            self._fail_captures([mine, theirs], 902, call, "the event belongs to another capture")
 
     def _check_event(self, event: int, call: str) -> None:
         if event not in self._events:
@@ -292,23 +372,33 @@ class EmulatorAPI(DriverAPI):
     def event_destroy(self, event: int) -> None:
         self._check_event(event, "cuEventDestroy_v2")
         del self._events[event]
+        self._event_captures.pop(event, None)
 
     def event_record(self, event: int, stream: int) -> None:
         self._check_event(event, "cuEventRecord")
         self._check_stream(stream, "cuEventRecord")
+        cap = self._capture_of(stream, "cuEventRecord")
+        if cap is not None:  # no node: the event carries the stream's place in the capture
+            self._event_captures[event] = (cap, cap.tails[stream])
+            return
+        self._event_captures.pop(event, None)
         self._events[event] = time.perf_counter()
 
     def event_synchronize(self, event: int) -> None:
         self._check_event(event, "cuEventSynchronize")
+        self._event_check(event, "cuEventSynchronize")
 
     def event_query(self, event: int) -> bool:
         self._check_event(event, "cuEventQuery")
+        self._event_check(event, "cuEventQuery")
         return True
 
     def event_elapsed_time(self, start: int, end: int) -> float:
         call = "cuEventElapsedTime"
         self._check_event(start, call)
         self._check_event(end, call)
+        self._event_check(start, call)
+        self._event_check(end, call)
         t0, t1 = self._events[start], self._events[end]
         if t0 is None or t1 is None:
             raise_for(400, call, "both events must have been recorded")
@@ -468,8 +558,18 @@ class EmulatorAPI(DriverAPI):
                                f"is {f.max_dynamic_smem} (raise it with func_set_attribute "
                                "MAX_DYNAMIC_SHARED_SIZE_BYTES)")
         raw = params.handle if isinstance(params, EmulatorParamBuffer) else bytes(params.data)
+        cap = self._capture_of(stream, call)
+        if cap is not None:  # the parameters as they are now: the buffer is reused
+            self._record(cap, stream, "kernel", (func, grid, block, int(shared_mem), bytes(raw)))
+            return
         with self._lock:
             f.kernel.launch(grid, block, int(shared_mem), bytes(raw), self.heap)
+
+    def _exec_kernel(self, func: int, grid: tuple, block: tuple, shared_mem: int,
+                     raw: bytes) -> None:
+        f = self._function(func, "cuGraphLaunch")
+        with self._lock:
+            f.kernel.launch(grid, block, shared_mem, raw, self.heap)
 
     # -- tensor maps --------------------------------------------------------------------------
     def tensor_map_encode_tiled(self, data_type: int, rank: int, global_address: int,

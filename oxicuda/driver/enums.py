@@ -86,6 +86,21 @@ EVENT_DEFAULT = 0
 EVENT_BLOCKING_SYNC = 1
 EVENT_DISABLE_TIMING = 2
 
+# CUstreamCaptureMode, CUstreamCaptureStatus, CUgraphExecUpdateResult (cuda.h)
+STREAM_CAPTURE_MODES: dict[str, int] = {"GLOBAL": 0, "THREAD_LOCAL": 1, "RELAXED": 2}
+STREAM_CAPTURE_STATUS: dict[str, int] = {"NONE": 0, "ACTIVE": 1, "INVALIDATED": 2}
+GRAPH_EXEC_UPDATE_RESULTS: dict[str, int] = {
+    "SUCCESS": 0,
+    "ERROR": 1,
+    "ERROR_TOPOLOGY_CHANGED": 2,
+    "ERROR_NODE_TYPE_CHANGED": 3,
+    "ERROR_FUNCTION_CHANGED": 4,
+    "ERROR_PARAMETERS_CHANGED": 5,
+    "ERROR_NOT_SUPPORTED": 6,
+    "ERROR_UNSUPPORTED_FUNCTION_CHANGE": 7,
+    "ERROR_ATTRIBUTES_CHANGED": 8,
+}
+
 # CUtensorMapDataType
 TENSOR_MAP_DATA_TYPES: dict[str, int] = {
     "UINT8": 0,

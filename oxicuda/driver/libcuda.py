@@ -30,6 +30,7 @@ from .libcuda_decls import (  # re-exported: the binding's declarations live the
 )
 
 CUDA_ERROR_NOT_READY = 600
+CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE = 910
 _MEMORYTYPE_DEVICE = 2
 _JIT_LOG_BYTES = 16384
 _TENSOR_MAP_BYTES = 128
@@ -388,6 +389,66 @@ class LibCudaAPI(DriverAPI):
         out = self.ffi.new("float *")
         self._check(self._elapsed_fn(out, start, end), "cuEventElapsedTime")
         return float(out[0])
+
+    # -- stream capture and graphs ------------------------------------------------------------
+    def stream_begin_capture(self, stream: int, mode: int = 0) -> None:
+        self._check(self.lib.cuStreamBeginCapture_v2(stream, mode), "cuStreamBeginCapture_v2")
+
+    def stream_end_capture(self, stream: int) -> int:
+        return self._handle_out(lambda out: self.lib.cuStreamEndCapture(stream, out),
+                                "cuStreamEndCapture")
+
+    def stream_is_capturing(self, stream: int) -> int:
+        out = self.ffi.new("int *")
+        self._check(self.lib.cuStreamIsCapturing(stream, out), "cuStreamIsCapturing")
+        return int(out[0])
+
+    def stream_get_capture_info(self, stream: int) -> tuple[int, int]:
+        ffi = self.ffi
+        status, ident = ffi.new("int *"), ffi.new("uint64_t *")
+        code = self.lib.cuStreamGetCaptureInfo_v2(stream, status, ident, ffi.NULL, ffi.NULL, ffi.NULL)
+        self._check(code, "cuStreamGetCaptureInfo_v2")
+        return int(status[0]), int(ident[0]) if status[0] else 0
+
+    def thread_exchange_stream_capture_mode(self, mode: int) -> int:
+        box = self.ffi.new("int *", mode)
+        self._check(self.lib.cuThreadExchangeStreamCaptureMode(box), "cuThreadExchangeStreamCaptureMode")
+        return int(box[0])
+
+    def graph_instantiate(self, graph: int, flags: int = 0) -> int:
+        return self._handle_out(lambda out: self.lib.cuGraphInstantiateWithFlags(out, graph, flags),
+                                "cuGraphInstantiateWithFlags")
+
+    def graph_launch(self, graph_exec: int, stream: int) -> None:
+        self._check(self.lib.cuGraphLaunch(graph_exec, stream), "cuGraphLaunch")
+
+    def graph_exec_update(self, graph_exec: int, graph: int) -> int:
+        info = self.ffi.new("CUgraphExecUpdateResultInfo *")
+        code = self.lib.cuGraphExecUpdate_v2(graph_exec, graph, info)
+        if code == CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE:
+            return int(info.result) or 1
+        self._check(code, "cuGraphExecUpdate_v2")
+        return 0
+
+    def graph_node_count(self, graph: int) -> int:
+        count = self.ffi.new("size_t *")
+        self._check(self.lib.cuGraphGetNodes(graph, self.ffi.NULL, count), "cuGraphGetNodes")
+        return int(count[0])
+
+    def mem_alloc_async(self, nbytes: int, stream: int) -> int:
+        out = self.ffi.new("CUdeviceptr *")
+        code = self.lib.cuMemAllocAsync(out, nbytes, stream)
+        self._check(code, "cuMemAllocAsync", f"requested {nbytes} bytes" if code else "")
+        return int(out[0])
+
+    def mem_free_async(self, dptr: int, stream: int) -> None:
+        self._check(self.lib.cuMemFreeAsync(dptr, stream), "cuMemFreeAsync")
+
+    def graph_destroy(self, graph: int) -> None:
+        self._check(self.lib.cuGraphDestroy(graph), "cuGraphDestroy")
+
+    def graph_exec_destroy(self, graph_exec: int) -> None:
+        self._check(self.lib.cuGraphExecDestroy(graph_exec), "cuGraphExecDestroy")
 
     # -- modules, functions, launch -----------------------------------------------------------
     def module_load_data(self, ptx: bytes) -> int:

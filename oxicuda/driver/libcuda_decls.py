@@ -124,6 +124,36 @@ typedef struct {
 } CUlaunchConfig;
 CUresult cuLaunchKernelEx(const CUlaunchConfig *config, void *f, void **kernelParams,
                           void **extra);
+/* Stream capture and graphs, as cuda.h (CUDA 12.x/13.0) declares them. cuda.h maps
+   cuStreamBeginCapture -> cuStreamBeginCapture_v2 (mode: CUstreamCaptureMode, an enum),
+   cuGraphExecUpdate -> cuGraphExecUpdate_v2 (CUDA 12.0 on; the result info struct is
+   { CUgraphExecUpdateResult result; CUgraphNode errorNode; CUgraphNode errorFromNode; }),
+   cuGraphInstantiate -> cuGraphInstantiateWithFlags (12.0 on; flags unsigned long long), and
+   cuStreamGetCaptureInfo -> _v2 (12.x) or _v3 (13.0, one more out-parameter: edge data); the
+   driver exports every version, and the binding calls _v2. CUstreamCaptureStatus and
+   CUgraphExecUpdateResult are C enums (int); CUgraph, CUgraphExec, CUgraphNode are pointers. */
+typedef uintptr_t CUgraph;
+typedef uintptr_t CUgraphExec;
+typedef uintptr_t CUgraphNode;
+typedef struct { int result; CUgraphNode errorNode; CUgraphNode errorFromNode; }
+    CUgraphExecUpdateResultInfo;
+CUresult cuStreamBeginCapture_v2(CUstream hStream, int mode);
+CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph);
+CUresult cuStreamIsCapturing(CUstream hStream, int *captureStatus);
+CUresult cuStreamGetCaptureInfo_v2(CUstream hStream, int *captureStatus_out, uint64_t *id_out,
+                                   CUgraph *graph_out, const CUgraphNode **dependencies_out,
+                                   size_t *numDependencies_out);
+CUresult cuThreadExchangeStreamCaptureMode(int *mode);
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                     unsigned long long flags);
+CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream);
+CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph,
+                              CUgraphExecUpdateResultInfo *resultInfo);
+CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes);
+CUresult cuGraphDestroy(CUgraph hGraph);
+CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream);
+CUresult cuGraphExecDestroy(CUgraphExec hGraphExec);
 CUresult cuTensorMapEncodeTiled(void *tensorMap, int tensorDataType, unsigned int tensorRank,
                                 hostptr_t globalAddress, const uint64_t *globalDim,
                                 const uint64_t *globalStrides, const uint32_t *boxDim,
@@ -150,7 +180,7 @@ CU_JIT_INPUT_PTX = 1
 # string it uses when it makes the FFI; after that no call of the binding takes cffi's lock.
 FUNCTION_NAMES = tuple(dict.fromkeys(re.findall(r"\b(cu[A-Z]\w*)\s*\(", CDEF)))
 FFI_TYPES = (
-    "CUDA_MEMCPY2D *", "CUdeviceptr *", "CUfunction *", "CUlaunchConfig *", "CUlaunchConfig",
+    "CUDA_MEMCPY2D *", "CUdeviceptr *", "CUgraphExecUpdateResultInfo *", "uint64_t *", "CUfunction *", "CUlaunchConfig *", "CUlaunchConfig",
     "CUlinkState *", "CUmodule *", "CUuuid *", "char[]", "const char **", "float *", "int *",
     "size_t *", "uint32_t[]", "uint64_t[]", "uintptr_t *", "uintptr_t", "unsigned long long *",
     "void *", "void **", "void *[4]", "void*", "void*[]",

@@ -78,6 +78,14 @@ class Stream:
         """True when all work queued on this stream is done."""
         return api().stream_query(self._handle)
 
+    async def synchronize_async(self) -> None:
+        """``await s.synchronize_async()``: wait, without blocking the event loop, until the
+        work queued on this stream so far is done (an event recorded now, polled)."""
+        from .waiting import wait_event
+
+        event = Event(timing=False).record(self)
+        await wait_event(event._handle)
+
     def wait_event(self, event: Event) -> None:
         """Make later work on this stream wait until ``event`` has completed."""
         api().stream_wait_event(self._handle, as_event_handle(event))
@@ -134,6 +142,17 @@ class Event:
     def query(self) -> bool:
         """True when the work before the event's record point is done."""
         return api().event_query(self._handle)
+
+    async def wait_async(self) -> Event:
+        """Wait, without blocking the event loop, until the event has completed; returns self.
+        ``await event`` does the same."""
+        from .waiting import wait_event
+
+        await wait_event(self._handle)
+        return self
+
+    def __await__(self):
+        return self.wait_async().__await__()
 
     def elapsed_time(self, other: Event) -> float:
         """Milliseconds from this event to ``other`` (both recorded and completed)."""

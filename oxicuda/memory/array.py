@@ -459,6 +459,15 @@ class DeviceArray:
         if self._readonly:
             raise ValueError(f"{what}: the array is read-only (imported as read-only memory)")
 
+    async def get_async(self, stream: object = None) -> np.ndarray:
+        """``await a.get_async()``: ``get()`` once the work queued on the stream is done, waiting
+        without blocking the event loop (the copy itself then blocks only for its own time)."""
+        from ..driver.stream import Event
+
+        s = stream_handle(stream) if stream is not None else self._stream
+        await Event(timing=False).record(s)
+        return self.get(s)
+
 
 # -- module functions ---------------------------------------------------------------------------
 def empty(shape: int | tuple[int, ...], dtype: object = np.float32, order: str = "C",

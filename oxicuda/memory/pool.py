@@ -23,6 +23,9 @@ Size 0 allocates nothing: the block has ``ptr == 0`` (as in CuPy).
 
 Out of memory: the pool synchronizes the context, frees every cached block and retries once; if
 that fails too it raises ``OutOfMemoryError`` naming the request and the pool statistics.
+
+Graph capture: while ``oxicuda.graph`` captures, allocations for a capturing stream come from
+the graph's reserve and blocks freed on it go back there (``oxicuda.memory.capture``).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from ..driver import stream as _stream_module
 from ..driver.backend import api
 from ..driver.context import current_device_ordinal, ensure_context
 from ..driver.errors import OutOfMemoryError
+from . import capture as _capture
 
 SMALL_LIMIT = 1 << 20  # up to here: 512-byte granularity
 SMALL_STEP = 512
@@ -124,6 +128,7 @@ class MemoryPool:
         self._cached_ptrs: set[int] = set()  # the ptr of every block in _free
         self._retired: set[int] = set()  # destroyed stream handles whose blocks are all done
         self._detached: set[int] = set()  # in-use blocks to cache without an event (see detach)
+        self._held_by_foreign_graphs: list[tuple[int, int]] = []
         self._allocated = 0
         self._cached = 0
         self._peak = 0
@@ -140,16 +145,42 @@ class MemoryPool:
         if size == 0:
             return MemoryBlock(self, 0, 0, 0, stream)
         with self._lock:
-            ptr = self._take_cached(size, stream)
+            reserve = _capture.reserve_for(stream) if _capture.ACTIVE else None
+            if reserve is not None and reserve.stream_ordered:
+                return self._malloc_async(reserve, size, nbytes, stream, keepalive)
+            ptr = reserve.take(stream, size) if reserve is not None else 0
+            if not ptr:
+                ptr = self._take_cached(size, stream)
             if ptr:
                 self._hits += 1
             else:
                 self._misses += 1
+                if reserve is None and stream:
+                    _refuse_in_foreign_capture(stream, nbytes)
                 ptr = self._alloc_fresh(size, nbytes)
-            api().mem_set_extent(ptr, nbytes)
+            if reserve is not None:  # the graph's block; replays may use all of it
+                _capture.OWNER[ptr] = reserve
+                reserve.owned.add(ptr)
+                nbytes_seen = size
+            else:
+                nbytes_seen = nbytes
+            api().mem_set_extent(ptr, nbytes_seen)
             self._in_use[ptr] = (size, stream, nbytes)
             self._allocated += size
             self._peak = max(self._peak, self._allocated)
+        return MemoryBlock(self, ptr, size, nbytes, stream, keepalive)
+
+    def _malloc_async(self, reserve, size: int, nbytes: int, stream: int,
+                      keepalive: object) -> MemoryBlock:
+        """An allocation node of the graph being captured (cuMemAllocAsync on its stream)."""
+        ptr = api().mem_alloc_async(size, stream)
+        _capture.OWNER[ptr] = reserve
+        reserve.owned.add(ptr)
+        reserve.async_ptrs.add(ptr)
+        self._misses += 1
+        self._in_use[ptr] = (size, stream, nbytes)
+        self._allocated += size
+        self._peak = max(self._peak, self._allocated)
         return MemoryBlock(self, ptr, size, nbytes, stream, keepalive)
 
     def _take_cached(self, size: int, stream: int) -> int:
@@ -180,8 +211,10 @@ class MemoryPool:
         ensure_context()
         drv = api()
         try:
-            return drv.mem_alloc(size)
+            return _capture.relaxed(drv.mem_alloc, size)
         except OutOfMemoryError:
+            if _capture.ACTIVE:  # no synchronizing during a capture: report at once
+                raise
             drv.ctx_synchronize()
             self.free_all_cached()
         try:
@@ -202,6 +235,35 @@ class MemoryPool:
             if self._in_use.pop(ptr, None) is None:
                 raise RuntimeError(f"double free of device block at 0x{ptr:x} ({size} bytes)")
             self._allocated -= size
+            if _capture.OWNER or _capture.ACTIVE:
+                owner = _capture.OWNER.get(ptr)
+                if owner is None and _capture.ACTIVE and ptr not in self._detached:
+                    # freed on a capturing stream: the graph's (a detached block's stream may
+                    # be gone, so it is never asked about)
+                    owner = _capture.reserve_for(stream)
+                    if owner is not None:
+                        _capture.OWNER[ptr] = owner
+                        owner.owned.add(ptr)
+                if owner is not None and ptr in owner.async_ptrs:  # the driver's: a free node
+                    del _capture.OWNER[ptr]          # while capturing, an eager free after
+                    owner.owned.discard(ptr)
+                    owner.async_ptrs.discard(ptr)
+                    with contextlib.suppress(Exception):
+                        api().mem_free_async(ptr, stream)
+                    return
+                if owner is not None:
+                    if owner.alive:  # replays still use it: only the graph may reuse it
+                        owner.give(ptr, stream, size)
+                        return
+                    del _capture.OWNER[ptr]
+                    owner.owned.discard(ptr)
+                    stream = owner.last_stream
+            if (stream and stream not in self._retired and ptr not in self._detached
+                    and _foreign_capturing(stream)):
+                # freed during a capture oxicuda did not begin: that graph may use the block at
+                # every replay and its lifetime is unknown here, so it is never handed out again
+                self._held_by_foreign_graphs.append((ptr, size))
+                return
             with contextlib.suppress(Exception):  # the driver may be going away (interpreter exit)
                 api().mem_set_extent(ptr, 0)  # a cached block: the emulator faults on any access
             if stream in self._retired or ptr in self._detached:  # its stream's work is done
@@ -209,6 +271,23 @@ class MemoryPool:
                 stream, event = _ANY_STREAM, _NO_EVENT
             else:
                 event = self._record_event(stream)
+            self._free.setdefault(size, []).append(_FreeBlock(ptr, stream, event))
+            self._cached_ptrs.add(ptr)
+            self._cached += size
+
+    def cache_block(self, ptr: int, size: int, stream: int) -> None:
+        """Cache a block that is no longer in use (a released graph's), reusable on ``stream`` at
+        once and elsewhere after an event recorded on it now."""
+        with self._lock:
+            capturing = _capture.reserve_for(stream) if _capture.ACTIVE else None
+            if capturing is not None:  # no event in a capture: that capture's graph takes it
+                _capture.OWNER[ptr] = capturing
+                capturing.owned.add(ptr)
+                capturing.give(ptr, stream, size)
+                return
+            with contextlib.suppress(Exception):
+                api().mem_set_extent(ptr, 0)
+            event = _NO_EVENT if stream in self._retired else self._record_event(stream)
             self._free.setdefault(size, []).append(_FreeBlock(ptr, stream, event))
             self._cached_ptrs.add(ptr)
             self._cached += size
@@ -290,7 +369,11 @@ class MemoryPool:
         return 0 if ptr in self._cached_ptrs else None
 
     def free_all_cached(self) -> None:
-        """cuMemFree every cached (unused) block and destroy the spare events."""
+        """cuMemFree every cached (unused) block and destroy the spare events. Does nothing
+        while oxicuda captures a graph (cuMemFree may synchronize the device, which would break
+        the capture): call it again afterwards."""
+        if _capture.ACTIVE:
+            return
         with self._lock:
             drv = api()
             for blocks in self._free.values():
@@ -320,6 +403,26 @@ class MemoryPool:
                 "cached_blocks": sum(len(b) for b in self._free.values()),
                 "device": self.device,
             }
+
+
+def _foreign_capturing(stream: int) -> bool:
+    """Whether ``stream`` is capturing a graph that oxicuda did not begin (PyTorch's, CuPy's)."""
+    if stream in _capture.ACTIVE:
+        return False
+    try:
+        return api().stream_is_capturing(stream) != 0
+    except Exception:  # noqa: BLE001 - a driver without capture, or one shutting down
+        return False
+
+
+def _refuse_in_foreign_capture(stream: int, nbytes: int) -> None:
+    if _foreign_capturing(stream):
+        raise _capture.GraphCaptureError(
+            f"{_capture.caller_name()}: needs {nbytes} bytes of new device memory on stream "
+            f"0x{stream:x}, which is capturing a CUDA graph that oxicuda did not begin (for "
+            "example torch.cuda.graph); allocating now would break that capture. Pass "
+            "preallocated outputs (out=, c=) and call it once on that stream before capturing, "
+            "so that its workspaces exist, or capture with oxicuda.graph(stream=...)")
 
 
 _pools: dict[int, MemoryPool] = {}

@@ -33,6 +33,7 @@ import numpy as np
 
 from ..driver.backend import api
 from ..driver.context import current_device_ordinal, ensure_context
+from . import capture as _capture
 
 #: bytes per pinned slot (each worker has two)
 CHUNK_BYTES = 4 << 20
@@ -196,6 +197,8 @@ def copy_host_to_device(dst: int, host: np.ndarray, stream: int = 0) -> None:
     nbytes = host.nbytes
     if nbytes == 0:
         return
+    if _capture.ACTIVE:
+        _capture.check_host_copy(stream, f"a host-to-device upload of {nbytes} bytes")
     if nbytes >= STAGING_THRESHOLD_BYTES:
         get_staging_buffer().upload(dst, host, stream)
         return
@@ -212,6 +215,8 @@ def copy_device_to_host(host: np.ndarray, src: int, stream: int = 0) -> None:
     nbytes = host.nbytes
     if nbytes == 0:
         return
+    if _capture.ACTIVE:
+        _capture.check_host_copy(stream, f"a device-to-host read-back of {nbytes} bytes")
     if nbytes >= STAGING_THRESHOLD_BYTES:
         get_staging_buffer().download(host, src, stream)
         return

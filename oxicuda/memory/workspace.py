@@ -7,6 +7,11 @@ is cached, which keeps repeated calls (and CUDA graph capture) free of cuMemAllo
 The cache is an LRU of at most ``MAX_ENTRIES`` entries and ``MAX_BYTES`` bytes. An evicted
 entry's block goes back to the pool only when no caller still holds an array over it (views keep
 their base alive), and the pool reuses it on another stream only after that stream's work is done.
+
+During a CUDA graph capture (``oxicuda.graph``) a request for a capturing stream gets the
+graph's own array (from the graph's reserve, kept as long as the graph lives): replays on any
+stream then never share scratch memory with eager calls, and nothing is evicted (evicting
+synchronizes the context, which a capture forbids) until the capture ends.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from collections import OrderedDict
 import numpy as np
 
 from ..driver.context import current_device_ordinal
+from . import capture as _capture
 from .array import DeviceArray
 from .dtypes import normalize_dtype
 from .stream_handle import stream_handle
@@ -67,6 +73,13 @@ def _entry(request: int | tuple[object, int], stream: object) -> DeviceArray:
     dt, count = _parse(request)
     handle = stream_handle(stream)
     key = (current_device_ordinal(), handle, dt.str if dt.fields is None else "bfloat16", count)
+    if _capture.ACTIVE:
+        reserve = _capture.reserve_for(handle)
+        if reserve is not None:
+            arr = reserve.workspaces.get(key)
+            if arr is None:
+                arr = reserve.workspaces[key] = DeviceArray((count,), dt, stream=handle)
+            return arr
     with _lock:
         arr = _cache.get(key)
         if arr is not None:
@@ -76,7 +89,8 @@ def _entry(request: int | tuple[object, int], stream: object) -> DeviceArray:
         _cache[key] = arr
         _cached_bytes += arr.nbytes
         evicted = []
-        while len(_cache) > 1 and (len(_cache) > MAX_ENTRIES or _cached_bytes > MAX_BYTES):
+        while not _capture.ACTIVE and len(_cache) > 1 and (
+                len(_cache) > MAX_ENTRIES or _cached_bytes > MAX_BYTES):
             _, old = _cache.popitem(last=False)
             _cached_bytes -= old.nbytes
             evicted.append(old)
@@ -116,6 +130,7 @@ def workspace_stats() -> dict[str, int]:
 def clear_workspaces() -> None:
     """Drop every cached workspace (blocks return to the pool once no array uses them)."""
     global _cached_bytes
+    _capture.check_synchronize(-1, "clear_workspaces (it synchronizes the context)")
     with _lock:
         _release(list(_cache.values()))
         _cache.clear()

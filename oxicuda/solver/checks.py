@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..memory import capture as _capture
 from ..memory.array import DeviceArray, asarray
 from .errors import LinAlgError
 from .kernels.common import DTYPES
@@ -12,6 +13,10 @@ from .kernels.common import DTYPES
 
 def operand(a: object, who: str, what: str = "a") -> DeviceArray:
     """``a`` as a DeviceArray of a supported dtype (host arrays are copied to the device)."""
+    if _capture.ACTIVE:
+        _capture.check_uncapturable(f"oxicuda.solver.{who}", "solver calls run on the legacy "
+                                    "default stream and check their results (info, pivots) on "
+                                    "the host")
     if not isinstance(a, DeviceArray):
         dt = getattr(a, "dtype", None)
         if dt is None:
