@@ -33,9 +33,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from oxicuda.driver.emulator import EmulatorAPI
-from oxicuda.ptx.interp import run as interp_run
-from oxicuda.ptx.interp.harness import run_ptx
+from oxicuda.emulator.api import EmulatorAPI
+from oxicuda.emulator.interp import run as interp_run
+from oxicuda.emulator.interp.harness import run_ptx
 
 M = N = K = 128
 

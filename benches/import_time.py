@@ -23,7 +23,7 @@ CHILD = (
     "t0 = time.perf_counter()\n"
     "import {mod}\n"
     "t1 = time.perf_counter()\n"
-    "heavy = [m for m in ('cffi', 'numpy', 'oxicuda.driver.libcuda', 'oxicuda.driver.emulator') if m in sys.modules]\n"
+    "heavy = [m for m in ('cffi', 'numpy', 'oxicuda.driver.libcuda', 'oxicuda.emulator.api') if m in sys.modules]\n"
     "print(repr(((t1 - t0) * 1e3, heavy)))\n"
 )
 

@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from emulator_fidelity_cases import NP, kernel, module, sm90_emulator
 
-from oxicuda.ptx.interp.harness import run_ptx
+from oxicuda.emulator.interp.harness import run_ptx
 
 #: per type: (non-NaN values, NaN values) as bit patterns; NaNs in the order named in the docstring
 VALUES = {

@@ -89,8 +89,8 @@ def half_inputs(rng, elem: str, packed: bool, n_in: int) -> list[np.ndarray]:
 
 def sm90_emulator():
     """An initialized emulated sm_90 driver with its primary context current in this thread."""
-    from oxicuda.driver.emulator import EmulatorAPI
-    from oxicuda.driver.emulator_devices import EMULATED_DEVICES
+    from oxicuda.emulator.api import EmulatorAPI
+    from oxicuda.emulator.devices import EMULATED_DEVICES
 
     api = EmulatorAPI(device=EMULATED_DEVICES["sm_90"])
     api.init()

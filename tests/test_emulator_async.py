@@ -16,8 +16,8 @@ from oxicuda.driver.enums import TENSOR_MAP_DATA_TYPES, TENSOR_MAP_SWIZZLE
 from oxicuda.driver.errors import CudaError
 from oxicuda.ptx import ir
 from oxicuda.ptx.builder import KernelBuilder
-from oxicuda.ptx.interp.harness import run_ptx
-from oxicuda.ptx.interp.strict import strict_mode
+from oxicuda.emulator.interp.harness import run_ptx
+from oxicuda.emulator.interp.strict import strict_mode
 
 FULL = 0xFFFFFFFF
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from oxicuda.driver.emulator import EmulatorAPI
+from oxicuda.emulator.api import EmulatorAPI
 from oxicuda.driver.errors import CudaError
-from oxicuda.ptx.interp.harness import run_ptx
-from oxicuda.ptx.interp.strict import strict_mode
+from oxicuda.emulator.interp.harness import run_ptx
+from oxicuda.emulator.interp.strict import strict_mode
 
 DATA = Path(__file__).parent / "data" / "nvcc"
 

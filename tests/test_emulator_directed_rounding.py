@@ -15,7 +15,7 @@ import pytest
 from emulator_fidelity_cases import NP, kernel, module
 from test_emulator_tensorcore import emulator
 
-from oxicuda.ptx.interp.harness import run_ptx
+from oxicuda.emulator.interp.harness import run_ptx
 
 N_LANES = 192
 #: (mantissa bits with the hidden one, min normal exponent, max exponent) per type

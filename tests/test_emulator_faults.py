@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from oxicuda.driver.emulator import EmulatorAPI
+from oxicuda.emulator.api import EmulatorAPI
 from oxicuda.driver.errors import LaunchError
-from oxicuda.ptx.interp.harness import run_ptx
+from oxicuda.emulator.interp.harness import run_ptx
 
 HEAD = """.version 8.0
 .target sm_86

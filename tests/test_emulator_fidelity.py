@@ -26,7 +26,7 @@ from emulator_fidelity_cases import (
     sm90_emulator,
 )
 
-from oxicuda.ptx.interp.harness import run_ptx
+from oxicuda.emulator.interp.harness import run_ptx
 
 ALL_CASES = CASES + APPROX_CASES + INT_CASES
 

@@ -37,8 +37,8 @@ from test_emulator_fidelity import MMA_NAN, block_cases, mma_nan_case, run_case
 from test_emulator_nvcc import bit_half_case, bit_half_reference
 from test_emulator_nvcc import ptx as nvcc_ptx
 
-from oxicuda.ptx.interp.approx import MAX_ERROR
-from oxicuda.ptx.interp.harness import run_ptx
+from oxicuda.emulator.interp.approx import MAX_ERROR
+from oxicuda.emulator.interp.harness import run_ptx
 
 pytestmark = pytest.mark.gpu
 

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from emulator_fidelity_cases import NP, kernel, module, sm90_emulator
 
-from oxicuda.ptx.interp.harness import run_ptx
+from oxicuda.emulator.interp.harness import run_ptx
 
 QNAN, QNAN_NEG, QNAN_1234 = 0x7FF8000000000000, 0xFFF8000000000000, 0x7FF8000000001234
 SNAN, SNAN_NEG, QNAN_ALL = 0x7FF0000000000001, 0xFFF4000000000001, 0x7FFFFFFFFFFFFFFF

@@ -9,8 +9,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from oxicuda.driver.emulator import EmulatorAPI
-from oxicuda.ptx.interp.harness import run_ptx
+from oxicuda.emulator.api import EmulatorAPI
+from oxicuda.emulator.interp.harness import run_ptx
 
 _REG = {"f32": ("f", "f32"), "f64": ("fd", "f64"), "u32": ("r", "b32"), "s32": ("r", "b32"),
         "b32": ("r", "b32"), "u64": ("rd", "b64"), "s64": ("rd", "b64"), "b64": ("rd", "b64"),
@@ -245,7 +245,7 @@ def test_f16_and_bf16_arithmetic_rounds_once(emu, rng):
 def test_transcendentals_within_the_documented_error_bounds(emu, rng):
     """The .approx results against float64, with tolerances no tighter than the hardware's
     documented maximum error (approx.MAX_ERROR): a GPU result must pass the same check."""
-    from oxicuda.ptx.interp.approx import MAX_ERROR
+    from oxicuda.emulator.interp.approx import MAX_ERROR
 
     x = rng.uniform(-3, 3, 64).astype(np.float32)
     x64 = x.astype(np.float64)
@@ -498,7 +498,7 @@ def test_directed_cvt_from_64_bit_integers_rounds_once_and_exactly(mode, src, ds
     integer (no double rounding through float64)."""
     from fractions import Fraction
 
-    from oxicuda.ptx.interp import data
+    from oxicuda.emulator.interp import data
 
     dt = np.int64 if src == "s64" else np.uint64
     info = np.iinfo(dt)

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from oxicuda.driver.emulator import EmulatorAPI
-from oxicuda.ptx.interp.harness import run_ptx
+from oxicuda.emulator.api import EmulatorAPI
+from oxicuda.emulator.interp.harness import run_ptx
 
 DATA = Path(__file__).parent / "data" / "nvcc"
 

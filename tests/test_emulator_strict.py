@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from oxicuda.driver.emulator import EmulatorAPI
+from oxicuda.emulator.api import EmulatorAPI
 from oxicuda.driver.errors import LaunchError
-from oxicuda.ptx.interp import strict
-from oxicuda.ptx.interp.harness import run_ptx
+from oxicuda.emulator.interp import strict
+from oxicuda.emulator.interp.harness import run_ptx
 
 HEAD = ".version 8.0\n.target sm_86\n.address_size 64\n\n"
 

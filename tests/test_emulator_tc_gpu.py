@@ -31,7 +31,7 @@ from test_emulator_tensorcore import (
     run_mma,
 )
 
-from oxicuda.ptx.interp.harness import run_ptx
+from oxicuda.emulator.interp.harness import run_ptx
 
 pytestmark = [pytest.mark.gpu, pytest.mark.gpu_isolated]  # hand-built Hopper kernels may fault
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from oxicuda.driver.emulator import EmulatorAPI
+from oxicuda.emulator.api import EmulatorAPI
 from oxicuda.driver.errors import CudaError
 from oxicuda.ptx import ir
 from oxicuda.ptx.builder import KernelBuilder
-from oxicuda.ptx.interp.harness import run_ptx
+from oxicuda.emulator.interp.harness import run_ptx
 
 # -- layouts from the PTX ISA ("Matrix fragments for mma.m16n8k*"); g = lane>>2, t = lane%4 ------
 ISA_LAYOUTS = {
@@ -42,7 +42,7 @@ ISA_LAYOUTS[("m16n8k8", "bf16")] = ISA_LAYOUTS[("m16n8k8", "f16")]
 
 def emulator(arch: str = "sm_86") -> EmulatorAPI:
     """An in-process emulator of ``arch`` (independent of OXICUDA_EMULATOR_ARCH)."""
-    from oxicuda.driver.emulator_devices import EMULATED_DEVICES
+    from oxicuda.emulator.devices import EMULATED_DEVICES
 
     api = EmulatorAPI(device=EMULATED_DEVICES[arch])
     api.init()

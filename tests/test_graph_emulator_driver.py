@@ -10,7 +10,7 @@ import struct
 import numpy as np
 import pytest
 
-from oxicuda.driver.emulator import EmulatorAPI
+from oxicuda.emulator.api import EmulatorAPI
 from oxicuda.driver.enums import STREAM_CAPTURE_MODES as MODES
 from oxicuda.driver.errors import CudaError
 from oxicuda.driver.params import entry_layouts

@@ -163,6 +163,6 @@ def test_import_cost_in_a_fresh_process_loads_no_driver(benchmark):
     benchmark.extra_info["import_s"] = probe["import_s"]
     loaded = set(probe["modules"])
     assert "oxicuda" in loaded
-    for name in ("cffi", "oxicuda.driver.libcuda", "oxicuda.driver.emulator"):
+    for name in ("cffi", "oxicuda.driver.libcuda", "oxicuda.emulator.api"):
         assert name not in loaded, f"import oxicuda loaded {name}"
     assert 0 < probe["import_s"] < 0.5, probe["import_s"]

@@ -14,7 +14,7 @@ def _run(code: str) -> subprocess.CompletedProcess:
 def test_import_oxicuda_loads_no_driver_and_no_cffi():
     code = (
         "import oxicuda, sys\n"
-        "bad = [m for m in ('oxicuda.driver.libcuda', 'oxicuda.driver.emulator', 'cffi') "
+        "bad = [m for m in ('oxicuda.driver.libcuda', 'oxicuda.emulator.api', 'cffi') "
         "if m in sys.modules]\n"
         "assert not bad, bad\n"
         "print('ok')\n"
@@ -27,7 +27,7 @@ def test_import_oxicuda_loads_no_driver_and_no_cffi():
 def test_import_oxicuda_driver_loads_no_driver_and_no_cffi():
     code = (
         "import oxicuda.driver, sys\n"
-        "bad = [m for m in ('oxicuda.driver.libcuda', 'oxicuda.driver.emulator', 'cffi') "
+        "bad = [m for m in ('oxicuda.driver.libcuda', 'oxicuda.emulator.api', 'cffi') "
         "if m in sys.modules]\n"
         "assert not bad, bad\n"
         "from oxicuda.driver import api\n"

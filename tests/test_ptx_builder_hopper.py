@@ -70,9 +70,9 @@ def test_hopper_instructions_refuse_what_does_not_exist():
 
 def test_register_a_wgmma_with_mn_major_b_runs_on_an_emulated_sm90(rng):
     # D = A B with A (64x16) in the register fragment layout and B (16x64) MN-major, 128B swizzle
-    from oxicuda.driver.emulator import EmulatorAPI
-    from oxicuda.driver.emulator_devices import EMULATED_DEVICES
-    from oxicuda.ptx.interp.harness import run_ptx
+    from oxicuda.emulator.api import EmulatorAPI
+    from oxicuda.emulator.devices import EMULATED_DEVICES
+    from oxicuda.emulator.interp.harness import run_ptx
 
     kb = KernelBuilder("rs_wgmma", arch="sm_90a")
     kb.reqntid(128)

@@ -1,7 +1,7 @@
 """The driver binding surface: the one seam between oxicuda and a driver.
 
 Two classes implement it: ``oxicuda.driver.libcuda.LibCudaAPI`` (cffi over the real libcuda) and
-``oxicuda.driver.emulator.EmulatorAPI`` (host memory and the PTX interpreter). Everything above
+``oxicuda.emulator.api.EmulatorAPI`` (host memory and the PTX interpreter). Everything above
 ``driver/`` talks to the live one through ``oxicuda.driver.backend.api()`` and never learns which
 it is.
 

@@ -30,7 +30,7 @@ def _load_cuda() -> DriverAPI:
 
 
 def _load_emulator() -> DriverAPI:
-    from .emulator import EmulatorAPI
+    from ..emulator.api import EmulatorAPI
 
     api = EmulatorAPI(require_context=True)
     api.init()

@@ -22,6 +22,7 @@ from collections import OrderedDict
 import numpy as np
 
 from ..driver.context import current_device_ordinal
+from ..ptx import launch_plan
 from . import capture as _capture
 from .array import DeviceArray
 from .dtypes import normalize_dtype
@@ -135,3 +136,6 @@ def clear_workspaces() -> None:
         _release(list(_cache.values()))
         _cache.clear()
         _cached_bytes = 0
+
+
+launch_plan.set_workspace_source(workspace_ptr)  # launch plans take their scratch from this cache

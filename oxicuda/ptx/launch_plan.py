@@ -16,6 +16,10 @@ A library call goes through three stages, each with one job::
 - ``PlanCache`` keeps plans per call signature (bounded, thread-safe); the key must hold
   everything the plan depends on, the device ordinal included.
 
+Workspace memory comes from the memory layer above, which registers its source here when it is
+imported (``set_workspace_source``; ``oxicuda.memory`` does it with its workspace cache), so that
+this module imports nothing above ``ptx/`` and ``driver/``.
+
 A ``bind`` is ``bind(pointers, scalars, workspace_ptr) -> args``: a plain function or lambda
 written by the family, e.g. ``lambda p, s, ws: (p[0], p[1], ws, rows)`` where ``rows`` was fixed
 when the plan was made.
@@ -28,14 +32,28 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from typing import Protocol
 
-from oxicuda.memory.workspace import workspace_ptr
-
 from .builder_base import STATIC_SHARED_LIMIT
 from .spec import KernelSpec
 
-__all__ = ["Bind", "KernelStep", "LaunchPlan", "PlanCache", "PlanFamily"]
+__all__ = ["Bind", "KernelStep", "LaunchPlan", "PlanCache", "PlanFamily", "set_workspace_source"]
 
 Bind = Callable[[Sequence[int], Sequence[object], int], Sequence[object]]
+
+
+def _no_workspace_source(nbytes: int, stream: object) -> int:
+    raise RuntimeError(f"LaunchPlan: a plan needs {nbytes} bytes of workspace but no workspace source is "
+                       "registered (import oxicuda.memory, which registers its workspace cache)")
+
+
+#: ``source(nbytes, stream) -> device address`` of scratch memory valid for work on ``stream``
+_workspace_source: Callable[[int, object], int] = _no_workspace_source
+
+
+def set_workspace_source(source: Callable[[int, object], int]) -> None:
+    """Where ``LaunchPlan.run`` takes its workspace from (``oxicuda.memory.workspace`` registers
+    ``workspace_ptr`` when it is imported)."""
+    global _workspace_source
+    _workspace_source = source
 
 
 class PlanFamily(Protocol):
@@ -100,7 +118,7 @@ class LaunchPlan:
             stream: object = None) -> None:
         """Launch every step on ``stream`` (None: the default stream), asynchronously."""
         if self.workspace_bytes:
-            ws = workspace_ptr(self.workspace_bytes, stream)
+            ws = _workspace_source(self.workspace_bytes, stream)
         else:
             ws = 0
         for launch, bind in self._pairs:

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from ..ir import Addr, Imm, Reg, Sym
+from ...ptx.ir import Addr, Imm, Reg, Sym
 from .faults import LAUNCH_FAILED, Fault
 from .memory import Memory
 from .strict import StrictMemory, unwritten_register_fault

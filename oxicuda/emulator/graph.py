@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import threading
 
-from .errors import raise_for
+from ..driver.errors import raise_for
 
 _ACTIVE, _INVALIDATED = 1, 2
 _GLOBAL, _THREAD_LOCAL, _RELAXED = 0, 1, 2

@@ -20,7 +20,7 @@ use the outer ``%p1`` after). Recursion and indirect calls
 
 from __future__ import annotations
 
-from ..ir import (
+from ...ptx.ir import (
     Addr,
     Block,
     Directive,

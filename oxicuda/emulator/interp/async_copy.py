@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Addr, Imm
+from ...ptx.ir import Addr, Imm
 from .faults import Fault, Unsupported
 from .memory import SHARED_WINDOW
 from .registry import Op, register_handler

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Vec
+from ...ptx.ir import Vec
 from . import floatmath as fm
 from .alu import Unsupported_, ptype_of
 from .memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Addr, Imm
+from ...ptx.ir import Addr, Imm
 from .faults import LAUNCH_FAILED, Fault, Unsupported
 from .memory import SHARED_WINDOW
 from .registry import Op, register_handler
@@ -270,7 +270,7 @@ def _decode_elect(instr, kc):
     names = dst.name.split("|") if hasattr(dst, "name") else ["_"]
 
     def bind(cta):
-        from ..ir import Reg, Sym
+        from ...ptx.ir import Reg, Sym
 
         rm = cta.reader(mask, "u32")
         outs = [Sym("_") if nm == "_" else Reg(nm) for nm in names]

@@ -20,7 +20,7 @@ import os
 
 import numpy as np
 
-from .errors import raise_for
+from ..driver.errors import raise_for
 
 HEAP_BASE = 0x7F00_0000_0000
 ALIGNMENT = 256

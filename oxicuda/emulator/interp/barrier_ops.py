@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Imm
+from ...ptx.ir import Imm
 from .faults import LAUNCH_FAILED, Fault, Unsupported
 from .registry import BARRIER, Op
 

@@ -15,15 +15,15 @@ import numpy as np
 
 from ...driver.errors import raise_for
 from ...driver.params import layout_from_params
-from ..ir import Function, Instr, Label, Module, RegDecl, VarDecl
-from ..parse import PtxSyntaxError, parse_details
+from ...ptx.ir import Function, Instr, Label, Module, RegDecl, VarDecl
+from ...ptx.parse import PtxSyntaxError, parse_details
 from . import registry
 from .calls import flatten_kernel
 from .faults import Unsupported
 from .types import DTYPES, immediate
 
-_PLUGINS = ("oxicuda.ptx.interp.handlers", "oxicuda.ptx.interp.tensorcore",
-            "oxicuda.ptx.interp.async_copy")
+_PLUGINS = ("oxicuda.emulator.interp.handlers", "oxicuda.emulator.interp.tensorcore",
+            "oxicuda.emulator.interp.async_copy")
 _plugins_loaded = False
 _plugin_errors: dict[str, str] = {}  # plugin module -> why it failed to import
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import fragments
-from ..ir import Imm, Reg, Vec
+from ...ptx import fragments
+from ...ptx.ir import Imm, Reg, Vec
 from .faults import LAUNCH_FAILED, Fault, Unsupported
 from .registry import Op, register_handler
 from .warp_groups import (

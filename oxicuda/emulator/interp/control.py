@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..ir import Imm, Sym
+from ...ptx.ir import Imm, Sym
 from .barrier_ops import decode_bar_red, decode_warp_sync
 from .faults import LAUNCH_FAILED, Fault, Unsupported
 from .registry import BARRIER, BRANCH, EXIT, Op, register_handler

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Reg
+from ...ptx.ir import Reg
 from .alu import Unsupported_, ptype_of
 from .faults import LAUNCH_FAILED, Fault
 from .registry import Op, register_handler

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import fragments
-from ..ir import Addr, Vec
+from ...ptx import fragments
+from ...ptx.ir import Addr, Vec
 from .faults import Unsupported
 from .floatmath import CANONICAL_HALF_BITS, canon
 from .registry import Op, register_handler

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Reg
+from ...ptx.ir import Reg
 from .alu import Unsupported_, ptype_of
 from .registry import Op, register_handler
 from .types import is_float

@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from .errors import raise_for
+from ..driver.errors import raise_for
 
 TENSOR_MAP_MAGIC = 0x4D54584F  # b"OXTM"
 _FMT = "<I6B2xQ5I4x4Q5H5B"

@@ -5,7 +5,7 @@ space (``emulator_memory``), and streams and events that execute eagerly and in 
 call has finished when it returns, so synchronizing is a no-op and queries report done. Event
 times are host wall-clock times of the eager execution (nominal: they measure the emulator,
 not a GPU). Modules are parsed and decoded at load, so an unsupported instruction is reported
-by name there; ``launch_kernel`` runs the grid one CTA at a time (``oxicuda.ptx.interp``).
+by name there; ``launch_kernel`` runs the grid one CTA at a time (``oxicuda.emulator.interp``).
 Stream capture records the work of capturing streams into graphs instead (``emulator_graph``).
 """
 
@@ -18,16 +18,16 @@ import uuid
 
 import numpy as np
 
-from .api import DriverAPI, ParamBuffer, ParamLayout
-from .emulator_devices import EmulatedDevice, device_attributes, emulated_device_from_env
-from .emulator_graph import _ACTIVE as _ACTIVE_CAPTURE
-from .emulator_graph import GraphCalls
-from .emulator_memory import DeviceHeap, host_view
-from .emulator_tensormap import TensorMapInfo, encode_tensor_map
-from .enums import FUNCTION_ATTRIBUTES as FA
-from .enums import MEMORY_TYPES
-from .enums import POINTER_ATTRIBUTES as PA
-from .errors import CudaError, raise_for
+from ..driver.api import DriverAPI, ParamBuffer, ParamLayout
+from .devices import EmulatedDevice, device_attributes, emulated_device_from_env
+from .graph import _ACTIVE as _ACTIVE_CAPTURE
+from .graph import GraphCalls
+from .memory import DeviceHeap, host_view
+from .tensormap import TensorMapInfo, encode_tensor_map
+from ..driver.enums import FUNCTION_ATTRIBUTES as FA
+from ..driver.enums import MEMORY_TYPES
+from ..driver.enums import POINTER_ATTRIBUTES as PA
+from ..driver.errors import CudaError, raise_for
 
 PRIMARY_CONTEXT = 0xC0DE01
 _DRIVER_VERSION = 13000
@@ -49,7 +49,7 @@ class _Function:
     def __init__(self, module: int, name: str, kernel, max_dynamic_smem: int) -> None:
         self.module = module
         self.name = name
-        self.kernel = kernel  # oxicuda.ptx.interp.program.KernelProgram
+        self.kernel = kernel  # oxicuda.emulator.interp.program.KernelProgram
         self.max_dynamic_smem = max_dynamic_smem
         self.carveout = -1
 
@@ -406,7 +406,7 @@ class EmulatorAPI(GraphCalls, DriverAPI):
 
     # -- modules, functions, launch ---------------------------------------------------------
     def module_load_data(self, ptx: bytes) -> int:
-        from ..ptx.interp.program import load_program  # the interpreter sits above driver/
+        from .interp.program import load_program  # on first load: importing the interpreter costs time
 
         text = ptx.decode("ascii", errors="replace") if isinstance(ptx, (bytes, bytearray)) else str(ptx)
         text = text.split("\x00", 1)[0]
@@ -420,7 +420,7 @@ class EmulatorAPI(GraphCalls, DriverAPI):
     def link_ptx(self, ptx: bytes) -> bytes:
         """The emulator's "binary": the PTX bytes, after the same parse and decode that
         ``module_load_data`` runs (so a PTX it would reject fails here the same way)."""
-        from ..ptx.interp.program import load_program
+        from .interp.program import load_program
 
         text = ptx.decode("ascii", errors="replace") if isinstance(ptx, (bytes, bytearray)) else str(ptx)
         text = text.split("\x00", 1)[0]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Addr, Sym, Vec
+from ...ptx.ir import Addr, Sym, Vec
 from . import floatmath as fm
 from .alu import Unsupported_, ptype_of
 from .registry import Op, register_handler

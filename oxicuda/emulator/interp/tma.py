@@ -3,7 +3,7 @@
 copies, and ``cp.async.bulk.commit_group``/``wait_group``.
 
 Tensor maps are the 128-byte ones ``EmulatorAPI.tensor_map_encode_tiled`` makes
-(``oxicuda.driver.emulator_tensormap``), read from the kernel parameter (generic address from
+(``oxicuda.emulator.tensormap``), read from the kernel parameter (generic address from
 ``cvta.param`` or the parameter itself) or from global memory. A load copies the box at the
 given element coordinates into shared memory (innermost dimension first, densely), zero-filling
 elements outside the tensor (NaN with ``oob_fill`` = 1 for float types), applies the map's
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...driver.emulator_tensormap import decode_tensor_map
-from ..ir import Addr, Imm, Sym
+from ..tensormap import decode_tensor_map
+from ...ptx.ir import Addr, Imm, Sym
 from .async_copy import lanes_of, shared_offsets
 from .faults import ILLEGAL_INSTRUCTION, LAUNCH_FAILED, Fault, Unsupported
 from .mbarrier import barrier_offsets, complete_tx

@@ -19,7 +19,7 @@ wrote (``strict.py``).
 
 Adding instructions (``tensorcore.py``, ``async_copy.py`` or any other module)::
 
-    from oxicuda.ptx.interp.registry import Op, register_handler
+    from oxicuda.emulator.interp.registry import Op, register_handler
 
     def decode_ldmatrix(instr, kc):          # at module load, once per instruction
         # instr: oxicuda.ptx.ir.Instr; kc: program.KernelContext (kernel name, register
@@ -40,8 +40,8 @@ Adding instructions (``tensorcore.py``, ``async_copy.py`` or any other module)::
 
     register_handler("ldmatrix", decode_ldmatrix)
 
-``program.load_program`` imports ``oxicuda.ptx.interp.tensorcore`` and
-``oxicuda.ptx.interp.async_copy`` when they exist, so their ``register_handler`` calls run
+``program.load_program`` imports ``oxicuda.emulator.interp.tensorcore`` and
+``oxicuda.emulator.interp.async_copy`` when they exist, so their ``register_handler`` calls run
 before any module is decoded. Faults raise ``faults.Fault`` (code 700/716/719, a message, the
 lane and address); the run loop turns them into ``LaunchError`` naming the kernel, the PTX line,
 the block and thread.
