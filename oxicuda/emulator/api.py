@@ -19,15 +19,15 @@ import uuid
 import numpy as np
 
 from ..driver.api import DriverAPI, ParamBuffer, ParamLayout
+from ..driver.enums import FUNCTION_ATTRIBUTES as FA
+from ..driver.enums import MEMORY_TYPES
+from ..driver.enums import POINTER_ATTRIBUTES as PA
+from ..driver.errors import CudaError, raise_for
 from .devices import EmulatedDevice, device_attributes, emulated_device_from_env
 from .graph import _ACTIVE as _ACTIVE_CAPTURE
 from .graph import GraphCalls
 from .memory import DeviceHeap, host_view
 from .tensormap import TensorMapInfo, encode_tensor_map
-from ..driver.enums import FUNCTION_ATTRIBUTES as FA
-from ..driver.enums import MEMORY_TYPES
-from ..driver.enums import POINTER_ATTRIBUTES as PA
-from ..driver.errors import CudaError, raise_for
 
 PRIMARY_CONTEXT = 0xC0DE01
 _DRIVER_VERSION = 13000
@@ -44,7 +44,7 @@ class EmulatorParamBuffer(ParamBuffer):
 
 
 class _Function:
-    __slots__ = ("module", "name", "kernel", "max_dynamic_smem", "carveout")
+    __slots__ = ("carveout", "kernel", "max_dynamic_smem", "module", "name")
 
     def __init__(self, module: int, name: str, kernel, max_dynamic_smem: int) -> None:
         self.module = module
@@ -276,7 +276,7 @@ class EmulatorAPI(GraphCalls, DriverAPI):
         call = "cuMemcpy2D_v2"
         if width_bytes <= 0 or height <= 0:
             return
-        span = lambda pitch: (height - 1) * pitch + width_bytes  # noqa: E731
+        span = lambda pitch: (height - 1) * pitch + width_bytes
         d = self.heap.view(dst, span(dst_pitch), call)
         s = self.heap.view(src, span(src_pitch), call).copy()
         for row in range(height):
@@ -584,7 +584,7 @@ class EmulatorAPI(GraphCalls, DriverAPI):
         return encode_tensor_map(info)
 
 
-__all__ = ["EmulatorAPI", "EmulatorParamBuffer", "CudaError", "host_view"]
+__all__ = ["CudaError", "EmulatorAPI", "EmulatorParamBuffer", "host_view"]
 
 
 # Like the real driver, every call that works in a context fails with CUDA_ERROR_INVALID_CONTEXT

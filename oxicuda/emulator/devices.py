@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 import os
 
+from ..driver.boards import BOARDS, Board
 from ..driver.enums import DEVICE_ATTRIBUTES as A
-from ..driver.facts import BOARDS, Board
 
 #: The emulator's device is a Board (its ``name`` says it is emulated).
 EmulatedDevice = Board

@@ -70,7 +70,7 @@ def encode_tensor_map(info: TensorMapInfo) -> bytes:
     if info.interleave == 0 and (info.box_dim[0] * info.element_bytes) % 16:
         raise_for(1, call, f"box_dim[0]={info.box_dim[0]} elements of {info.element_bytes} bytes "
                            "is not a multiple of 16 bytes")
-    pad = lambda seq, n, fill=0: tuple(seq) + (fill,) * (n - len(seq))  # noqa: E731
+    pad = lambda seq, n, fill=0: tuple(seq) + (fill,) * (n - len(seq))
     raw = struct.pack(
         _FMT, TENSOR_MAP_MAGIC, info.data_type, r, info.interleave, info.swizzle,
         info.l2_promotion, info.oob_fill, info.global_address,

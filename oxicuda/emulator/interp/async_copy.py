@@ -15,7 +15,7 @@ import numpy as np
 
 from ...ptx.ir import Addr, Imm
 from .faults import Fault, Unsupported
-from .memory import SHARED_WINDOW
+from .memory import lanes_of, shared_offsets
 from .registry import Op, register_handler
 from .strict import mark_shared_written
 from .warp_groups import require_arch
@@ -68,17 +68,6 @@ def pending(cta) -> PendingCopies:
         st = PendingCopies(cta)
         cta._oxicuda_cp_async = st
     return st
-
-
-def lanes_of(cta, m) -> np.ndarray:
-    return cta.lanes_all if m is None else np.flatnonzero(m)
-
-
-def shared_offsets(instr, values: np.ndarray) -> np.ndarray:
-    """Shared-window offsets of a destination given in .shared (offsets) or generic addresses."""
-    if any(x.split("::")[0] == "shared" for x in instr.mods):
-        return values
-    return values - np.uint64(SHARED_WINDOW)
 
 
 def _decode_cp_async(instr, kc):

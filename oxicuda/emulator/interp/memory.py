@@ -187,3 +187,15 @@ class Memory:
             for j, k in enumerate(where):
                 refs[int(k)] = (view, int(idx[j]))
         return refs
+
+
+def lanes_of(cta, m) -> np.ndarray:
+    """The active lanes of a mask (None: every lane of the CTA)."""
+    return cta.lanes_all if m is None else np.flatnonzero(m)
+
+
+def shared_offsets(instr, values: np.ndarray) -> np.ndarray:
+    """Shared-window offsets of a destination given in .shared (offsets) or generic addresses."""
+    if any(x.split("::")[0] == "shared" for x in instr.mods):
+        return values
+    return values - np.uint64(SHARED_WINDOW)

@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tensormap import decode_tensor_map
 from ...ptx.ir import Addr, Imm, Sym
-from .async_copy import lanes_of, shared_offsets
+from ..tensormap import decode_tensor_map
 from .faults import ILLEGAL_INSTRUCTION, LAUNCH_FAILED, Fault, Unsupported
 from .mbarrier import barrier_offsets, complete_tx
-from .memory import PARAM_WINDOW, WINDOW_SIZE
+from .memory import PARAM_WINDOW, WINDOW_SIZE, lanes_of, shared_offsets
 from .registry import Op
 from .strict import mark_shared_written
 from .warp_groups import require_arch
