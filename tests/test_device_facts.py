@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from oxicuda.blas import gemm_dispatch as gd
-from oxicuda.emulator.api import EmulatorAPI
-from oxicuda.emulator.devices import EMULATED_DEVICES
 from oxicuda.driver.enums import DEVICE_ATTRIBUTES as DA
 from oxicuda.driver.facts import BOARDS, arch_rates, board_facts, device_facts, shared_optin_limit
+from oxicuda.emulator.api import EmulatorAPI
+from oxicuda.emulator.devices import EMULATED_DEVICES
 
 ROOT = Path(__file__).resolve().parent.parent / "oxicuda"
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from oxicuda.emulator.api import EmulatorAPI
-from oxicuda.emulator.devices import EMULATED_DEVICES
-from oxicuda.emulator.tensormap import TensorMapInfo, decode_tensor_map
 from oxicuda.driver.enums import DEVICE_ATTRIBUTES as DA
 from oxicuda.driver.enums import FUNCTION_ATTRIBUTES as FA
 from oxicuda.driver.enums import POINTER_ATTRIBUTES as PA
 from oxicuda.driver.errors import CudaError, ModuleLoadError, OutOfMemoryError
+from oxicuda.emulator.api import EmulatorAPI
+from oxicuda.emulator.devices import EMULATED_DEVICES
+from oxicuda.emulator.tensormap import TensorMapInfo, decode_tensor_map
 
 
 @pytest.fixture

@@ -14,10 +14,10 @@ from test_emulator_tensorcore import bits_value, emulator, to_bits
 
 from oxicuda.driver.enums import TENSOR_MAP_DATA_TYPES, TENSOR_MAP_SWIZZLE
 from oxicuda.driver.errors import CudaError
-from oxicuda.ptx import ir
-from oxicuda.ptx.builder import KernelBuilder
 from oxicuda.emulator.interp.harness import run_ptx
 from oxicuda.emulator.interp.strict import strict_mode
+from oxicuda.ptx import ir
+from oxicuda.ptx.builder import KernelBuilder
 
 FULL = 0xFFFFFFFF
 

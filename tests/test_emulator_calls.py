@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from oxicuda.emulator.api import EmulatorAPI
 from oxicuda.driver.errors import CudaError
+from oxicuda.emulator.api import EmulatorAPI
 from oxicuda.emulator.interp.harness import run_ptx
 from oxicuda.emulator.interp.strict import strict_mode
 

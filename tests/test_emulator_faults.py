@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from oxicuda.emulator.api import EmulatorAPI
 from oxicuda.driver.errors import LaunchError
+from oxicuda.emulator.api import EmulatorAPI
 from oxicuda.emulator.interp.harness import run_ptx
 
 HEAD = """.version 8.0

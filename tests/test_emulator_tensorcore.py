@@ -11,11 +11,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from oxicuda.emulator.api import EmulatorAPI
 from oxicuda.driver.errors import CudaError
+from oxicuda.emulator.api import EmulatorAPI
+from oxicuda.emulator.interp.harness import run_ptx
 from oxicuda.ptx import ir
 from oxicuda.ptx.builder import KernelBuilder
-from oxicuda.emulator.interp.harness import run_ptx
 
 # -- layouts from the PTX ISA ("Matrix fragments for mma.m16n8k*"); g = lane>>2, t = lane%4 ------
 ISA_LAYOUTS = {

@@ -10,10 +10,10 @@ import struct
 import numpy as np
 import pytest
 
-from oxicuda.emulator.api import EmulatorAPI
 from oxicuda.driver.enums import STREAM_CAPTURE_MODES as MODES
 from oxicuda.driver.errors import CudaError
 from oxicuda.driver.params import entry_layouts
+from oxicuda.emulator.api import EmulatorAPI
 
 PTX = """
 .version 8.0

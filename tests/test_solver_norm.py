@@ -4,7 +4,7 @@ keepdims, every dtype (integers, float16 and the four solver dtypes), NaN/inf/ze
 values, the two-pass path of long rows; results poisoned first, the kernels proven by trace,
 numpy.linalg never reached; bad input raising before any launch."""
 
-# ruff: noqa: F811 - the shared fixtures are imported by name
+
 from __future__ import annotations
 
 import numpy as np

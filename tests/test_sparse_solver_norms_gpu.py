@@ -32,7 +32,7 @@ def _cupy():
 
         cupy.cuda.runtime.getDeviceCount()
         return cupy
-    except Exception:  # noqa: BLE001 - any failure means no vendor comparison
+    except Exception:
         return None
 
 

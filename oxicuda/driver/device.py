@@ -33,7 +33,7 @@ class Device:
     _handle: int
     _attrs: dict[str, int]
 
-    def __new__(cls, ordinal: int = 0) -> Device:
+    def __new__(cls, ordinal: int = 0) -> Device:  # noqa: PYI034 - one cached Device per ordinal
         try:
             ordinal = int(ordinal)
         except (TypeError, ValueError):

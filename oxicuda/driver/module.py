@@ -10,6 +10,7 @@ prebuilt values. Bad arguments and bad geometry raise before the driver is touch
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import weakref
 from collections.abc import Callable, Sequence
@@ -307,10 +308,8 @@ class Function:
 
 
 def _unload_quietly(unload, handle: int) -> None:
-    try:
+    with contextlib.suppress(Exception):  # the driver may be shutting down
         unload(handle)
-    except Exception:  # the driver may be shutting down
-        pass
 
 
 class Module:

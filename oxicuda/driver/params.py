@@ -24,7 +24,7 @@ _TYPE_SIZES = {
     "b64": 8, "u64": 8, "s64": 8, "f64": 8,
 }
 
-_ENTRY = re.compile(r"\.entry\s+([A-Za-z_$%][\w$]*)\s*\(([^)]*)\)", re.S)
+_ENTRY = re.compile(r"\.entry\s+([A-Za-z_$%][\w$]*)\s*\(([^)]*)\)", re.DOTALL)
 _PARAM = re.compile(
     r"\.param\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+(?:\.ptr\s+(?:\.\w+\s+)*(?:\.align\s+\d+\s+)?)?"
     r"([A-Za-z_$%][\w$]*)\s*(?:\[(\d+)\])?"
@@ -32,7 +32,7 @@ _PARAM = re.compile(
 
 
 def _strip_comments(text: str) -> str:
-    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.DOTALL)
     return re.sub(r"//[^\n]*", "", text)
 
 
@@ -364,5 +364,5 @@ def build_launch(
         *after,
     ]
     source = "\n".join(lines) + "\n"
-    exec(compile(source, f"<oxicuda launch {kernel}>", "exec"), namespace)
+    exec(compile(source, f"<oxicuda launch {kernel}>", "exec"), namespace)  # noqa: S102 - our own generated packer
     return namespace["launch"]  # type: ignore[return-value]

@@ -6,12 +6,12 @@ interpreter shutdown or garbage collection is destroyed once, without resurrecti
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 
 from . import enums
 from .backend import api
 from .context import ensure_context
-
 
 #: called with a stream handle just before oxicuda destroys that stream (the memory pool
 #: registers one: blocks allocated for the stream must never be recorded on a dead handle)
@@ -21,18 +21,14 @@ _create_hooks: list = []
 
 
 def _destroy_quietly(destroy, handle: int) -> None:
-    try:
+    with contextlib.suppress(Exception):  # the driver may already be shutting down
         destroy(handle)
-    except Exception:  # the driver may already be shutting down
-        pass
 
 
 def _retire_and_destroy(destroy, handle: int) -> None:
     for hook in tuple(_retire_hooks):
-        try:
+        with contextlib.suppress(Exception):  # never let a hook keep a stream alive at shutdown
             hook(handle)
-        except Exception:  # noqa: BLE001 - never let a hook keep a stream alive at shutdown
-            pass
     _destroy_quietly(destroy, handle)
 
 

@@ -44,7 +44,7 @@ def _cupy():
 
         cupy.cuda.runtime.getDeviceCount()
         return cupy
-    except Exception:  # noqa: BLE001 - any failure means no CuPy side
+    except Exception:
         return None
 
 
@@ -53,7 +53,7 @@ def _torch():
         import torch
 
         return torch if torch.cuda.is_available() else None
-    except Exception:  # noqa: BLE001
+    except Exception:
         return None
 
 

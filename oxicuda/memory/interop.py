@@ -191,7 +191,7 @@ def to_dlpack(
     shape = (ctypes.c_int64 * max(ndim, 1))(*arr.shape)
     strides = (ctypes.c_int64 * max(ndim, 1))(*(s // arr.itemsize for s in arr.strides))
     code, bits, lanes = dlpack_dtype(arr.dtype)
-    versioned = max_version is not None and tuple(max_version)[0] >= 1
+    versioned = max_version is not None and next(iter(max_version)) >= 1
     managed = DLManagedTensorVersioned() if versioned else DLManagedTensor()
     t = managed.dl_tensor
     t.data = arr.ptr
@@ -230,7 +230,7 @@ def is_cuda_dlpack_producer(obj: object) -> bool:
         return False
     try:
         return int(probe()[0]) in _CUDA_DEVICE_TYPES
-    except Exception:  # noqa: BLE001 - a broken probe is "not a CUDA producer"
+    except Exception:
         return False
 
 
@@ -329,7 +329,7 @@ def from_cuda_array_interface(obj: object) -> DeviceArray:
         ensure_context()
         try:
             device = api().pointer_get_attribute(POINTER_ATTRIBUTES["DEVICE_ORDINAL"], int(ptr))
-        except Exception:  # noqa: BLE001 - not a pointer the driver knows: assume current device
+        except Exception:
             device = current_device_ordinal()
     return DeviceArray.from_pointer(
         int(ptr or 0), shape, dtype, None if strides is None else tuple(strides),

@@ -79,8 +79,16 @@ class MemoryBlock:
     ``free()``, ``released`` is True and every array over the block refuses to be used.
     """
 
-    __slots__ = ("ptr", "size", "nbytes", "stream", "device", "released", "_finalizer",
-                 "__weakref__")
+    __slots__ = (
+        "__weakref__",
+        "_finalizer",
+        "device",
+        "nbytes",
+        "ptr",
+        "released",
+        "size",
+        "stream",
+    )
 
     def __init__(self, pool: MemoryPool, ptr: int, size: int, nbytes: int, stream: int,
                  keepalive: object = None) -> None:
@@ -328,7 +336,7 @@ class MemoryPool:
             event = self._spare_events.pop() if self._spare_events else drv.event_create(2)
             drv.event_record(event, stream)  # 2 = CU_EVENT_DISABLE_TIMING
             return event
-        except Exception:  # noqa: BLE001 - the context is going away (interpreter exit)
+        except Exception:
             # without an event the block is only handed out again on its own stream
             return _NO_EVENT
 
@@ -411,7 +419,7 @@ def _foreign_capturing(stream: int) -> bool:
         return False
     try:
         return api().stream_is_capturing(stream) != 0
-    except Exception:  # noqa: BLE001 - a driver without capture, or one shutting down
+    except Exception:
         return False
 
 

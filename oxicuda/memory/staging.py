@@ -153,12 +153,12 @@ class StagingBuffer:
             try:
                 for t in (0, *inline):
                     work(t)
-            except BaseException as exc:  # noqa: BLE001 - re-raised below, after the workers stop
+            except BaseException as exc:
                 error = exc
             for future in futures:
                 try:
                     future.result()
-                except BaseException as exc:  # noqa: BLE001
+                except BaseException as exc:
                     error = error or exc
             try:  # no copy may still read or write a slot (or the array) after this returns
                 drv.stream_synchronize(stream)

@@ -18,7 +18,7 @@ _LAZY = {
 
 KERNEL_MODULES = tuple(f"{__name__}.kernels.{m}" for m in ("spmv", "spmm", "convert", "sptrsv", "spgemm"))
 
-__all__ = [*sorted(_LAZY), "KERNEL_MODULES"]
+__all__ = [*sorted(_LAZY), "KERNEL_MODULES"]  # noqa: PLE0604 - built from the lazy table
 
 
 def __getattr__(name: str):
