@@ -95,7 +95,8 @@ def wilkinson(n):
     return np.diag(np.abs(m - np.arange(n)).astype(np.float64)) + np.eye(n, k=1) + np.eye(n, k=-1)
 
 
-@pytest.mark.parametrize("kind", ("repeated", "identity", "wilkinson", "graded", "clustered", "hilbert", "zero"))
+@pytest.mark.parametrize("kind", ("repeated", "identity", "wilkinson", "glued", "diagonal", "graded", "clustered",
+                                  "hilbert", "zero"))
 def test_eigh_tridiagonal_hard_spectra(rng, poisoned, small_tridiagonal, kind):
     n = 21
     if kind == "repeated":  # Q diag(1, 1, 1, 2, 2, 3, ...) Q^T
@@ -106,6 +107,12 @@ def test_eigh_tridiagonal_hard_spectra(rng, poisoned, small_tridiagonal, kind):
         a = np.eye(n)
     elif kind == "wilkinson":
         a = wilkinson(n)
+    elif kind == "glued":  # W_10^+ and W_11^+ glued by 1e-12: a tridiagonal that nearly splits
+        a = np.zeros((n, n))
+        a[:10, :10], a[10:, 10:] = wilkinson(10), wilkinson(11)
+        a[10, 9] = a[9, 10] = 1e-12
+    elif kind == "diagonal":  # already tridiagonal with zero off-diagonal, repeated entries, unsorted
+        a = np.diag(rng.permutation(np.repeat(np.arange(7.0), 3)))
     elif kind == "graded":
         g = graded(rng, n, "float64")
         a = (g + g.T) / 2
