@@ -14,7 +14,7 @@ import oxicuda
 import oxicuda.solver as S
 from oxicuda.solver import dispatch
 
-PATH = {"solver_sytrd_x", "solver_stebz", "solver_stein", "solver_geqr2", "solver_larft"}
+PATH = {"solver_sytrd_x", "solver_sytrd_r2", "solver_stebz", "solver_stein", "solver_geqr2", "solver_larft"}
 
 
 def hermitian(rng, shape, dt):
@@ -253,8 +253,9 @@ def test_stein_and_sytrd_kernels_assemble(arch):
     import oxicuda.solver.kernels.stein_kernels
     import oxicuda.solver.kernels.tridiag_kernels  # noqa: F401
 
-    specs = [s for f in ("solver_stein", "solver_stebz", "solver_sytrd_x") for s in registry.configurations(arch, f)]
-    assert len(specs) == 12
+    specs = [s for f in ("solver_stein", "solver_stebz", "solver_sytrd_x", "solver_sytrd_r2")
+             for s in registry.configurations(arch, f)]
+    assert len(specs) == 16
     reports = validate.assemble_many([(registry.generate_ptx(s), arch) for s in specs])
     failed = [(s.key(), r) for s, r in zip(specs, reports) if not r.ok]
     assert not failed, failed[:2]

@@ -232,7 +232,7 @@ def test_solve_triangular_zero_diagonal_and_check_finite_large():
 @pytest.mark.parametrize("dt, n", [("float64", 1024), ("float32", 1024), ("complex128", 512), ("float64", 4096)])
 def test_eigvalsh_tridiagonal_path_against_cupy(dt, n):
     """eigvalsh of large orders: tridiagonalization (per column: geqrf reflector, hemv,
-    solver_sytrd_x, two gerc) + bisection (solver_stebz); the time is printed next to cuSOLVER's."""
+    solver_sytrd_x, the lower-triangle her2 solver_sytrd_r2) + bisection (solver_stebz); the time is printed next to cuSOLVER's."""
     import time
 
     rng = np.random.default_rng(12)

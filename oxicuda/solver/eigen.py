@@ -5,7 +5,7 @@
   global scratch otherwise (any order, but one CTA per matrix: slow for large orders).
 - ``syevd_ptr`` is the tridiagonal path for large orders:
   1. ``sytrd_ptr``: Householder tridiagonalization (sytd2/hetd2: per column a geqrf reflector,
-     hemv, ``solver_sytrd_x``, two gerc), the reflectors kept below the sub-diagonal and their
+     hemv, ``solver_sytrd_x``, the lower-triangle her2 ``solver_sytrd_r2``), the reflectors kept below the sub-diagonal and their
      tau per matrix (LAPACK's UPLO='L' storage);
   2. the eigenvalues by bisection (``solver_stebz``, one thread per eigenvalue);
   3. the tridiagonal's eigenvectors by inverse iteration (``solver_stein``, LAPACK's stein
@@ -80,7 +80,8 @@ def syevj_ptr(uplo: str, n: int, a: int, lda: int, w: int, v: int, ldv: int, inf
 def sytrd_ptr(n: int, a: int, lda: int, tau: int, *, dtype: str, batch: int = 1, stride_a: int = 0,
               stride_tau: int = 0, stream: int = 0) -> None:
     """Householder tridiagonalization in place of ``batch`` Hermitian n x n matrices whose LOWER
-    triangle is at ``a`` (LAPACK's sytd2/hetd2, UPLO='L'): afterwards the diagonal and
+    triangle is at ``a`` (LAPACK's sytd2/hetd2, UPLO='L'; the strict upper triangle is neither
+    read nor written): afterwards the diagonal and
     sub-diagonal of ``a`` hold T (the sub-diagonal real for the reflectors geqrf makes, any
     phase is handled downstream), reflector k (v(k + 1) = 1 implicit) sits in a(k + 2:n, k)
     and its tau at tau[k] (n - 1 per matrix, ``stride_tau`` elements apart); Q = H_0 ... H_{n-2}
@@ -89,7 +90,7 @@ def sytrd_ptr(n: int, a: int, lda: int, tau: int, *, dtype: str, batch: int = 1,
     from ..memory.array import DeviceArray
     from . import geqrf as qrm
     from . import layout
-    from .kernels.tridiag_kernels import X_THREADS, SytrdXSpec
+    from .kernels.tridiag_kernels import R2_THREADS, X_THREADS, SytrdR2Spec, SytrdXSpec
 
     if n == 0 or batch == 0:
         return
@@ -113,8 +114,10 @@ def sytrd_ptr(n: int, a: int, lda: int, tau: int, *, dtype: str, batch: int = 1,
             level2.symv_ptr("L", m2, 1.0, a22, lda, vbuf, 1, 0.0, pbuf, 1, dtype=dtype, hermitian=True,
                             stream=stream)
             xstep.launch((m2, vbuf, pbuf, tk, xbuf), stream)
-            level2.ger_ptr(m2, m2, -1.0, xbuf, 1, vbuf, 1, a22, lda, dtype=dtype, conj=True, stream=stream)
-            level2.ger_ptr(m2, m2, -1.0, vbuf, 1, xbuf, 1, a22, lda, dtype=dtype, conj=True, stream=stream)
+            r2 = PLANS.get_or_build(("sytrd_r2", dtype, m2, facts.ordinal), lambda m2=m2: KernelStep(
+                SytrdR2Spec(arch=facts.arch, dtype=dtype), ((m2 + R2_THREADS - 1) // R2_THREADS, m2), (R2_THREADS,),
+                bind=None))
+            r2.launch((m2, xbuf, vbuf, a22, lda), stream)
 
 
 def _stebz(n: int, a: int, lda: int, w: int, *, dtype: str, batch: int, stride_a: int, stride_w: int,
