@@ -21,7 +21,11 @@
      vectors of well-separated eigenvalues are eps ||T|| / gap already, so removing them
      moves its residual by O(eps ||T||)), runs at GEMM speed, and is orthogonal to working
      precision by construction (Householder). Vectors of a repeated eigenvalue come from
-     independent start vectors and so span its eigenspace; the QR makes them orthonormal;
+     independent start vectors and so span its eigenspace; the QR makes them orthonormal.
+     Its price is 8/3 n^3 flops through geqrf's one-CTA panels (geqrf float64 n = 8192
+     measured 0.79 TFLOP/s, about 0.9 s, on the H200 in session 6): likely the largest term of
+     this path until geqrf's panel is faster; reorthogonalizing only clusters (a kernel per
+     cluster, found on the device) would avoid it for well-separated spectra;
   5. back-transformation Z = Q Y (ormtr: ormqr on rows 1..n-1, blocked compact WY).
   Chosen over divide and conquer (stedc) for what it needs: two small kernels and the blocked
   QR the solver already has, against a secular-equation solver, deflation and a merge tree.
