@@ -97,7 +97,7 @@ def test_eigh_global_path_order_above_small_max_batched(rng, poisoned, dt, n):
     x = hermitian(rng, (2, n, n), dt) * 1e-2
     a = (x + np.diag(np.arange(1, n + 1)).astype(dt)).astype(dt)
     with oxicuda.trace() as t:
-        w, v = S.eigh(oxicuda.asarray(a))
+        w, v = S.eigh(oxicuda.asarray(a), algo="jacobi")  # past SYEVD_VECTORS_MIN dispatch picks the tridiagonal path
     assert [s.space for s in t.specs() if s is not None and s.family == "solver_syevj"] == ["global"]
     check_eigh(a, w.get(), v.get())
 
@@ -106,7 +106,7 @@ def test_eigh_global_path_order_above_small_max_batched(rng, poisoned, dt, n):
 @pytest.mark.parametrize("uplo", ("L", "U"))
 def test_eigvalsh_tridiagonal_bisection_path(rng, poisoned, monkeypatch, dt, uplo):
     """eigvalsh past SYEVD_MIN: Householder tridiagonalization (geqrf reflector, hemv,
-    solver_sytrd_x, gerc) and bisection (solver_stebz); the other triangle is NaN (never read)."""
+    solver_sytrd_x, solver_sytrd_r2) and bisection (solver_stebz); the other triangle is NaN (never read)."""
     monkeypatch.setitem(dispatch.DISPATCH, "SYEVD_MIN", 4)
     n = 11
     a = hermitian(rng, (2, n, n), dt)
@@ -116,7 +116,7 @@ def test_eigvalsh_tridiagonal_bisection_path(rng, poisoned, monkeypatch, dt, upl
     with oxicuda.trace() as t:
         w = S.eigvalsh(oxicuda.asarray(stored), UPLO=uplo)
     fam = {s.family for s in t.specs() if s is not None}
-    assert {"solver_sytrd_x", "solver_stebz", "solver_geqr2"} <= fam and "solver_syevj" not in fam
+    assert {"solver_sytrd_x", "solver_sytrd_r2", "solver_stebz", "solver_geqr2"} <= fam and "solver_syevj" not in fam
     W = w.get().astype(np.float64)
     norm = np.abs(a).sum(axis=-2).max()
     assert np.all(np.diff(W, axis=-1) >= 0)

@@ -14,10 +14,12 @@ Implemented for s/d/c/z: getrf(_bufferSize), getrs, potrf(_bufferSize), potrs, p
 potrsBatched, geqrf(_bufferSize), orgqr/ungqr(_bufferSize), ormqr/unmqr(_bufferSize),
 getrfBatched, getrsBatched (cuBLAS's meaning: pivots n * batch, host info for argument errors);
 syevd/heevd, syevj/heevj, syevjBatched/heevjBatched (with createSyevjInfo and its setters),
-gesvd and gesvdj (with createGesvdjInfo) (+ their bufferSize calls). The eigen and SVD calls run
-oxicuda's Jacobi kernels (solver_syevj, solver_gesvdj): syevd is Jacobi too (no tridiagonal
-divide and conquer yet), eigenvalues always ascending (a valid answer for sort_eig = 0); devInfo
-> 0 (max_sweeps + 1) when the sweeps ran out. ``x*GetResidual``/``x*GetSweeps`` raise
+gesvd and gesvdj (with createGesvdjInfo) (+ their bufferSize calls). The SVD calls and syevj run
+oxicuda's Jacobi kernels (solver_syevj, solver_gesvdj); syevd runs Jacobi up to the dispatch
+threshold SYEVD_VECTORS_MIN and the tridiagonal path above it (sytrd, bisection, inverse
+iteration, Householder reorthogonalization, ormtr: oxicuda.solver.eigen.syevd_ptr; devInfo 1
+there for a NaN or an infinity in A); eigenvalues always ascending (a valid answer for sort_eig
+= 0); devInfo > 0 (max_sweeps + 1) when the Jacobi sweeps ran out. ``x*GetResidual``/``x*GetSweeps`` raise
 CUSOLVER_STATUS_NOT_SUPPORTED (the kernels do not report them).
 """
 
@@ -28,6 +30,7 @@ from ..blas import operands as _op
 from ..blas.handle import InvalidHandle as _InvalidHandle
 from ..driver.errors import CudaError as _CudaError
 from ..solver import batched as _b
+from ..solver import dispatch as _dispatch
 from ..solver import eigen as _eig
 from ..solver import geqrf as _qr
 from ..solver import gesvdj as _svd
@@ -505,7 +508,7 @@ def _syevd_bufferSize(dt, handle, jobz, uplo, n, A, lda, W, params=None):
     return _run(call)
 
 
-def _syev_run(dt, handle, jobz, uplo, n, A, lda, W, work, lwork, info, params, batch=1):
+def _syev_run(dt, handle, jobz, uplo, n, A, lda, W, work, lwork, info, params, batch=1, jacobi=True):
     def call():
         s = _stream(handle)
         vec, u, nn, ld, a, w = _eig_args(dt, jobz, uplo, n, A, lda, W, batch)
@@ -518,6 +521,11 @@ def _syev_run(dt, handle, jobz, uplo, n, A, lda, W, work, lwork, info, params, b
 
             api().memset_d8(p, 0, 4 * batch, s or None)
             return
+        if not jacobi and _dispatch.tridiagonal_vectors(nn, batch):
+            # syevd of a large order: the tridiagonal path (A copied first, then overwritten by V)
+            _eig.syevd_ptr(u, nn, a, ld, w, a, ld, p, dtype=dt, batch=batch, stride_a=ld * nn, stride_w=nn,
+                           stride_v=ld * nn, vectors=vec, stream=s)
+            return
         # the eigenvectors overwrite A (the kernel reads A whole before it writes V)
         _eig.syevj_ptr(u, nn, a, ld, w, a if vec else 0, ld, p, dtype=dt, batch=batch, stride_a=ld * nn,
                        stride_w=nn, stride_v=ld * nn, vectors=vec, tol=opts.tol or None,
@@ -526,7 +534,7 @@ def _syev_run(dt, handle, jobz, uplo, n, A, lda, W, work, lwork, info, params, b
 
 
 def _syevd(dt, handle, jobz, uplo, n, A, lda, W, work, lwork, info):
-    _syev_run(dt, handle, jobz, uplo, n, A, lda, W, work, lwork, info, None)
+    _syev_run(dt, handle, jobz, uplo, n, A, lda, W, work, lwork, info, None, jacobi=False)
 
 
 def _syevj(dt, handle, jobz, uplo, n, A, lda, W, work, lwork, info, params):

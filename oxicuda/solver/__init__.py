@@ -23,6 +23,7 @@ _LAZY = {
     "potrf_ptr": "potrf",
     "potrs_ptr": "potrf",
     "syevj_ptr": "eigen",
+    "syevd_ptr": "eigen",
     "gesvdj_ptr": "gesvdj",
     **{name: "geqrf" for name in ("geqrf_ptr", "orgqr_ptr", "ormqr_ptr")},
     "DISPATCH": "dispatch",
@@ -33,7 +34,7 @@ _LAZY = {
 
 _GENERATORS = ("kernels.lu_kernels", "kernels.layout_kernels", "kernels.chol_kernels", "kernels.qr_kernels",
                "kernels.jacobi_kernels", "kernels.svd_kernels", "kernels.svals_kernels",
-               "kernels.tridiag_kernels", "kernels.norm_kernels")
+               "kernels.tridiag_kernels", "kernels.stein_kernels", "kernels.norm_kernels")
 #: full module names (the registry imports a dotted name as it is)
 KERNEL_MODULES = tuple(f"{__name__}.{m}" for m in _GENERATORS if importlib.util.find_spec(f"{__name__}.{m}") is not None)
 

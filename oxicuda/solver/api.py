@@ -474,7 +474,13 @@ class EighResult(tuple):
     eigenvectors = property(lambda self: self[1])
 
 
-def _eig(a: object, uplo: str, vectors: bool, who: str):
+#: eigh's ``algo`` values: None lets dispatch choose (eigen.py's module docstring)
+EIGH_ALGOS = (None, "jacobi", "tridiagonal")
+
+
+def _eig(a: object, uplo: str, vectors: bool, who: str, algo: str | None = None):
+    if algo not in EIGH_ALGOS:
+        raise ValueError(f"{who}: algo={algo!r}; allowed {EIGH_ALGOS}")
     a = operand(a, who)
     n = square(a, who)
     u = uplo.upper() if isinstance(uplo, str) else uplo
@@ -490,7 +496,12 @@ def _eig(a: object, uplo: str, vectors: bool, who: str):
     f, fs = layout.colmajor(src.batch, n, n, dt)
     layout.copy(dt, src, fs, _STREAM)
     info = DeviceArray((src.batch,), np.int32)
-    if not vectors and dispatch.tridiagonal_values(n, src.batch):
+    if algo is None:
+        tridiagonal = dispatch.tridiagonal_vectors(n, src.batch) if vectors else \
+            dispatch.tridiagonal_values(n, src.batch)
+    else:
+        tridiagonal = algo == "tridiagonal"
+    if not vectors and tridiagonal:
         # tridiagonalization + bisection on the lower triangle: for UPLO="U" work on A^T =
         # conj(A) (same eigenvalues), whose lower triangle is A's upper one
         if u == "U":
@@ -503,21 +514,30 @@ def _eig(a: object, uplo: str, vectors: bool, who: str):
     vb = None
     if vectors:
         vb, vs = layout.colmajor(src.batch, n, n, dt)
-    eigen.syevj_ptr(u, n, f.ptr, n, w.ptr, vb.ptr if vectors else 0, n, info.ptr, dtype=dt, batch=src.batch,
-                    stride_a=n * n, stride_w=n, stride_v=n * n, vectors=vectors, stream=_STREAM)
-    raise_for_info(info, bshape, who, "Eigenvalues did not converge",
-                   "the Jacobi sweeps ran out ({info} - 1 sweeps)")
+    if tridiagonal:
+        eigen.syevd_ptr(u, n, f.ptr, n, w.ptr, vb.ptr, n, info.ptr, dtype=dt, batch=src.batch, stride_a=n * n,
+                        stride_w=n, stride_v=n * n, stream=_STREAM)
+        raise_for_info(info, bshape, who, "Eigenvalues did not converge", "the matrix holds a NaN or an infinity")
+    else:
+        eigen.syevj_ptr(u, n, f.ptr, n, w.ptr, vb.ptr if vectors else 0, n, info.ptr, dtype=dt, batch=src.batch,
+                        stride_a=n * n, stride_w=n, stride_v=n * n, vectors=vectors, stream=_STREAM)
+        raise_for_info(info, bshape, who, "Eigenvalues did not converge",
+                       "the Jacobi sweeps ran out ({info} - 1 sweeps)")
     if vectors:
         _, dst = layout.strided(v)
         layout.copy(dt, vs, dst, _STREAM)
     return w, v
 
 
-def eigh(a: object, UPLO: str = "L") -> EighResult:
+def eigh(a: object, UPLO: str = "L", *, algo: str | None = None) -> EighResult:
     """Eigenvalues (ascending, real) and orthonormal eigenvectors (columns) of each Hermitian
-    matrix of a (..., n, n) (numpy.linalg.eigh); only the ``UPLO`` triangle is read. Jacobi
-    (syevj) on the device, one CTA per matrix. Raises LinAlgError if the sweeps do not converge."""
-    w, v = _eig(a, UPLO, True, "eigh")
+    matrix of a (..., n, n) (numpy.linalg.eigh); only the ``UPLO`` triangle is read. Orders up
+    to dispatch's SYEVD_VECTORS_MIN (and large batches of moderate orders): Jacobi (syevj), one
+    CTA per matrix; larger: tridiagonalization, bisection, inverse iteration, a Householder
+    reorthogonalization and the back-transformation (eigen.syevd_ptr). ``algo`` forces one:
+    "jacobi" or "tridiagonal". Raises LinAlgError if the sweeps do not converge or (tridiagonal
+    path) the matrix holds a NaN or an infinity; ValueError for a bad UPLO or algo."""
+    w, v = _eig(a, UPLO, True, "eigh", algo)
     return EighResult(w, v)
 
 

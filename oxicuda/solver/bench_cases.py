@@ -3,7 +3,10 @@ process. The factorizations work in place, so every timed call (ours and the ven
 restores the input with one device-to-device copy (about 1% of a factorization at n = 8192);
 both sides pay it. On the emulator each case shrinks to a tiny problem and reports what it ran.
 
-Not here yet: syevd and gesvd (the solver has no eigen or SVD path yet).
+eigh: oxicuda.solver.eigh (the tridiagonal path above SYEVD_VECTORS_MIN) against
+cupy.linalg.eigh (cuSOLVER syevd); the check is the scaled residual and orthogonality
+(LAPACK's measures, divided by 30 so that 1.0 is LAPACK's threshold) on sampled columns.
+Not here yet: gesvd.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ def _cupy():
 
         cupy.cuda.runtime.getDeviceCount()
         return cupy
-    except Exception:  # noqa: BLE001 - no usable CuPy is no vendor column, whatever the cause
+    except Exception:  # no usable CuPy is no vendor column, whatever the cause
         return None
 
 
@@ -245,3 +248,48 @@ for _kind in ("potrf", "getrf"):
                        note="device pointer arrays; each call restores the batch with one device copy"))
 register_case(Case("solver", "solve_float64_4096", _solve_case(4096, "float64"), flops=2.0 * 4096 ** 3 / 3.0,
                    quick=False, note="end to end: copies, getrf, the singularity check (one sync), getrs"))
+
+
+def _eigh_case(n: int, dtype: str):
+    def prepare(quick: bool) -> Prepared:
+        import oxicuda
+        import oxicuda.solver as S
+
+        N = n if _on_gpu() else min(n, 24)
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal((N, N))
+        host = ((x + x.T) / 2).astype(dtype)
+        a = oxicuda.asarray(host)
+        out = [None]
+
+        def ours(i: int) -> None:
+            out[0] = S.eigh(a, algo="tridiagonal")
+
+        def check() -> float:
+            ours(0)
+            w, v = (o.get().astype(np.float64) for o in out[0])
+            h = host.astype(np.float64)
+            eps = float(np.finfo(dtype).eps)
+            norm = np.abs(h).sum(axis=0).max()
+            cols = np.sort(rng.choice(N, size=min(N, CHECK_SAMPLE), replace=False))
+            res = np.abs(h @ v[:, cols] - v[:, cols] * w[cols]).max() / (N * norm * eps)
+            orth = np.abs(v.T @ v[:, cols] - np.eye(N)[:, cols]).max() / (N * eps)
+            return float(max(res, orth) / 30.0)
+
+        # syevd's count with vectors (LAPACK's working note: 4/3 n^3 sytrd + 2 n^3 ormtr); ours
+        # also spends 8/3 n^3 on the reorthogonalizing QR, not counted
+        prepared = Prepared(ours=ours, check=check, tolerance=1.0, flops=4.0 * N ** 3 / 3.0 + 2.0 * N ** 3,
+                            problem=f"{N}x{N}")
+        cupy = _cupy()
+        if cupy is not None:
+            ca = cupy.asarray(host)
+            prepared.vendor = lambda i: cupy.linalg.eigh(ca)
+            prepared.vendor_name = "cuSOLVER (cupy.linalg.eigh)"
+        return prepared
+    return prepare
+
+
+for _n in (1024, 4096, 8192):
+    for _dt in ("float32", "float64"):
+        register_case(Case("solver", f"eigh_{_dt}_{_n}", _eigh_case(_n, _dt), flops=4.0 * _n ** 3 / 3.0 + 2.0 * _n ** 3,
+                           quick=False, note="eigh with vectors, tridiagonal path forced; flops: syevd's count"))

@@ -13,7 +13,11 @@ PROVISIONAL (chosen by reasoning, not yet measured on the H200):
   tridiagonalization and bisection (eigen.tridiag_values_ptr) instead of one-CTA Jacobi, when
   the batch is at most ``SYEVD_BATCH_MAX`` or the order above ``SYEVD_BATCH_ORDER`` (the
   tridiagonalization runs matrix after matrix, about six launches per column, while Jacobi runs
-  one CTA per matrix of a batch side by side).
+  one CTA per matrix of a batch side by side);
+- ``SYEVD_VECTORS_MIN``: eigh (with vectors) of order > SYEVD_VECTORS_MIN takes the
+  tridiagonal path with vectors (sytrd, stebz, stein, a Householder QR of the vectors and the
+  back-transformation, eigen.syevd_ptr) under the same batch rule; at n = 8192 the one-CTA
+  Jacobi measured 0.04-0.13x cuSOLVER on the H200, the new path is not measured yet.
 """
 
 from __future__ import annotations
@@ -22,12 +26,18 @@ from .kernels.common import esize
 from .kernels.lu_kernels import SMALL_MAX as _KERNEL_SMALL_MAX
 
 DISPATCH = {"SMALL_MAX": 64, "GETRF_NB": 64, "POTRF_NB": 64, "GETRS_SMALL_MAX": 64, "QR_NB": 32, "SYEVD_MIN": 64,
-            "SYEVD_BATCH_MAX": 8, "SYEVD_BATCH_ORDER": 512}
+            "SYEVD_BATCH_MAX": 8, "SYEVD_BATCH_ORDER": 512, "SYEVD_VECTORS_MIN": 64}
 
 
 def tridiagonal_values(n: int, batch: int) -> bool:
     """Whether eigvalsh of ``batch`` matrices of order n takes the tridiagonal path."""
     return n > DISPATCH["SYEVD_MIN"] and (batch <= DISPATCH["SYEVD_BATCH_MAX"] or n > DISPATCH["SYEVD_BATCH_ORDER"])
+
+
+def tridiagonal_vectors(n: int, batch: int) -> bool:
+    """Whether eigh (with vectors) of ``batch`` matrices of order n takes the tridiagonal path."""
+    return n > DISPATCH["SYEVD_VECTORS_MIN"] and \
+        (batch <= DISPATCH["SYEVD_BATCH_MAX"] or n > DISPATCH["SYEVD_BATCH_ORDER"])
 
 
 def small_path(m: int, n: int, dtype: str, smem_optin: int) -> bool:
@@ -50,7 +60,8 @@ def getrs_small(n: int) -> bool:
 #: The solver's scratch is keyed by dtypes no other library uses for workspaces (the workspace
 #: cache hands one block to one (stream, dtype, count) key): GEMM's split-K partials (float
 #: keys) and blas level-3 scratch (uint8 keys) inside a solver call never alias it.
-SCRATCH_KEYS = {"qr_block": "int16", "qr_q": "uint16", "potrf_herk": "int64", "jacobi": "uint64", "svd": "uint32"}
+SCRATCH_KEYS = {"qr_block": "int16", "qr_q": "uint16", "potrf_herk": "int64", "jacobi": "uint64", "svd": "uint32",
+               "stein": "int8"}
 
 
 def scratch(name: str, nbytes: int, stream: int) -> int:

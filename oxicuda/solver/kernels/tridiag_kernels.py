@@ -4,6 +4,10 @@
   (LAPACK's sytd2/hetd2): given p = A22 v (hemv), the reflector's tau (on the device, as geqrf
   wrote it) and v, writes x = y + alpha v with y = tau p, alpha = -1/2 tau (y^H v); the caller
   then applies A22 -= x v^H + v x^H (two gerc);
+- ``solver_sytrd_r2``: the rank-2 update A22 -= x v^H + v x^H of that step on the lower
+  triangle only (LAPACK's her2, UPLO='L'; the diagonal's imaginary part set to 0 as zher2
+  does), one thread per element of a column, grid y the column: a quarter of the traffic of two
+  full gerc updates, and the upper triangle is never read;
 - ``solver_stebz``: one thread per eigenvalue of the Hermitian tridiagonal matrix held in a
   column-major n x n array (d_i = Re a(i, i), e_i = |a(i + 1, i)|): Gershgorin bounds, then
   bisection on the Sturm count (the number of eigenvalues below x: negative pivots of
@@ -19,10 +23,11 @@ from typing import ClassVar
 from ...ptx import registry
 from ...ptx.builder import KernelBuilder
 from ...ptx.spec import KernelSpec
-from .common import DTYPES, Matrix, cabs, check_dtype, cmul, components, conj, esize, real_type
+from .common import DTYPES, Matrix, cabs, cfms, check_dtype, cmul, components, conj, esize, real_type
 from .qr_kernels import _block_sum
 
 X_THREADS = 256
+R2_THREADS = 256
 STEBZ_THREADS = 128
 
 
@@ -63,6 +68,41 @@ def generate_sytrd_x(spec: SytrdXSpec) -> str:
         y = cmul(kb, tau, Pm.load(i, zero))
         av = cmul(kb, alpha, V.load(i, zero))
         X.store(i, zero, [kb.add(a, b) for a, b in zip(y, av)])
+    return kb.ptx()
+
+
+@dataclass(frozen=True)
+class SytrdR2Spec(KernelSpec):
+    family: ClassVar[str] = "solver_sytrd_r2"
+    dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_dtype(self.dtype, "SytrdR2Spec")
+
+
+def generate_sytrd_r2(spec: SytrdR2Spec) -> str:
+    """Params: m, x, v (contiguous vectors of m elements), a, lda (the m x m block, column-major);
+    grid x covers rows j .. m - 1 of column j = ctaid.y in R2_THREADS-row slices."""
+    nc = components(spec.dtype)
+    kb = KernelBuilder(spec.kernel_name(), arch=spec.arch, math=spec.math)
+    kb.maxntid(R2_THREADS)
+    m = kb.param("m", "u32")
+    x, v = kb.param_ptr("x"), kb.param_ptr("v")
+    a, lda = kb.param_ptr("a"), kb.param("lda", "u32")
+    j = kb.ctaid("y")
+    i = kb.add(j, kb.mad(kb.ctaid(), kb.ntid(), kb.tid()))
+    kb.ret(kb.setp("ge", i, m))
+    one, zero = kb.mov(1, "u32"), kb.mov(0, "u32")
+    X, V = (Matrix(kb, "global", ptr, one, spec.dtype) for ptr in (x, v))
+    A = Matrix(kb, "global", a, lda, spec.dtype)
+    addr = A.addr(i, j)
+    acc = A.load_at(addr)
+    cfms(kb, acc, X.load(i, zero), conj(kb, V.load(j, zero)))
+    cfms(kb, acc, V.load(i, zero), conj(kb, X.load(j, zero)))
+    if nc == 2:
+        kb.assign(acc[1], kb.selp(kb.mov(0.0, acc[1].type), acc[1], kb.setp("eq", i, j)))
+    A.store_at(addr, acc)
     return kb.ptx()
 
 
@@ -142,5 +182,7 @@ def generate_stebz(spec: StebzSpec) -> str:
 
 registry.register_family("solver_sytrd_x", SytrdXSpec, generate_sytrd_x,
                          lambda arch: [SytrdXSpec(arch=arch, dtype=d) for d in DTYPES])
+registry.register_family("solver_sytrd_r2", SytrdR2Spec, generate_sytrd_r2,
+                         lambda arch: [SytrdR2Spec(arch=arch, dtype=d) for d in DTYPES])
 registry.register_family("solver_stebz", StebzSpec, generate_stebz,
                          lambda arch: [StebzSpec(arch=arch, dtype=d) for d in DTYPES])
