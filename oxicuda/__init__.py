@@ -31,10 +31,16 @@ _LAZY_NAMES = {
     "get_default_memory_pool": ("oxicuda.memory.pool", "get_default_memory_pool"),
     "asnumpy": ("oxicuda.memory.array", "asnumpy"),
     "from_dlpack": ("oxicuda.memory.interop", "from_dlpack"),
+    "kernel": ("oxicuda.jit.kernel", "kernel"),
+    "device": ("oxicuda.jit.kernel", "device"),
+    "KernelError": ("oxicuda.jit.kernel", "KernelError"),
+    "elementwise": ("oxicuda.jit.elementwise", "elementwise"),
+    "reduction": ("oxicuda.jit.reduction", "reduction"),
 }
 
 _SUBPACKAGES = frozenset(
-    {"driver", "memory", "ptx", "blas", "dnn", "fft", "sparse", "solver", "rand", "cuda", "skcuda", "compat"}
+    {"driver", "memory", "ptx", "blas", "dnn", "fft", "sparse", "solver", "rand", "cuda", "skcuda", "compat", "jit",
+     "types"}
 )
 
 __all__ = sorted(_LAZY_NAMES) + ["__version__"]
