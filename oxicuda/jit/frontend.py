@@ -40,9 +40,8 @@ class FunctionInfo:
                                f"({exc}); kernels must be defined in a file") from None
         self.source = textwrap.dedent("".join(lines))
         self.line_offset = first - 1
-        tree = ast.parse(self.source)
-        node = tree.body[0]
-        if not isinstance(node, ast.FunctionDef):
+        node = _function_node(self.source, fn)
+        if node is None:
             raise CompileError(f"{self.filename}:{first}: {fn.__qualname__} is not a plain def")
         self.node = node
         self.params = [a.arg for a in node.args.args]
@@ -106,6 +105,32 @@ class FunctionInfo:
                 h.update(_value_token(value).encode())
             self._digest = h.hexdigest()[:24]
         return self._digest
+
+
+def _function_node(source: str, fn) -> ast.FunctionDef | None:
+    """The ``def`` of ``fn`` in its source, or its lambda as an equivalent ``def``."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        try:  # a lambda cut out of a longer expression: parse the line as an expression
+            tree = ast.parse("(" + source.strip().rstrip(",") + ")")
+        except SyntaxError:
+            return None
+    first = tree.body[0] if tree.body else None
+    if isinstance(first, ast.FunctionDef) and first.name == fn.__name__:
+        return first
+    if fn.__name__ != "<lambda>":
+        return None
+    names = fn.__code__.co_varnames[: fn.__code__.co_argcount]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Lambda) and tuple(a.arg for a in node.args.args) == names:
+            ret = ast.Return(value=node.body)
+            ast.copy_location(ret, node.body)
+            fdef = ast.FunctionDef(name="lambda", args=node.args, body=[ret], decorator_list=[],
+                                   returns=None, type_params=[])
+            ast.copy_location(fdef, node)
+            return fdef
+    return None
 
 
 def _free_names(node: ast.AST) -> set[str]:

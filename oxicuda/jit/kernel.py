@@ -117,7 +117,6 @@ def lower_kernel(info: FunctionInfo, spec: JitKernelSpec, body=None) -> tuple[st
         if spec.bounds_check:
             lw.err_ptr = kb.param_ptr("err")
         if body is None:
-            lw.returns.append({"label": "$L_kernel_end", "key": "#kernel", "var": None})
             lw.run_function(info, args)
         else:
             body(lw, args)

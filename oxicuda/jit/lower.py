@@ -88,6 +88,7 @@ class Lower:
         self.loops: list[tuple[str, str]] = []
         self.returns: list[dict] = []
         self.restart = False
+        self.kernel_level = 1  # the depth of `returns` at which `return` ends the kernel
         self._labels = 0
         self._inline = 0
         self._node: ast.AST | None = None
@@ -478,7 +479,7 @@ class Lower:
 
     def s_Return(self, node):
         ret = self.returns[-1]
-        if len(self.returns) == 1:  # the kernel itself
+        if len(self.returns) == self.kernel_level:  # the kernel itself
             if node.value is not None:
                 raise self.error(node, "a kernel cannot return a value; write results to an array")
             self.kb.ret()
