@@ -88,8 +88,8 @@ class FunctionInfo:
             ann = raw.get(p)
             if isinstance(ann, str):
                 try:
-                    ann = eval(ann, dict(self.fn.__globals__), dict(self.closure))  # noqa: S307
-                except Exception as exc:
+                    ann = eval(ann, dict(self.fn.__globals__), dict(self.closure))
+                except Exception as exc:  # noqa: BLE001 - any failure of a user annotation
                     raise CompileError(f"{self.filename}: annotation {ann!r} of parameter {p!r} "
                                        f"cannot be evaluated: {exc}") from None
             out[p] = ann

@@ -27,8 +27,7 @@ import numpy as np
 from oxicuda.ptx.builder import KernelBuilder, SharedArray, Value
 
 from . import intrinsics as I
-from . import mathlib
-from . import ops
+from . import mathlib, ops
 from . import types as T
 from .frontend import CompileError, FunctionInfo
 from .ops import LoweringError, Val
@@ -246,7 +245,7 @@ class Lower:
         if v.weak:
             try:
                 r = np.result_type(t.dtype, v.v)
-            except Exception:
+            except (TypeError, ValueError, OverflowError):
                 return t
         else:
             if t is T.bf16 or v.t is T.bf16:
@@ -431,9 +430,7 @@ class Lower:
         kb = self.kb
         name = node.target.id
         (ti, _), _ = ops.resolve(np.add, start, stop) if not (start.weak and stop.weak) else ((T.i64, T.i64), T.i64)
-        if step.const:
-            ti = ti
-        else:
+        if not step.const:
             (ti, _), _ = ops.resolve(np.add, Val(ti, 0), step)
         self.assign_var(name, ops.cast(kb, start, ti) if not start.weak else start)
         var = self.scope.vars[name]
