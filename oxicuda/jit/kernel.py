@@ -26,6 +26,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from oxicuda.memory.array import DeviceArray
 from oxicuda.ptx import registry
 from oxicuda.ptx.builder import KernelBuilder
 from oxicuda.ptx.spec import KernelSpec
@@ -421,9 +422,8 @@ def _fast_key(a: object) -> object:
     t = type(a)
     if t is int or t is float or t is bool:
         return t
-    dt = getattr(a, "dtype", None)
-    if dt is not None and hasattr(a, "strides"):
-        return (dt, a.ndim, a.is_c_contiguous, a.device)
+    if isinstance(a, DeviceArray):
+        return (a.dtype, a.ndim, a.is_c_contiguous, a.device)
     if isinstance(a, np.generic):
         return a.dtype
     return (t, id(a))

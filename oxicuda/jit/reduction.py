@@ -38,8 +38,8 @@ from . import ops
 from . import types as T
 from .calls import _shfl
 from .elementwise import _ident
-from .frontend import FunctionInfo
-from .lower import ArrayVal, Lower
+from .frontend import CompileError, FunctionInfo
+from .lower import MAX_ROUNDS, ArrayVal, Lower
 from .operands import body_result, broadcast_strides, call_body, check_alias, gather
 from .ops import Val
 
@@ -76,11 +76,11 @@ class ReductionSpec(KernelSpec):
 
 # -- generator ----------------------------------------------------------------------------------
 class _Gen:
-    def __init__(self, spec: ReductionSpec) -> None:
+    def __init__(self, spec: ReductionSpec, slot_types: dict) -> None:
         self.spec = spec
         self.kb = KernelBuilder(spec.kernel_name(), arch=spec.arch, math=spec.math)
         self.kb.maxntid(THREADS)
-        self.lw = Lower(self.kb, checks=False, slot_types={}, err_ptr=None)
+        self.lw = Lower(self.kb, checks=False, slot_types=slot_types, err_ptr=None)
         self.idx = "u64" if spec.wide else "u32"
 
     def reduce(self, a: Val, b: Val) -> Val:
@@ -193,8 +193,18 @@ class _Gen:
 
 
 def generate_reduction(spec: ReductionSpec) -> str:
-    g = _Gen(spec)
-    kb = g.kb
+    """PTX of one spec (see the module docstring for the three kinds)."""
+    slot_types: dict = {}
+    for _ in range(MAX_ROUNDS):
+        g = _Gen(spec, slot_types)
+        text = _generate_once(g)
+        if not g.lw.restart:
+            return text
+    raise CompileError(f"{spec.name}: the types of its variables did not settle")
+
+
+def _generate_once(g: _Gen) -> str:
+    spec, kb = g.spec, g.kb
     if spec.kind == "final":
         out = kb.param_ptr("out")
         part = kb.param_ptr("partials")
