@@ -7,9 +7,21 @@ import numpy as np
 import pytest
 
 import oxicuda
-from oxicuda.jit import (all_sync, any_sync, atomic, ballot_sync, block_dim, block_idx, grid,
-                         shared, shfl_down_sync, shfl_xor_sync, syncthreads, thread_idx,
-                         warp_reduce)
+from oxicuda.jit import (
+    all_sync,
+    any_sync,
+    atomic,
+    ballot_sync,
+    block_dim,
+    block_idx,
+    grid,
+    shared,
+    shfl_down_sync,
+    shfl_xor_sync,
+    syncthreads,
+    thread_idx,
+    warp_reduce,
+)
 from oxicuda.types import Array, In, Out, f32, f64, i32, u32
 
 
