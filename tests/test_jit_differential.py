@@ -13,8 +13,8 @@ sign; 0 for a zero divisor), IEEE float arithmetic without contraction, NaN-prop
 from __future__ import annotations
 
 import importlib.util
-import os
 import itertools
+import os
 
 import numpy as np
 import pytest
