@@ -13,6 +13,7 @@ import ast
 import builtins
 import hashlib
 import inspect
+import re
 import textwrap
 import types as pytypes
 
@@ -113,7 +114,8 @@ def _function_node(source: str, fn) -> tuple[ast.FunctionDef | None, str]:
     # a lambda's source is the statement lines around it, possibly cut: try a few completions
     body = source.strip()
     attempts = [source, source.rstrip() + "\n    pass\n"]
-    attempts += ["(" + body[: len(body) - cut] + ")" for cut in range(min(12, len(body)))]
+    bodies = [body, re.sub(r"^[A-Za-z_]\w*\s*=(?!=)\s*", "", body)]  # also without "name="
+    attempts += ["(" + b[: len(b) - cut] + ")" for b in bodies for cut in range(min(12, len(b)))]
     for text in attempts:
         try:
             tree = ast.parse(text)
