@@ -88,8 +88,13 @@ class FunctionInfo:
         for p in self.params:
             ann = raw.get(p)
             if isinstance(ann, str):
+                from . import types as kernel_types
+
+                # the kernel types are always in scope (kernels defined inside functions)
+                scope = {n: getattr(kernel_types, n) for n in kernel_types.__all__}
+                scope.update(self.fn.__globals__)
                 try:
-                    ann = eval(ann, dict(self.fn.__globals__), dict(self.closure))
+                    ann = eval(ann, scope, dict(self.closure))
                 except Exception as exc:  # noqa: BLE001 - any failure of a user annotation
                     raise CompileError(f"{self.filename}: annotation {ann!r} of parameter {p!r} "
                                        f"cannot be evaluated: {exc}") from None
