@@ -22,7 +22,6 @@ from oxicuda.bench.case import Case, Prepared, register_case
 
 N = 1 << 28
 TILE = 16
-C_ORDER = "C"  # the array order of the kernels: C-contiguous
 
 _SAXPY_CU = r"""
 extern "C" __global__ void saxpy(float a, const float* __restrict__ x, const float* __restrict__ y,
