@@ -73,13 +73,13 @@ def _kernels():
     from oxicuda.types import In, Out, f32
 
     @oxicuda.kernel(bounds_check=False)
-    def saxpy(a: f32, x: In[f32, 1, C], y: In[f32, 1, C], out: Out[f32, 1, C]):
+    def saxpy(a: f32, x: In[f32, 1], y: In[f32, 1], out: Out[f32, 1]):
         i = grid(1)
         if i < len(out):
             out[i] = a * x[i] + y[i]
 
     @oxicuda.kernel(bounds_check=False)
-    def sgemm_tiled(a: In[f32, 2, C], b: In[f32, 2, C], c: Out[f32, 2, C]):
+    def sgemm_tiled(a: In[f32, 2], b: In[f32, 2], c: Out[f32, 2]):
         ta = shared.array((TILE, TILE), f32)
         tb = shared.array((TILE, TILE), f32)
         tx, ty = thread_idx.x, thread_idx.y
