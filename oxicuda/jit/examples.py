@@ -32,7 +32,8 @@ def kernel_configurations(arch: str) -> list:
 def elementwise_configurations(arch: str) -> list:
     return [ElementwiseSpec(arch=arch, name=add.name, digest=add.info.digest(),
                             args=((T.f32, True), (T.f32, True)), out=T.f32, layout=layout,
-                            ndim=ndim) for layout, ndim in (("contig", 1), ("strided", 2))]
+                            ndim=ndim, vec=vec)
+            for layout, ndim, vec in (("contig", 1, 4), ("contig", 1, 1), ("strided", 2, 1))]
 
 
 def reduction_configurations(arch: str) -> list:
