@@ -195,3 +195,14 @@ def test_contiguous_calls_use_vector_accesses_and_a_scalar_tail(dtype, rng):
         np.testing.assert_array_equal(shifted.get(), x[1:] * x[1:] + x[1:])
     text = oxicuda.ptx.registry.generate_ptx(t.launches[0].spec)
     assert ".v4." in text or ".v2." in text
+
+
+@pytest.mark.parametrize("shape, axis, kind", [((100, 400), 0, "cols"), ((40, 300), 1, "rows"),
+                                               ((300, 20), 1, "cols"), ((8, 300, 30), (0, 2), "rows")])
+def test_axis_reductions_pick_rows_or_columns_and_both_agree(shape, axis, kind, rng):
+    x = rng.standard_normal(shape)
+    with oxicuda.trace() as t:
+        got = rsum(x, axis=axis)
+    assert t.launches[0].spec.kind == kind
+    np.testing.assert_allclose(got.get(), x.sum(axis=axis), rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(rmax(x, axis=axis, keepdims=True).get(), x.max(axis=axis, keepdims=True))

@@ -42,4 +42,5 @@ def reduction_configurations(arch: str) -> list:
               "acc": T.f32, "out": T.f32}
     return [ReductionSpec(kind="partial", ndim=1, kept=0, **common),
             ReductionSpec(kind="final", ndim=1, kept=0, **common),
-            ReductionSpec(kind="rows", ndim=1, kept=1, **common)]
+            ReductionSpec(kind="rows", ndim=1, kept=1, **common),
+            ReductionSpec(kind="cols", ndim=1, kept=1, **common)]
