@@ -129,3 +129,12 @@ def test_resource_errors_name_the_python_line():
     with pytest.raises(oxicuda.jit.CompileError) as err:
         big[1, 1](oxicuda.zeros(2))
     assert f":{_line(big, 'shared.array')}:" in str(err.value) and "48 KB" in str(err.value)
+
+
+def test_module_level_check_covers_every_kernel():
+    import sys
+
+    kernel_module = sys.modules["oxicuda.jit.kernel"]
+
+    oxicuda.jit.check()  # nothing pending anywhere: no error
+    assert shifted in set(kernel_module._ALL_KERNELS)

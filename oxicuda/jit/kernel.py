@@ -21,6 +21,7 @@ The failing thread returns; the context stays usable.
 from __future__ import annotations
 
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -340,6 +341,7 @@ class Kernel:
         self._launchers: dict[tuple, _Launcher] = {}
         self._last: list[Specialization] = []
         _SOURCES[self.info.digest()] = self.info
+        _ALL_KERNELS.add(self)
 
     # -- compilation ----------------------------------------------------------------------------
     def signature_of(self, args: tuple) -> tuple:
@@ -550,5 +552,5 @@ def check() -> None:
         k.check()
 
 
-_ALL_KERNELS: list[Kernel] = []
+_ALL_KERNELS: weakref.WeakSet = weakref.WeakSet()
 _ = ops
