@@ -34,11 +34,16 @@ _LAZY_NAMES = {
     "graph": ("oxicuda.graphs.capture", "graph"),
     "Graph": ("oxicuda.graphs.capture", "Graph"),
     "GraphCaptureError": ("oxicuda.memory.capture", "GraphCaptureError"),
+    "kernel": ("oxicuda.jit.kernel", "kernel"),
+    "device": ("oxicuda.jit.kernel", "device"),
+    "KernelError": ("oxicuda.jit.kernel", "KernelError"),
+    "elementwise": ("oxicuda.jit.elementwise", "elementwise"),
+    "reduction": ("oxicuda.jit.reduction", "reduction"),
 }
 
 _SUBPACKAGES = frozenset(
     {"driver", "memory", "ptx", "blas", "dnn", "fft", "sparse", "solver", "rand", "cuda", "skcuda", "compat",
-     "graphs"}
+     "graphs", "jit", "types", "emulator"}
 )
 
 __all__ = sorted(_LAZY_NAMES) + ["__version__"]

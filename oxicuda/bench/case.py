@@ -85,6 +85,7 @@ CASE_MODULES = (
     "oxicuda.rand.bench_cases",
     "oxicuda.primitives.bench_cases",
     "oxicuda.graphs.bench_cases",
+    "oxicuda.jit.bench_cases",
 )
 
 
