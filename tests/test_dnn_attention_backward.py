@@ -13,7 +13,7 @@ import pytest
 
 import oxicuda
 from oxicuda import dnn
-from oxicuda.dnn import attention_bwd
+from oxicuda.dnn import attention_bwd, attention_bwd_mma
 from oxicuda.memory.array import empty as real_empty
 from oxicuda.memory.dtypes import host_astype
 from oxicuda.ptx import launch_plan
@@ -63,8 +63,11 @@ def attention_grads(q, k, v, do, causal, scale):
     return o, (m + np.log(total))[..., 0], dq, fold(dk), fold(dv)
 
 
+FAMILIES = (attention_bwd.FAMILY, attention_bwd_mma.FAMILY)
+
+
 def mine(t):
-    return [s for s in t.specs() if s is not None and s.family == attention_bwd.FAMILY]
+    return [s for s in t.specs() if s is not None and s.family in FAMILIES]
 
 
 def _rel(got, ref):
@@ -105,10 +108,30 @@ def test_attention_backward_halves_from_the_mma_forward_lse(rng, dtype, causal):
     assert "attention_fwd_mma" in {s.family for s in t.specs() if s is not None}
     h64 = [host_astype(t, "float32").astype(np.float64) for t in (q, k, v, do)]
     _, _, *ref = attention_grads(*h64, causal, 1 / np.sqrt(d))
-    grads = dnn.attention_backward(*dev[:3], o, dev[3], lse, causal=causal)
+    with oxicuda.trace() as t:
+        grads = dnn.attention_backward(*dev[:3], o, dev[3], lse, causal=causal)
+    assert [(s.family, getattr(s, "kind", "dq")) for s in mine(t)] == [
+        ("attention_bwd_simt", "delta"), ("attention_bwd_simt", "dkdv"), ("attention_bwd_mma", "dq")]
     for name, got, r in zip(("dq", "dk", "dv"), grads, ref):
         assert got.dtype == dev[0].dtype
         assert _rel(host_astype(got.get(), "float32").astype(np.float64), r) < 3e-2, name
+
+
+@pytest.mark.parametrize("b,hq,hkv,sq,sk,d,causal", [(1, 2, 1, 70, 45, 64, True), (1, 1, 1, 20, 67, 128, False),
+                                                     (1, 1, 1, 65, 65, 128, True)])
+def test_mma_dq_matches_float64_for_tails_gqa_and_both_head_dims(rng, b, hq, hkv, sq, sk, d, causal):
+    h = [host_astype(rng.standard_normal(s), "bfloat16") for s in ((b, hq, sq, d), (b, hkv, sk, d), (b, hkv, sk, d),
+                                                                      (b, hq, sq, d))]
+    dev = [oxicuda.asarray(t) for t in h]
+    o, lse = dnn.attention(*dev[:3], causal=causal, return_lse=True, scale=0.2)
+    _, _, ref, _, _ = attention_grads(*(host_astype(t, "float32").astype(np.float64) for t in h), causal, 0.2)
+    with oxicuda.trace() as t:
+        dq_mma = dnn.attention_backward(*dev[:3], o, dev[3], lse, causal=causal, scale=0.2, algo="mma")[0]
+    assert mine(t)[-1] == attention_bwd_mma.AttentionBwdMmaSpec(arch=mine(t)[-1].arch, dtype="bf16", head_dim=d,
+                                                                 causal=causal)
+    dq_simt = dnn.attention_backward(*dev[:3], o, dev[3], lse, causal=causal, scale=0.2, algo="simt")[0]
+    for got in (dq_mma, dq_simt):
+        assert _rel(host_astype(got.get(), "float32").astype(np.float64), ref) < 2e-2
 
 
 def test_attention_backward_matches_finite_differences_of_attention(rng):
@@ -154,7 +177,8 @@ def test_attention_backward_rejects_bad_input_before_launch(rng):
                                                     rng.standard_normal((1, 3, 8, 16)).astype(np.float32), o, q, lse)),
         (ValueError, lambda: dnn.attention_backward(q, k, k, o, q, lse, scale=float("nan"))),
         (ValueError, lambda: dnn.attention_backward(q, k, k, o, q, lse, algo="tiled")),
-        (NotImplementedError, lambda: dnn.attention_backward(q, k, k, o, q, lse, algo="mma")),
+        (ValueError, lambda: dnn.attention_backward(q, k, k, o, q, lse, algo="mma")),
+        (NotImplementedError, lambda: dnn.attention_backward(q, k, k, o, q, lse, algo="wgmma")),
     ]
     for exc, call in cases:
         with oxicuda.trace() as t, pytest.raises(exc):
@@ -167,6 +191,7 @@ def test_every_launched_configuration_is_registered(rng):
 
     arch = oxicuda.driver.facts.device_facts().arch
     registered = set(registry.configurations(arch, attention_bwd.FAMILY))
+    registered |= set(registry.configurations(attention_bwd._mma_arch(arch), attention_bwd_mma.FAMILY))
     log = []
 
     class Recorded:
@@ -202,7 +227,8 @@ def test_backward_kernels_assemble_without_spills():
     except validate.PtxasNotFound:
         pytest.skip("no ptxas")
     specs = [s for arch in ("sm_80", "sm_86", "sm_90") for s in registry.configurations(arch, attention_bwd.FAMILY)
-             if s.head_dim in (1, 16, 64, 72, 128) and s.dtype in ("f32", "bf16")]
+             if s.head_dim in (1, 16, 64, 128) and s.dtype in ("f32", "bf16")]
+    specs += [s for arch in ("sm_80", "sm_86", "sm_90") for s in registry.configurations(arch, attention_bwd_mma.FAMILY)]
     reports = validate.assemble_many([(registry.generate_ptx(s), s.arch) for s in specs])
     for s, r in zip(specs, reports):
         assert r.ok, (s, r.message)

@@ -38,7 +38,7 @@ _LAZY = {
 #: modules whose import registers kernel families (``oxicuda.ptx.registry.load_all_families``)
 KERNEL_MODULES = tuple(
     ["softmax", "norms", "activations", "pooling", "softmax_bwd", "norms_backward", "activations_backward"]
-    + [m for m in ("conv", "attention_api", "attention_bwd") if importlib.util.find_spec(f"oxicuda.dnn.{m}") is not None]
+    + [m for m in ("conv", "attention_api", "attention_bwd", "attention_bwd_mma") if importlib.util.find_spec(f"oxicuda.dnn.{m}") is not None]
 )
 
 __all__ = [

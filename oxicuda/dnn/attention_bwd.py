@@ -21,8 +21,9 @@ Three kernels, no atomics (deterministic):
 Scores are in the log2 domain (``scale * log2 e`` folded into the dot product, ``lse * log2 e``
 subtracted), so ``p = ex2(s - lse2)``. Masks as the forward: key tails, and with ``causal`` key
 ``j > i`` for query ``i`` (top-left alignment). float32, float16, bfloat16 inputs; the gradients
-in the inputs' dtype. Tensor-core (mma.sync / wgmma) backward kernels are not written yet:
-``algo="mma"`` raises NotImplementedError.
+in the inputs' dtype. For float16/bfloat16 with head_dim 64 or 128 on sm_80+ the dq kernel is
+the tensor-core one of ``attention_bwd_mma``; a tensor-core dkdv kernel and a wgmma (sm_90)
+backward are not written yet (``algo="wgmma"`` raises NotImplementedError).
 """
 
 from __future__ import annotations
@@ -41,8 +42,11 @@ from oxicuda.ptx.launch_plan import KernelStep, LaunchPlan, PlanCache
 from oxicuda.ptx.spec import KernelSpec
 
 from . import _common as C
-from .attention_api import _check
+from .attention_api import _check, _mma_arch, mma_supports
+from .attention_bwd_mma import AttentionBwdMmaSpec
 from .attention_kernels import REGISTERED_HEAD_DIMS, threads_per_row
+from .attention_mma import BLOCK_Q as MMA_BLOCK_Q
+from .attention_mma import COPY_BYTES
 
 FAMILY = "attention_bwd_simt"
 KINDS = ("delta", "dkdv", "dq")
@@ -325,6 +329,8 @@ class AttentionBackwardProblem:
     sk: int
     dtype: str
     causal: bool
+    #: "simt" or "mma" (the tensor-core dQ kernel of attention_bwd_mma; dK/dV stay SIMT)
+    dq_algo: str = "simt"
 
 
 def plan(problem: AttentionBackwardProblem, device) -> LaunchPlan:
@@ -334,7 +340,12 @@ def plan(problem: AttentionBackwardProblem, device) -> LaunchPlan:
     arch = device.arch
     delta = AttentionBwdSimtSpec(arch=arch, kind="delta", dtype=p.dtype, head_dim=1)
     dkdv = AttentionBwdSimtSpec(arch=arch, kind="dkdv", dtype=p.dtype, head_dim=p.d, causal=p.causal)
-    dq = AttentionBwdSimtSpec(arch=arch, kind="dq", dtype=p.dtype, head_dim=p.d, causal=p.causal)
+    if p.dq_algo == "mma":
+        dq = AttentionBwdMmaSpec(arch=_mma_arch(arch), dtype=p.dtype, head_dim=p.d, causal=p.causal)
+        dq_grid = (-(-p.sq // MMA_BLOCK_Q), p.hq, p.b)
+    else:
+        dq = AttentionBwdSimtSpec(arch=arch, kind="dq", dtype=p.dtype, head_dim=p.d, causal=p.causal)
+        dq_grid = (-(-p.sq // dq.rows), p.hq, p.b)
     nrows = p.b * p.hq * p.sq
     u = [np.uint32(x) for x in (nrows, p.d, p.sq, p.sk, p.hq, p.hkv, p.hq // p.hkv)]
     rows_u, d_u, sizes = u[0], u[1], tuple(u[2:])
@@ -350,7 +361,7 @@ def plan(problem: AttentionBackwardProblem, device) -> LaunchPlan:
 
     steps = [KernelStep(delta, -(-nrows // DELTA_WARPS), THREADS, bind_delta),
              KernelStep(dkdv, (-(-p.sk // dkdv.rows), p.hkv, p.b), THREADS, bind_dkdv),
-             KernelStep(dq, (-(-p.sq // dq.rows), p.hq, p.b), THREADS, bind_dq)]
+             KernelStep(dq, dq_grid, THREADS, bind_dq)]
     return LaunchPlan("attention_backward", steps, workspace_bytes=4 * nrows)
 
 
@@ -368,9 +379,11 @@ def attention_backward(q: object, k: object, v: object, o: object, do: object, l
     (dk and dv are summed over each group of query heads); one dtype (float32, float16,
     bfloat16); ``lse``: the float32 (B, Hq, Sq) log-sum-exp of ``attention(..., return_lse=True)``
     with the same ``causal`` and ``scale`` (default ``1/sqrt(D)``). Results in the inputs' dtype,
-    dk and dv of k's shape. ``algo``: None or ``"simt"``; the tensor-core backward
-    (``"mma"``, ``"wgmma"``) is not written yet and raises NotImplementedError. Raises
-    TypeError/ValueError on bad input before any launch.
+    dk and dv of k's shape. ``algo``: None (dispatch: ``"mma"`` for 16-byte aligned
+    float16/bfloat16 with head_dim 64 or 128 on sm_80+, else ``"simt"``), ``"mma"`` (dQ on
+    tensor cores, dK/dV by the SIMT kernel) or ``"simt"``; ``"wgmma"`` (Hopper) is not written
+    yet and raises NotImplementedError. Raises TypeError/ValueError on bad input before any
+    launch.
     """
     op = "attention_backward"
     if algo not in (None, *ALGOS):
@@ -398,15 +411,25 @@ def attention_backward(q: object, k: object, v: object, o: object, do: object, l
         raise TypeError(f"{op}: scale={scale!r} must be a number") from None
     if not math.isfinite(scale):
         raise ValueError(f"{op}: scale={scale!r} must be finite")
-    if algo in ("mma", "wgmma"):
-        raise NotImplementedError(f"{op}: algo={algo!r}: the tensor-core attention backward is not written yet; "
-                                  f"use algo=None or 'simt'")
+    if algo == "wgmma":
+        raise NotImplementedError(f"{op}: algo='wgmma': the Hopper attention backward is not written yet; "
+                                  f"use algo=None, 'mma' or 'simt'")
+    element = C.PTX_ELEMENT[C.dtype_name_of(qa)]
+    arch = current_device_facts().arch
+    if algo == "mma" and not mma_supports(element, d, arch):
+        raise ValueError(f"{op}: algo='mma' needs float16/bfloat16 inputs with head_dim 64 or 128 on sm_80+; got "
+                         f"{C.dtype_name_of(qa)}, head_dim {d}, {arch}; use algo='simt' or None")
     qa, ka, va, oa, doa, la = (C.contiguous(a) for a in (qa, ka, va, oa, doa, lse))
+    aligned = all(int(a.ptr) % COPY_BYTES == 0 for a in (qa, ka, va, doa))
+    if algo == "mma" and not aligned:
+        raise ValueError(f"{op}: algo='mma' needs {COPY_BYTES}-byte aligned q, k, v and do; use algo='simt' or None")
+    if algo is None:
+        algo = "mma" if aligned and mma_supports(element, d, arch) else "simt"
     stream = qa.stream or None
     dq = empty(qa.shape, qa.dtype, stream=stream)
     dk = empty(ka.shape, ka.dtype, stream=stream)
     dv = empty(va.shape, va.dtype, stream=stream)
-    problem = AttentionBackwardProblem(b, hq, sq, d, hkv, sk, C.PTX_ELEMENT[C.dtype_name_of(qa)], bool(causal))
+    problem = AttentionBackwardProblem(b, hq, sq, d, hkv, sk, element, bool(causal), algo)
     device = current_device_facts()
     launch_plan = PLANS.get_or_build((problem, device.ordinal), lambda: plan(problem, device))
     launch_plan.run((qa.ptr, ka.ptr, va.ptr, doa.ptr, oa.ptr, la.ptr, dq.ptr, dk.ptr, dv.ptr),
