@@ -110,28 +110,34 @@ def test_attention_backward_halves_from_the_mma_forward_lse(rng, dtype, causal):
     _, _, *ref = attention_grads(*h64, causal, 1 / np.sqrt(d))
     with oxicuda.trace() as t:
         grads = dnn.attention_backward(*dev[:3], o, dev[3], lse, causal=causal)
-    assert [(s.family, getattr(s, "kind", "dq")) for s in mine(t)] == [
-        ("attention_bwd_simt", "delta"), ("attention_bwd_simt", "dkdv"), ("attention_bwd_mma", "dq")]
+    assert [(s.family, s.kind) for s in mine(t)] == [
+        ("attention_bwd_simt", "delta"), ("attention_bwd_mma", "dkdv"), ("attention_bwd_mma", "dq")]
     for name, got, r in zip(("dq", "dk", "dv"), grads, ref):
         assert got.dtype == dev[0].dtype
         assert _rel(host_astype(got.get(), "float32").astype(np.float64), r) < 3e-2, name
 
 
 @pytest.mark.parametrize("b,hq,hkv,sq,sk,d,causal", [(1, 2, 1, 70, 45, 64, True), (1, 1, 1, 20, 67, 128, False),
-                                                     (1, 1, 1, 65, 65, 128, True)])
-def test_mma_dq_matches_float64_for_tails_gqa_and_both_head_dims(rng, b, hq, hkv, sq, sk, d, causal):
+                                                     (1, 1, 1, 65, 65, 128, True), (1, 2, 2, 20, 130, 64, False)])
+def test_mma_kernels_match_float64_for_tails_gqa_and_both_head_dims(rng, b, hq, hkv, sq, sk, d, causal):
     h = [host_astype(rng.standard_normal(s), "bfloat16") for s in ((b, hq, sq, d), (b, hkv, sk, d), (b, hkv, sk, d),
                                                                       (b, hq, sq, d))]
     dev = [oxicuda.asarray(t) for t in h]
     o, lse = dnn.attention(*dev[:3], causal=causal, return_lse=True, scale=0.2)
-    _, _, ref, _, _ = attention_grads(*(host_astype(t, "float32").astype(np.float64) for t in h), causal, 0.2)
+    _, _, *ref = attention_grads(*(host_astype(t, "float32").astype(np.float64) for t in h), causal, 0.2)
     with oxicuda.trace() as t:
-        dq_mma = dnn.attention_backward(*dev[:3], o, dev[3], lse, causal=causal, scale=0.2, algo="mma")[0]
-    assert mine(t)[-1] == attention_bwd_mma.AttentionBwdMmaSpec(arch=mine(t)[-1].arch, dtype="bf16", head_dim=d,
-                                                                 causal=causal)
-    dq_simt = dnn.attention_backward(*dev[:3], o, dev[3], lse, causal=causal, scale=0.2, algo="simt")[0]
-    for got in (dq_mma, dq_simt):
-        assert _rel(host_astype(got.get(), "float32").astype(np.float64), ref) < 2e-2
+        mma = dnn.attention_backward(*dev[:3], o, dev[3], lse, causal=causal, scale=0.2, algo="mma")
+    arch = mine(t)[-1].arch
+    assert mine(t)[-1] == attention_bwd_mma.AttentionBwdMmaSpec(arch=arch, dtype="bf16", head_dim=d, causal=causal)
+    dkdv = mine(t)[1]
+    assert (dkdv.family, dkdv.kind) == ((attention_bwd_mma.FAMILY, "dkdv") if d == 64 else
+                                        (attention_bwd.FAMILY, "dkdv"))
+    with oxicuda.trace() as t:
+        simt = dnn.attention_backward(*dev[:3], o, dev[3], lse, causal=causal, scale=0.2, algo="simt")
+    assert {s.family for s in mine(t)} == {attention_bwd.FAMILY}
+    for grads in (mma, simt):
+        for name, got, r in zip(("dq", "dk", "dv"), grads, ref):
+            assert _rel(host_astype(got.get(), "float32").astype(np.float64), r) < 2e-2, name
 
 
 def test_attention_backward_matches_finite_differences_of_attention(rng):

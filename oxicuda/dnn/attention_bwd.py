@@ -22,8 +22,9 @@ Scores are in the log2 domain (``scale * log2 e`` folded into the dot product, `
 subtracted), so ``p = ex2(s - lse2)``. Masks as the forward: key tails, and with ``causal`` key
 ``j > i`` for query ``i`` (top-left alignment). float32, float16, bfloat16 inputs; the gradients
 in the inputs' dtype. For float16/bfloat16 with head_dim 64 or 128 on sm_80+ the dq kernel is
-the tensor-core one of ``attention_bwd_mma``; a tensor-core dkdv kernel and a wgmma (sm_90)
-backward are not written yet (``algo="wgmma"`` raises NotImplementedError).
+the tensor-core one of ``attention_bwd_mma``, and so is the dkdv kernel at head_dim 64 (at 128
+it stays SIMT); a wgmma (sm_90) backward is not written yet (``algo="wgmma"`` raises
+NotImplementedError).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from oxicuda.ptx.spec import KernelSpec
 
 from . import _common as C
 from .attention_api import _check, _mma_arch, mma_supports
-from .attention_bwd_mma import AttentionBwdMmaSpec
+from .attention_bwd_mma import DKDV_HEAD_DIMS, AttentionBwdMmaSpec
 from .attention_kernels import REGISTERED_HEAD_DIMS, threads_per_row
 from .attention_mma import BLOCK_Q as MMA_BLOCK_Q
 from .attention_mma import COPY_BYTES
@@ -329,7 +330,7 @@ class AttentionBackwardProblem:
     sk: int
     dtype: str
     causal: bool
-    #: "simt" or "mma" (the tensor-core dQ kernel of attention_bwd_mma; dK/dV stay SIMT)
+    #: "simt" or "mma" (the tensor-core kernels of attention_bwd_mma: dQ, and dK/dV at head_dim 64)
     dq_algo: str = "simt"
 
 
@@ -339,7 +340,12 @@ def plan(problem: AttentionBackwardProblem, device) -> LaunchPlan:
     p = problem
     arch = device.arch
     delta = AttentionBwdSimtSpec(arch=arch, kind="delta", dtype=p.dtype, head_dim=1)
-    dkdv = AttentionBwdSimtSpec(arch=arch, kind="dkdv", dtype=p.dtype, head_dim=p.d, causal=p.causal)
+    if p.dq_algo == "mma" and p.d in DKDV_HEAD_DIMS:
+        dkdv = AttentionBwdMmaSpec(arch=_mma_arch(arch), dtype=p.dtype, head_dim=p.d, causal=p.causal, kind="dkdv")
+        dkdv_grid = (-(-p.sk // MMA_BLOCK_Q), p.hkv, p.b)
+    else:
+        dkdv = AttentionBwdSimtSpec(arch=arch, kind="dkdv", dtype=p.dtype, head_dim=p.d, causal=p.causal)
+        dkdv_grid = (-(-p.sk // dkdv.rows), p.hkv, p.b)
     if p.dq_algo == "mma":
         dq = AttentionBwdMmaSpec(arch=_mma_arch(arch), dtype=p.dtype, head_dim=p.d, causal=p.causal)
         dq_grid = (-(-p.sq // MMA_BLOCK_Q), p.hq, p.b)
@@ -360,7 +366,7 @@ def plan(problem: AttentionBackwardProblem, device) -> LaunchPlan:
         return (ptr[0], ptr[1], ptr[2], ptr[3], ptr[5], ws, ptr[6], *sizes, s[0], s[1])
 
     steps = [KernelStep(delta, -(-nrows // DELTA_WARPS), THREADS, bind_delta),
-             KernelStep(dkdv, (-(-p.sk // dkdv.rows), p.hkv, p.b), THREADS, bind_dkdv),
+             KernelStep(dkdv, dkdv_grid, THREADS, bind_dkdv),
              KernelStep(dq, dq_grid, THREADS, bind_dq)]
     return LaunchPlan("attention_backward", steps, workspace_bytes=4 * nrows)
 
@@ -381,7 +387,7 @@ def attention_backward(q: object, k: object, v: object, o: object, do: object, l
     with the same ``causal`` and ``scale`` (default ``1/sqrt(D)``). Results in the inputs' dtype,
     dk and dv of k's shape. ``algo``: None (dispatch: ``"mma"`` for 16-byte aligned
     float16/bfloat16 with head_dim 64 or 128 on sm_80+, else ``"simt"``), ``"mma"`` (dQ on
-    tensor cores, dK/dV by the SIMT kernel) or ``"simt"``; ``"wgmma"`` (Hopper) is not written
+    tensor cores, dK/dV too at head_dim 64, SIMT at 128) or ``"simt"``; ``"wgmma"`` (Hopper) is not written
     yet and raises NotImplementedError. Raises TypeError/ValueError on bad input before any
     launch.
     """

@@ -175,4 +175,4 @@ def _prep_attention(b: int, h: int, s: int, d: int, causal: bool):
 for _name, _b, _h, _s, _d, _causal in ATTENTION_SHAPES:
     register_case(Case("attention", f"attention_backward_{_name}", _prep_attention(_b, _h, _s, _d, _causal),
                        flops=attention_backward_flops(_b, _h, _s, _d, _causal), unit="TFLOP/s",
-                       note="dq, dk, dv (dq on mma.sync tensor cores, dk/dv SIMT; no wgmma backward yet)"))
+                       note="dq, dk, dv on mma.sync (dk/dv SIMT at D128; no wgmma backward yet)"))
