@@ -101,11 +101,16 @@ def test_attention_backward_float32_matches_torch_autograd(d, causal):
 def test_attention_backward_halves_match_torch_autograd(dtype, d, causal):
     torch = _torch()
     tdt = getattr(torch, dtype)
-    b, h, s = 2, 16, 2048
-    q, k, v, do = (torch.randn(b, h, s, d, device="cuda", dtype=tdt) for _ in range(4))
+    b, h, hkv, s = 2, 16, 4, 2047  # GQA (group 4); a length that is not a multiple of the tiles
+    q, do = (torch.randn(b, h, s, d, device="cuda", dtype=tdt) for _ in range(2))
+    k, v = (torch.randn(b, hkv, s, d, device="cuda", dtype=tdt) for _ in range(2))
     ox = oxicuda.asarray
     o, lse = dnn.attention(ox(q), ox(k), ox(v), causal=causal, return_lse=True, scale=0.1)
-    got = dnn.attention_backward(ox(q), ox(k), ox(v), o, ox(do), lse, causal=causal, scale=0.1)
+    with oxicuda.trace() as t:
+        got = dnn.attention_backward(ox(q), ox(k), ox(v), o, ox(do), lse, causal=causal, scale=0.1)
+    fams = [(s.family, s.kind) for s in t.specs() if s is not None and s.family.startswith("attention_bwd")]
+    assert fams[-1] == ("attention_bwd_mma", "dq")
+    assert fams[1] == (("attention_bwd_mma", "dkdv") if d == 64 else ("attention_bwd_simt", "dkdv"))
     for name, g, ref in zip(("dq", "dk", "dv"), got, _sdpa_grads(torch, q, k, v, do, causal, 0.1)):
         assert _rel(torch.from_dlpack(g), ref) < 3e-2, name
 
