@@ -79,6 +79,8 @@ def _rel(got, ref):
     (1, 1, 1, 20, 33, 16, False),
     (2, 2, 2, 33, 17, 72, True),     # padded head_dim, Sq > Sk
     (1, 1, 1, 17, 19, 128, False),
+    (1, 1, 1, 1, 1, 1, False),       # the smallest problem
+    (1, 3, 1, 5, 3, 8, True),        # MQA (one kv head for three query heads)
 ])
 def test_attention_backward_float32_matches_float64(rng, b, hq, hkv, sq, sk, d, causal):
     q, do = (rng.standard_normal((b, hq, sq, d)) for _ in range(2))
