@@ -79,6 +79,7 @@ CASE_MODULES = (
     "oxicuda.blas.bench_cases",
     "oxicuda.dnn.bench_cases",
     "oxicuda.dnn.bench_cases_attention",
+    "oxicuda.dnn.bench_cases_backward",
     "oxicuda.fft.bench_cases",
     "oxicuda.sparse.bench_cases",
     "oxicuda.solver.bench_cases",

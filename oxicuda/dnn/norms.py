@@ -48,6 +48,7 @@ class NormSpec(KernelSpec):
     vec: int = 1
     has_weight: bool = False
     has_bias: bool = False
+    stats: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -62,11 +63,12 @@ class NormSpec(KernelSpec):
 
 def generate_norm(spec: NormSpec) -> str:
     """PTX of one norm kernel. Params: x, y, w, b (u64; unused ones may be 0), rows, cols (u32),
-    eps (f32)."""
+    eps (f32), mean, rstd (u64: with ``stats`` the float32 row statistics are written there)."""
     kb = KernelBuilder(spec.kernel_name(), arch=spec.arch, math=spec.math)
     C.launch_bounds(kb, spec.threads)
     x, y, w, b = kb.param_ptr("x"), kb.param_ptr("y"), kb.param_ptr("w"), kb.param_ptr("b")
     rows, cols, eps = kb.param("rows", "u32"), kb.param("cols", "u32"), kb.param("eps", "f32")
+    mean_p, rstd_p = kb.param_ptr("mean"), kb.param_ptr("rstd")
     size, vec, elem = C.ELEMENT_BYTES[spec.dtype], spec.vec, spec.dtype
     tid = kb.tid()
     lane, warp = kb.and_(tid, 31), kb.shr(tid, 5)
@@ -103,6 +105,11 @@ def generate_norm(spec: NormSpec) -> str:
         mean = None
         var = kb.mul(row_sum(lambda v: kb.mul(v, v)), inv_n)
     rstd = kb.rsqrt(kb.add(var, eps))
+    if spec.stats:  # what the backward pass reads (norms_backward)
+        with kb.if_(kb.setp("eq", member, 0)):
+            if mean is not None:
+                kb.st("global", kb.addr(mean_p, row, 4), mean)
+            kb.st("global", kb.addr(rstd_p, row, 4), rstd)
     with kb.loop(start, cols, step) as j:
         vals = C.load_f32(kb, elem, kb.addr(xrow, j, size), vec=vec)
         ws = C.load_f32(kb, elem, kb.addr(w, j, size), vec=vec) if spec.has_weight else None
@@ -121,15 +128,17 @@ def generate_norm(spec: NormSpec) -> str:
 
 def norm_configurations(arch: str) -> list[NormSpec]:
     """Both kinds, both variants, every dtype, vector widths 1 and 4 (f32) or 1 and 2 (halves),
-    affine and plain."""
+    affine and plain, with and without the statistics output."""
     specs = []
     for kind in NORM_KINDS:
         for dtype in ("f32", "f16", "bf16"):
             for variant, threads in (("warp", DISPATCH["WARP_THREADS"]), ("block", DISPATCH["BLOCK_THREADS"])):
                 for vec in ((1, 4) if dtype == "f32" else (1, 2, 4)):
                     for affine in (False, True):
-                        specs.append(NormSpec(arch=arch, kind=kind, dtype=dtype, variant=variant, threads=threads,
-                                              vec=vec, has_weight=affine, has_bias=affine and kind == "layer"))
+                        for stats in (False, True):
+                            specs.append(NormSpec(arch=arch, kind=kind, dtype=dtype, variant=variant,
+                                                  threads=threads, vec=vec, has_weight=affine,
+                                                  has_bias=affine and kind == "layer", stats=stats))
     return specs
 
 
@@ -195,19 +204,21 @@ class NormProblem:
     has_weight: bool
     has_bias: bool
     eps: float
+    stats: bool = False
 
 
 def plan(problem: NormProblem, device) -> LaunchPlan:
-    """The launch plan of a row norm; ``run`` takes pointers (x, out, weight or 0, bias or 0)."""
+    """The launch plan of a row norm; ``run`` takes pointers (x, out, weight or 0, bias or 0,
+    mean or 0, rstd or 0)."""
     p = problem
     threads = DISPATCH["WARP_THREADS"] if p.variant == "warp" else DISPATCH["BLOCK_THREADS"]
     spec = NormSpec(arch=device.arch, kind=p.kind, dtype=p.dtype, variant=p.variant, threads=threads, vec=p.vec,
-                    has_weight=p.has_weight, has_bias=p.has_bias)
+                    has_weight=p.has_weight, has_bias=p.has_bias, stats=p.stats)
     grid = -(-p.rows // (threads // 32)) if p.variant == "warp" else p.rows
     rows, cols, eps = np.uint32(p.rows), np.uint32(p.cols), np.float32(p.eps)
 
     def bind(ptr, s, ws):
-        return (ptr[0], ptr[1], ptr[2], ptr[3], rows, cols, eps)
+        return (ptr[0], ptr[1], ptr[2], ptr[3], rows, cols, eps, ptr[4], ptr[5])
 
     return LaunchPlan(f"{p.kind}_norm", [KernelStep(spec, grid, threads, bind)])
 
@@ -245,7 +256,7 @@ BATCH_PLANS = PlanCache("batch_norm")
 
 # -- public calls ---------------------------------------------------------------------------------
 def _row_norm(kind: str, xa: DeviceArray, cols: int, weight: object, bias: object, eps: float,
-              param_shape: tuple[int, ...], op: str, algo: str | None) -> DeviceArray:
+              param_shape: tuple[int, ...], op: str, algo: str | None, return_stats: bool = False):
     if algo not in (None, "warp", "block"):
         raise ValueError(f"{op}: algo={algo!r}; allowed None, 'warp', 'block'")
     wa = C.check_param_array(weight, op, "weight", param_shape, xa.dtype) if weight is not None else None
@@ -255,30 +266,28 @@ def _row_norm(kind: str, xa: DeviceArray, cols: int, weight: object, bias: objec
     C.check_u32_count(cols, op, "the row length")
     xa = C.contiguous(xa)
     out = empty(xa.shape, xa.dtype, stream=xa.stream)
+    stats_shape = tuple(xa.shape[:xa.ndim - len(param_shape)]) + (1,) * len(param_shape)
+    mean = empty(stats_shape, "float32", stream=xa.stream) if return_stats and kind == "layer" else None
+    rstd = empty(stats_shape, "float32", stream=xa.stream) if return_stats else None
+    stats = tuple(a for a in (mean, rstd) if a is not None)
     if xa.size == 0:
-        return out
+        return (out, *stats) if return_stats else out
     elem = C.PTX_ELEMENT[C.dtype_name_of(xa)]
     variant = algo or ("warp" if cols <= DISPATCH["WARP_MAX_COLS"] else "block")
     arrays = tuple(a for a in (xa, out, wa, ba) if a is not None)
     vec = C.vector_width(arrays, cols, C.ELEMENT_BYTES[elem], (4,) if elem == "f32" else (4, 2))
-    problem = NormProblem(kind, elem, rows, cols, variant, vec, wa is not None, ba is not None, eps)
+    problem = NormProblem(kind, elem, rows, cols, variant, vec, wa is not None, ba is not None, eps,
+                          bool(return_stats))
     device = current_device_facts()
     launch_plan = PLANS.get_or_build((problem, device.ordinal), lambda: plan(problem, device))
-    launch_plan.run((xa.ptr, out.ptr, 0 if wa is None else wa.ptr, 0 if ba is None else ba.ptr), (),
-                    C.stream_of(xa))
-    return out
+    launch_plan.run((xa.ptr, out.ptr, 0 if wa is None else wa.ptr, 0 if ba is None else ba.ptr,
+                     0 if mean is None else mean.ptr, 0 if rstd is None else rstd.ptr), (), C.stream_of(xa))
+    return (out, *stats) if return_stats else out
 
 
-def layer_norm(x: object, normalized_shape: int | Sequence[int] | None = None, weight: object = None,
-               bias: object = None, eps: float = 1e-5, *, algo: str | None = None) -> DeviceArray:
-    """Layer normalization of ``x`` over its trailing ``normalized_shape`` dimensions (default:
-    the last dimension), as in ``torch.nn.functional.layer_norm``. ``weight`` and ``bias`` have
-    shape ``normalized_shape`` and x's dtype. Raises TypeError/ValueError before any launch for a
-    non-float dtype, a normalized_shape that does not match x's trailing dimensions, parameter
-    shape or dtype mismatches, or a negative eps."""
-    xa = C.as_float_array(x, "layer_norm")
-    if xa.ndim == 0:
-        raise ValueError("layer_norm: x is 0-d; it needs at least one dimension")
+def normalized_cols(xa: DeviceArray, normalized_shape: int | Sequence[int] | None, op: str) -> tuple[int, ...]:
+    """``normalized_shape`` (None: the last dimension) checked against the trailing dimensions
+    of ``xa``, as a tuple of ints (shared with the backward pass)."""
     if normalized_shape is None:
         shape = (xa.shape[-1],)
     else:
@@ -289,23 +298,44 @@ def layer_norm(x: object, normalized_shape: int | Sequence[int] | None = None, w
                 raise TypeError
             shape = tuple(operator.index(d) for d in dims)
         except TypeError:
-            raise TypeError(f"layer_norm: normalized_shape={normalized_shape!r}; it must be an int or a "
+            raise TypeError(f"{op}: normalized_shape={normalized_shape!r}; it must be an int or a "
                             f"sequence of ints") from None
     if not shape or len(shape) > xa.ndim or tuple(xa.shape[-len(shape):]) != shape:
-        raise ValueError(f"layer_norm: normalized_shape={shape} must equal the trailing dimensions of x, "
+        raise ValueError(f"{op}: normalized_shape={shape} must equal the trailing dimensions of x, "
                          f"whose shape is {tuple(xa.shape)}")
+    return shape
+
+
+def layer_norm(x: object, normalized_shape: int | Sequence[int] | None = None, weight: object = None,
+               bias: object = None, eps: float = 1e-5, *, algo: str | None = None, return_stats: bool = False):
+    """Layer normalization of ``x`` over its trailing ``normalized_shape`` dimensions (default:
+    the last dimension), as in ``torch.nn.functional.layer_norm``. ``weight`` and ``bias`` have
+    shape ``normalized_shape`` and x's dtype. ``return_stats=True`` returns ``(y, mean, rstd)``
+    as ``torch.native_layer_norm`` does: float32 statistics of shape ``x.shape[:-k] + (1,) * k``
+    (k = len(normalized_shape)), what ``layer_norm_backward`` reads. Raises TypeError/ValueError before any launch for a
+    non-float dtype, a normalized_shape that does not match x's trailing dimensions, parameter
+    shape or dtype mismatches, or a negative eps."""
+    xa = C.as_float_array(x, "layer_norm")
+    if xa.ndim == 0:
+        raise ValueError("layer_norm: x is 0-d; it needs at least one dimension")
+    shape = normalized_cols(xa, normalized_shape, "layer_norm")
     cols = int(np.prod(shape, dtype=np.int64))
-    return _row_norm("layer", xa, cols, weight, bias, C.check_eps(eps, "layer_norm"), shape, "layer_norm", algo)
+    return _row_norm("layer", xa, cols, weight, bias, C.check_eps(eps, "layer_norm"), shape, "layer_norm", algo,
+                     return_stats)
 
 
-def rms_norm(x: object, weight: object = None, eps: float = 1e-6, *, algo: str | None = None) -> DeviceArray:
+def rms_norm(x: object, weight: object = None, eps: float = 1e-6, *, algo: str | None = None,
+             return_stats: bool = False):
     """RMS normalization of ``x`` over its last dimension: ``x / sqrt(mean(x^2) + eps) * weight``
-    (``weight`` of shape ``(x.shape[-1],)``). Raises like ``layer_norm``."""
+    (``weight`` of shape ``(x.shape[-1],)``). ``return_stats=True`` returns ``(y, rstd)``, rstd
+    float32 of shape ``x.shape[:-1] + (1,)`` (what ``rms_norm_backward`` reads). Raises like
+    ``layer_norm``."""
     xa = C.as_float_array(x, "rms_norm")
     if xa.ndim == 0:
         raise ValueError("rms_norm: x is 0-d; it needs at least one dimension")
     cols = xa.shape[-1]
-    return _row_norm("rms", xa, cols, weight, None, C.check_eps(eps, "rms_norm"), (cols,), "rms_norm", algo)
+    return _row_norm("rms", xa, cols, weight, None, C.check_eps(eps, "rms_norm"), (cols,), "rms_norm", algo,
+                     return_stats)
 
 
 def batch_norm(x: object, running_mean: object, running_var: object, weight: object = None,
