@@ -35,7 +35,7 @@ def poisoned(monkeypatch):
         return ws.ptr
 
     monkeypatch.setattr(attention_bwd, "empty", empty_nan)
-    monkeypatch.setattr(launch_plan, "workspace_ptr", workspace_nan)
+    monkeypatch.setattr(launch_plan, "_workspace_source", workspace_nan)
 
 
 def attention_grads(q, k, v, do, causal, scale):

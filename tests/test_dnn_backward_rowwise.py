@@ -41,7 +41,7 @@ def poisoned(monkeypatch):
 
     for mod in (softmax_bwd, norms_backward, activations_backward):
         monkeypatch.setattr(mod, "empty", empty_nan)
-    monkeypatch.setattr(launch_plan, "workspace_ptr", workspace_nan)
+    monkeypatch.setattr(launch_plan, "_workspace_source", workspace_nan)
 
 
 FAMILIES = ("dnn_softmax_bwd", "dnn_norm_bwd", "dnn_norm_param_grad", "dnn_norm_param_reduce", "dnn_activation_bwd")
