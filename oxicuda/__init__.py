@@ -46,7 +46,7 @@ _SUBPACKAGES = frozenset(
      "graphs", "jit", "types", "emulator"}
 )
 
-__all__ = sorted(_LAZY_NAMES) + ["__version__"]
+__all__ = [*sorted(_LAZY_NAMES), "__version__"]  # noqa: PLE0604 - the lazy names, listed once
 
 
 def __getattr__(name: str):

@@ -467,7 +467,7 @@ def test_generated_ptx_assembles_with_ptxas(rng):
 
     try:
         validate.find_ptxas()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         pytest.skip(f"ptxas not available: {exc}")
 
     @oxicuda.kernel

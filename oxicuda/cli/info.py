@@ -26,7 +26,7 @@ def open_backend(command: str):
 
     try:
         return backend.api()
-    except Exception as exc:  # noqa: BLE001 -- any failure to load is reported the same way
+    except Exception as exc:  # any failure to load is reported the same way
         print(f"oxicuda {__version__} {command}: no backend could be loaded: "
               f"{type(exc).__name__}: {exc}", file=sys.stderr)
         return None
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, code in enums.DEVICE_ATTRIBUTES.items():
             try:
                 value: object = dev.get_attribute(name)
-            except Exception as exc:  # noqa: BLE001 -- an attribute this driver does not know
+            except Exception as exc:  # an attribute this driver does not know
                 value = f"n/a ({type(exc).__name__})"
             print(f"    {name:<{width}} [{code:>3}] {value}")
     return 0

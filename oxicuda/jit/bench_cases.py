@@ -57,7 +57,7 @@ def _cupy():
 
         cupy.cuda.runtime.getDeviceCount()
         return cupy
-    except Exception:  # noqa: BLE001 - no CuPy or no GPU: no vendor side
+    except Exception:  # no CuPy or no GPU: no vendor side
         return None
 
 

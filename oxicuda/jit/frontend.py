@@ -95,7 +95,7 @@ class FunctionInfo:
                 scope.update(self.fn.__globals__)
                 try:
                     ann = eval(ann, scope, dict(self.closure))
-                except Exception as exc:  # noqa: BLE001 - any failure of a user annotation
+                except Exception as exc:  # any failure of a user annotation
                     raise CompileError(f"{self.filename}: annotation {ann!r} of parameter {p!r} "
                                        f"cannot be evaluated: {exc}") from None
             out[p] = ann

@@ -418,7 +418,7 @@ class Kernel:
         env = dict(zip(self.info.params, args))
         try:
             ok = eval(self._requires_code, {"__builtins__": _REQUIRES_BUILTINS}, env)
-        except Exception as exc:  # noqa: BLE001 - the user's expression may raise anything
+        except Exception as exc:  # the user's expression may raise anything
             raise ValueError(f"{self.name}: precondition `{self.requires}` could not be evaluated: "
                              f"{type(exc).__name__}: {exc}") from None
         if not ok:
@@ -498,7 +498,7 @@ class _ForAll:
         try:
             if sp.function.max_active_blocks_per_sm(256) < 1:
                 block = 128
-        except Exception:  # noqa: BLE001 - occupancy is advice; 256 is always valid
+        except Exception:  # occupancy is advice; 256 is always valid
             block = 256
         self.kernel.launch(-(-self.n // block), block, args, 0, self.stream)
 

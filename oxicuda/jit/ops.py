@@ -106,7 +106,7 @@ def resolve(ufunc: np.ufunc, *xs: Val) -> tuple[tuple[T.ScalarType, ...], T.Scal
         not x.weak and x.t is T.bf16 for x in xs)
     try:
         res = ufunc.resolve_dtypes((*(_bf16_as_f32(d) for d in dts), None))
-    except Exception as exc:  # noqa: BLE001 - numpy's no-loop error is a TypeError subclass on some versions only
+    except Exception as exc:  # numpy's no-loop error is a TypeError subclass on some versions only
         names = ", ".join(x.t.name + (" literal" if x.weak else "") for x in xs)
         raise LoweringError(f"numpy has no {ufunc.__name__} for ({names}): {exc}") from None
     ins = tuple(T.scalar_type(d) for d in res[:-1])
