@@ -64,8 +64,18 @@ class DeviceArray:
     """
 
     __slots__ = (
-        "_shape", "_strides", "_dtype", "_ptr", "_base", "_memory", "_block", "_owner", "_stream",
-        "_device", "_readonly", "__weakref__",
+        "__weakref__",
+        "_base",
+        "_block",
+        "_device",
+        "_dtype",
+        "_memory",
+        "_owner",
+        "_ptr",
+        "_readonly",
+        "_shape",
+        "_stream",
+        "_strides",
     )
 
     def __init__(
@@ -582,4 +592,4 @@ def _copy_kernels():
     return _copy_kernel_module
 
 
-from . import interop  # noqa: E402  (interop needs DeviceArray defined)
+from . import interop
