@@ -31,6 +31,18 @@ _LAZY_NAMES = {
     "get_default_memory_pool": ("oxicuda.memory.pool", "get_default_memory_pool"),
     "asnumpy": ("oxicuda.memory.array", "asnumpy"),
     "from_dlpack": ("oxicuda.memory.interop", "from_dlpack"),
+    "where": ("oxicuda.array_math", "where"),
+    "clip": ("oxicuda.array_math", "clip"),
+    "sum": ("oxicuda.array_math", "sum"),
+    "prod": ("oxicuda.array_math", "prod"),
+    "mean": ("oxicuda.array_math", "mean"),
+    "max": ("oxicuda.array_math", "max"),
+    "min": ("oxicuda.array_math", "min"),
+    "argmax": ("oxicuda.array_math", "argmax"),
+    "argmin": ("oxicuda.array_math", "argmin"),
+    "any": ("oxicuda.array_math", "any"),
+    "all": ("oxicuda.array_math", "all"),
+    "matmul": ("oxicuda.array_math", "matmul"),
 }
 
 _SUBPACKAGES = frozenset(

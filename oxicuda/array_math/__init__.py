@@ -9,7 +9,7 @@ from .matmul import matmul
 from .protocol import array_ufunc
 from .reductions import all, any, argmax, argmin, max, mean, min, prod, sum
 from .selection import clip, where
-from .ufuncs import apply, binary, inplace, unary
+from .ufuncs import apply, binary, inplace, power, unary
 
 __all__ = ["all", "any", "apply", "argmax", "argmin", "array_ufunc", "binary", "clip", "inplace",
-           "matmul", "max", "mean", "min", "prod", "sum", "unary", "where"]
+           "matmul", "max", "mean", "min", "power", "prod", "sum", "unary", "where"]

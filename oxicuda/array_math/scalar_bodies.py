@@ -129,12 +129,14 @@ def identity(x):
     return x
 
 
-def sign_float(x):
+def sign_float(x):  # NaN stays NaN, -0.0 gives 0.0, infinities +-1
     r = x
     if x > 0:
-        r = x - x + 1
+        r = 1.0
     if x < 0:
-        r = x - x - 1
+        r = -1.0
+    if x == 0:
+        r = 0.0
     return r
 
 

@@ -102,8 +102,11 @@ def resolve(ufunc: np.ufunc, ops: list, dtype: object = None,
             casting: str = "same_kind") -> tuple[np.dtype, ...]:
     """numpy's loop dtypes (inputs then output) for operands ``ops``; numpy's TypeError
     (UFuncTypeError) where numpy has no loop."""
-    sig = tuple(o.dtype for o in ops) + (None if dtype is None else np.dtype(dtype),)
-    return ufunc.resolve_dtypes(sig, casting=casting)
+    dts = tuple(o.dtype for o in ops) + (None,)
+    if dtype is None:
+        return ufunc.resolve_dtypes(dts, casting=casting)
+    sig = (None,) * len(ops) + (np.dtype(dtype),)
+    return ufunc.resolve_dtypes(dts, signature=sig, casting=casting)
 
 
 def apply(ufunc: np.ufunc, inputs: tuple, out: DeviceArray | None = None, dtype: object = None,
@@ -111,7 +114,9 @@ def apply(ufunc: np.ufunc, inputs: tuple, out: DeviceArray | None = None, dtype:
     """``ufunc(*inputs, out=out, dtype=dtype, casting=casting)`` on the device.
 
     Inputs: DeviceArrays, host arrays (copied to the device), numpy scalars and Python scalars
-    (weak, NEP 50). Broadcasting, loop selection and output casting are numpy's. Raises
+    (weak, NEP 50). Broadcasting, loop selection and output casting are numpy's. Integer
+    ``power`` refuses a negative scalar exponent as numpy does; a negative element of an
+    exponent array gives ``1 // x**-e`` (as CuPy; numpy raises after scanning the data). Raises
     numpy's TypeError for a missing loop or a refused cast, ValueError for shapes that do not
     broadcast or an ``out`` of the wrong shape, NotImplementedError for a loop these kernels
     lack; all before any launch.
@@ -135,6 +140,9 @@ def apply(ufunc: np.ufunc, inputs: tuple, out: DeviceArray | None = None, dtype:
     if body is None:
         raise NotImplementedError(f"{name}: the {in_dts[0]} loop ({_KIND_NAMES.get(kind(in_dts[0]), '?')}"
                                   ") does not run on device arrays yet")
+    if ufunc is np.power and kind(in_dts[0]) == "i" and isinstance(ops[1], Scalar) and (
+            ops[1].value < 0):
+        raise ValueError("Integers to negative integer powers are not allowed.")
     shape = broadcast_shape(name, [o.shape for o in ops])
     if out is not None:
         if not isinstance(out, DeviceArray):
@@ -171,6 +179,14 @@ def binary(ufunc: np.ufunc, x: object, y: object) -> object:
     if x is None or y is None:
         return NotImplemented
     return apply(ufunc, (x, y))
+
+
+def power(x: object, y: object) -> object:
+    """``x ** y``: np.power, except numpy's operator shortcut ``a ** 2`` = ``square(a)``,
+    which gives int8 for a bool array."""
+    if isinstance(x, DeviceArray) and x.dtype == np.bool_ and type(y) is int and y == 2:
+        return binary(np.multiply, x.astype(np.int8), x.astype(np.int8))
+    return binary(np.power, x, y)
 
 
 def inplace(ufunc: np.ufunc, a: DeviceArray, y: object) -> object:

@@ -315,7 +315,7 @@ class DeviceArray:
     def __pow__(self, other: object, mod: object = None) -> object:
         if mod is not None:
             return NotImplemented
-        return _math().binary(np.power, self, other)
+        return _math().power(self, other)
 
     def __rpow__(self, other: object) -> object:
         return _math().binary(np.power, other, self)
