@@ -9,7 +9,6 @@ real kernels check ``oxicuda.trace()``.
 
 from __future__ import annotations
 
-
 import math
 import types
 
@@ -17,7 +16,6 @@ import numpy as np
 
 import oxicuda
 from oxicuda.memory.array import DeviceArray, empty
-
 
 # ``math.*`` in a body as the kernel language types it: in the operand's dtype (numpy's ufuncs on
 # numpy scalars), floor/ceil of a float a float (Python's math.floor returns an int)
