@@ -483,3 +483,28 @@ def test_without_elementwise_kernels_operations_refuse_before_touching_the_devic
     with oxicuda.trace() as t, pytest.raises(NotImplementedError, match="oxicuda.elementwise"):
         d + 1
     assert t.launches == []
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -1, (0, 2), (1, 2)])
+@pytest.mark.parametrize("dt", ["int32", "uint8", "float16", "float32", "float64", "complex64"])
+def test_sum_max_min_run_on_primitives_without_generated_reductions(monkeypatch, rng, axis, dt):
+    # primitives' device-wide and segmented reduce, no oxicuda.reduction in the build
+    from oxicuda.array_math import operands
+
+    monkeypatch.setattr(operands, "_KERNELS", {})
+    monkeypatch.delattr(oxicuda, "reduction", raising=False)
+    monkeypatch.delitem(oxicuda._LAZY_NAMES, "reduction", raising=False)
+    h = values(rng, np.dtype(dt), (3, 4, 5), special=False)
+    d = oxicuda.asarray(h)
+    views = [(d, h), (d[::-1, :, ::2], h[::-1, :, ::2])]
+    for dv, hv in views:
+        with oxicuda.trace() as t:
+            got = dv.sum(axis=axis)
+        assert any("prim" in k for k in t.kernels())
+        check(got, np.asarray(hv.sum(axis=axis)))
+        if dt != "complex64":
+            check(dv.max(axis=axis), np.asarray(hv.max(axis=axis)))
+            check(dv.min(axis=axis, keepdims=True), np.asarray(hv.min(axis=axis, keepdims=True)))
+    hn = h.astype(np.float32)
+    hn[1, 2, 3] = np.nan
+    check(oxicuda.asarray(hn).max(axis=2), hn.max(axis=2))

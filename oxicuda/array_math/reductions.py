@@ -3,8 +3,11 @@ all`` with ``axis`` (None, int, tuple, negative), ``keepdims``, ``dtype`` and ``
 
 Result dtypes are numpy's (sum/prod of small integers and bools in the platform int, mean of
 integers in float64, float16/bfloat16 accumulated in float32 and rounded once at the end).
-Full reductions of the CUB-role dtypes run ``oxicuda.primitives`` (device-wide reduce and
-argmin/argmax); the rest, and every axis reduction, run generated ``oxicuda.reduction`` kernels.
+sum/max/min of the CUB-role dtypes (and complex sums) run ``oxicuda.primitives`` where that
+needs no extra pass: full reductions (device-wide reduce) and reductions over the trailing axes
+of a C-contiguous array (segmented reduce, one segment per output); argmin/argmax without an
+axis run primitives' argmin/argmax. The rest run generated ``oxicuda.reduction`` kernels
+(without those, sum/max/min bring the reduced axes last with one device copy and segment).
 max/min propagate NaN; max/min/argmax/argmin of an empty selection raise ValueError as numpy's.
 """
 
@@ -87,6 +90,71 @@ def _generated(name: str, a: DeviceArray, acc: np.dtype, axes: tuple, keepdims: 
     return rk(src, *extra, axis=axis, keepdims=keepdims, dtype=acc, stream=a.stream)
 
 
+_OFFSETS: dict[tuple, DeviceArray] = {}
+
+
+def _segment_offsets(outer: int, inner: int, device: int) -> DeviceArray:
+    """``[0, inner, 2 inner, ..., outer inner]`` (int64) on the device: the segment table of a
+    reduction over ``inner`` contiguous elements per output; built once per shape."""
+    key = (outer, inner, device)
+    table = _OFFSETS.get(key)
+    if table is None:
+        if len(_OFFSETS) > 64:
+            _OFFSETS.clear()
+        table = _OFFSETS[key] = asarray(np.arange(outer + 1, dtype=np.int64) * inner)
+    return table
+
+
+def _trailing(a: DeviceArray, axes: tuple[int, ...]) -> bool:
+    """True when the reduced axes are the last ones of a C-contiguous array (rows in place)."""
+    return a.is_c_contiguous and axes == tuple(range(a.ndim - len(axes), a.ndim))
+
+
+def _primitive_ok(op: str, acc: np.dtype) -> bool:
+    return acc in _PRIMITIVE_DTYPES or (op == "sum" and kind(acc) == "c")
+
+
+def _use_primitives(op: str, a: DeviceArray, acc: np.dtype, axes: tuple[int, ...]) -> bool:
+    """oxicuda.primitives' device-wide / segmented reduce where it needs no extra pass (a full
+    reduction, or rows already contiguous), or wherever no generated reduction exists."""
+    if not _primitive_ok(op, acc):
+        return False
+    if len(axes) == a.ndim or _trailing(a, axes):
+        return True
+    return not _generated_reductions()
+
+
+def _generated_reductions() -> bool:
+    import oxicuda
+
+    return getattr(oxicuda, "reduction", None) is not None
+
+
+def _primitive_reduce(op: str, a: DeviceArray, acc: np.dtype, axes: tuple[int, ...],
+                      shape: tuple[int, ...]) -> DeviceArray:
+    from oxicuda import primitives
+
+    src = a if a.dtype == acc else a.astype(acc)
+    if len(axes) == src.ndim and kind(acc) != "c":  # (complex: one segment below)
+        flat = src.reshape(-1) if src.is_c_contiguous else src.copy().reshape(-1)
+        return primitives.reduce(flat, op).reshape(shape)
+    kept = tuple(i for i in range(src.ndim) if i not in axes)
+    outer, inner = _count(src.shape, kept), _count(src.shape, axes)
+    if outer == 0:
+        return empty_result(shape, acc, src.stream)
+    if not _trailing(src, axes):  # bring the reduced axes last, as rows (one device copy)
+        src = src.transpose(kept + axes).copy()
+    rows = primitives.segmented_reduce(src.reshape(-1), _segment_offsets(outer, inner, src.device),
+                                       op)
+    return rows.reshape(shape)
+
+
+def empty_result(shape: tuple[int, ...], dt: np.dtype, stream: int) -> DeviceArray:
+    from oxicuda.memory.array import empty
+
+    return empty(shape, dt, stream=stream)
+
+
 def _identity(op: str, dt: np.dtype) -> object:
     k = kind(dt)
     if op == "sum":
@@ -111,13 +179,8 @@ def _sum_like(op: str, a: object, axis: object, dtype: object, out: object,
     shape = _result_shape(a.shape, axes, keepdims)
     _check_out(out, shape, want, op)
     acc = _accumulator(want)
-    if op == "sum" and len(axes) == a.ndim and acc in _PRIMITIVE_DTYPES:
-        from oxicuda.primitives import reduce as device_reduce
-
-        src = a if a.dtype == acc else a.astype(acc)
-        flat = src.reshape(-1) if src.is_c_contiguous else src.copy().reshape(-1)
-        r = device_reduce(flat, "sum").reshape(shape)
-        return _finish(r, want, out)
+    if op == "sum" and _use_primitives(op, a, acc, axes):
+        return _finish(_primitive_reduce(op, a, acc, axes, shape), want, out)
     body = B.add if op == "sum" else B.multiply
     if kind(acc) == "b":  # a bool accumulator only with dtype=bool: numpy's logical or/and
         body = B.logical_or2 if op == "sum" else B.logical_and2
@@ -162,11 +225,11 @@ def _extremum(op: str, a: object, axis: object, out: object, keepdims: bool) -> 
                                   "on device arrays yet")
     shape = _result_shape(a.shape, axes, keepdims)
     _check_out(out, shape, a.dtype, op)
-    if len(axes) == a.ndim and a.dtype in _PRIMITIVE_DTYPES:
-        from oxicuda.primitives import reduce as device_reduce
-
-        flat = a.reshape(-1) if a.is_c_contiguous else a.copy().reshape(-1)
-        return _finish(device_reduce(flat, op).reshape(shape), a.dtype, out)
+    if _use_primitives(op, a, a.dtype, axes):
+        return _finish(_primitive_reduce(op, a, a.dtype, axes, shape), a.dtype, out)
+    wide = _arg_dtype(a.dtype)  # an order-preserving cast onto primitives' dtypes
+    if not _generated_reductions():
+        return _finish(_primitive_reduce(op, a.astype(wide), wide, axes, shape), a.dtype, out)
     body = B.maximum if op == "max" else B.minimum
     if kind(a.dtype) == "b":
         body = B.logical_or2 if op == "max" else B.logical_and2
