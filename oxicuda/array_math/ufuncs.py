@@ -89,6 +89,27 @@ TABLE: dict[np.ufunc, dict[str, object]] = {
 _KIND_NAMES = {"b": "bool", "i": "integer", "f": "floating", "c": "complex"}
 
 
+COMPARISONS = frozenset({np.equal, np.not_equal, np.less, np.less_equal, np.greater,
+                         np.greater_equal})
+
+
+def _exact_int(op: object) -> object:
+    """A weak Python int as a strong int64/uint64/float64 scalar of the same value (for one
+    outside the loop dtype's range: numpy 2 compares such ints exactly instead of refusing them (an
+    int8 array == 300 is all False), which the wider loop reproduces."""
+    v = op.value
+    dt = np.int64 if -2**63 <= v < 2**63 else np.uint64 if 0 <= v < 2**64 else np.float64
+    return Scalar(dt(v), np.dtype(dt))
+
+
+def _outside(op: object, dt: np.dtype) -> bool:
+    """True for a weak Python int that the integer loop dtype ``dt`` cannot hold."""
+    if not (isinstance(op, Scalar) and op.dtype is int and dt.kind in "iu"):
+        return False
+    info = np.iinfo(dt)
+    return not info.min <= op.value <= info.max
+
+
 def supports(ufunc: object) -> bool:
     return ufunc in TABLE
 
@@ -135,6 +156,9 @@ def apply(ufunc: np.ufunc, inputs: tuple, out: DeviceArray | None = None, dtype:
     if len(ops) != ufunc.nin:
         raise TypeError(f"{name}: takes {ufunc.nin} inputs; got {len(ops)}")
     loop = resolve(ufunc, ops, dtype, casting)
+    if ufunc in COMPARISONS and any(_outside(op, dt) for op, dt in zip(ops, loop)):
+        ops = [_exact_int(op) if _outside(op, dt) else op for op, dt in zip(ops, loop)]
+        loop = resolve(ufunc, ops, dtype, casting)
     in_dts, res_dt = loop[:-1], loop[-1]
     body = bodies.get(kind(in_dts[0]))
     if body is None:
