@@ -443,15 +443,22 @@ def test_numpy_functions_and_ufunc_reduce_dispatch_to_the_device(mode, rng):
 # -- matmul --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("dt", ["float32", "float64", "complex64"])
+@pytest.mark.parametrize("dt", ["float32", "float64", "complex64", "complex128", "float16",
+                                "bfloat16"])
 @pytest.mark.parametrize("sa,sb", [((3, 4), (4, 5)), ((4,), (4, 2)), ((3, 4), (4,)),
-                                   ((2, 3, 4), (2, 4, 5)), ((2, 3, 4), (4, 2))])
+                                   ((2, 3, 4), (2, 4, 5)), ((2, 3, 4), (4, 2)),
+                                   ((2, 3, 4), (1, 4, 5))])
 def test_matmul_matches_numpy(rng, dt, sa, sb):
-    a, b = values(rng, np.dtype(dt), sa, special=False), values(rng, np.dtype(dt), sb, special=False)
-    got = oxicuda.asarray(a) @ oxicuda.asarray(b)
-    want = a @ b
-    assert got.shape == want.shape and got.dtype == want.dtype
-    np.testing.assert_allclose(got.get(), want, rtol=1e-4, atol=1e-4)
+    dt = BF16 if dt == "bfloat16" else np.dtype(dt)
+    a, b = values(rng, dt, sa, special=False), values(rng, dt, sb, special=False)
+    wide = np.complex128 if dt.kind == "c" else np.float64
+    with oxicuda.trace() as t:
+        got = oxicuda.asarray(a) @ oxicuda.asarray(b)
+    assert t.launches
+    want = a.astype(wide) @ b.astype(wide)
+    assert got.shape == want.shape and got.dtype == dt
+    tol = 3e-2 if dt.itemsize == 2 else 1e-4
+    np.testing.assert_allclose(got.get().astype(wide), want, rtol=tol, atol=tol * 4)
 
 
 def test_matmul_refuses_other_dtypes_and_shapes():
