@@ -9,12 +9,17 @@ NaN-propagating maximum/minimum, ...). One ``return`` per body, at its end: the 
 language every backend of the compiler takes.
 """
 
-# ruff: noqa: PLR0124, SIM102  (x != x is the NaN test of the kernel language; nested ifs
+# ruff: noqa: PLR0124  (x != x is the NaN test of the kernel language; nested ifs
 # keep each body in the subset every backend of the compiler takes)
 
 from __future__ import annotations
 
 import math
+
+import oxicuda
+
+# shared steps of several bodies: inlined device functions once the compiler exists
+device = getattr(oxicuda, "device", None) or (lambda fn: fn)
 
 # -- arithmetic -------------------------------------------------------------------------------
 
@@ -58,14 +63,16 @@ def remainder_int(x, y):
 
 
 def floor_divide_float(x, y):
-    # numpy's npy_divmod: the quotient consistent with fmod, rounded to the nearest integer
+    # numpy's npy_divmod: the quotient consistent with fmod (fmod as x - trunc(x / y) * y, exact
+    # while the quotient has fewer bits than the mantissa), rounded to the nearest integer
     r = x / y
     if y != 0:
-        mod = math.fmod(x, y)
+        mod = x - math.trunc(x / y) * y
+        if (y == math.inf or y == -math.inf) and x - x == 0:
+            mod = x  # fmod(finite, inf) is x
         div = (x - mod) / y
-        if mod != 0:
-            if (y < 0) != (mod < 0):
-                div = div - 1
+        if mod != 0 and (y < 0) != (mod < 0):
+            div = div - 1
         if div != 0:
             r = math.floor(div)
             if div - r > 0.5:
@@ -76,13 +83,18 @@ def floor_divide_float(x, y):
 
 
 def remainder_float(x, y):
-    mod = math.fmod(x, y)
+    # numpy's npy_divmod remainder: fmod (as above), moved into the divisor's sign
+    mod = x - math.trunc(x / y) * y
+    if (y == math.inf or y == -math.inf) and x - x == 0:
+        mod = x
     if y != 0:
         if mod != 0:
             if (y < 0) != (mod < 0):
                 mod = mod + y
         else:
             mod = math.copysign(0.0, y)
+    else:
+        mod = x - x + math.nan
     return mod
 
 
@@ -200,20 +212,69 @@ def tanh(x):
     return math.tanh(x)
 
 
-def arcsin(x):
-    return math.asin(x)
-
-
-def arccos(x):
-    return math.acos(x)
+@device
+def atan_core(x):
+    # Cephes' atan: reduce |x| to [0, 0.66] (pi/2 - atan(1/x), pi/4 + atan((x-1)/(x+1))), then a
+    # 4/5 rational in x^2; accurate to an ulp or two in the dtype it runs in
+    a = abs(x)
+    base = math.copysign(0.0, a)  # a zero of x's dtype (a - a would be NaN for infinities)
+    extra = base
+    if a > 2.414213562373095:
+        base = base + 1.5707963267948966
+        extra = extra + 6.123233995736766e-17
+        a = -1.0 / a
+    elif a > 0.66:
+        base = base + 0.7853981633974483
+        extra = extra + 3.061616997868383e-17
+        a = (a - 1.0) / (a + 1.0)
+    z = a * a
+    p = ((((-8.750608600031904e-01 * z - 1.6157537187333652e+01) * z - 7.500855792314705e+01) * z
+          - 1.2288666844901361e+02) * z - 6.485021904942025e+01)
+    q = (((((z + 2.485846490142306e+01) * z + 1.6502700983169885e+02) * z + 4.328810604912903e+02)
+          * z + 4.853903996359137e+02) * z + 1.9455065714826139e+02)
+    r = base + (a * (z * p / q) + a + extra)
+    if x < 0:
+        r = -r
+    if x == 0:
+        r = x  # keeps -0.0
+    return r
 
 
 def arctan(x):
-    return math.atan(x)
+    return atan_core(x)
+
+
+@device
+def atan2_core(y, x):
+    # C99/numpy atan2: quadrants from the signs (signed zeros included), infinities exact
+    r = atan_core(y / x)
+    if x < 0 or (x == 0 and math.copysign(1.0, x) < 0):
+        r = r + math.copysign(3.141592653589793, y)
+    if x == 0:
+        r = math.copysign(1.5707963267948966, y)
+        if y == 0:
+            r = y
+            if math.copysign(1.0, x) < 0:
+                r = math.copysign(3.141592653589793, y)
+    if (x == math.inf or x == -math.inf) and (y == math.inf or y == -math.inf):
+        r = math.copysign(0.7853981633974483, y)
+        if x < 0:
+            r = math.copysign(2.356194490192345, y)
+    if x != x or y != y:
+        r = x + y
+    return r
 
 
 def arctan2(y, x):
-    return math.atan2(y, x)
+    return atan2_core(y, x)
+
+
+def arcsin(x):
+    return atan2_core(x, math.sqrt((1.0 - x) * (1.0 + x)))
+
+
+def arccos(x):
+    return atan2_core(math.sqrt((1.0 - x) * (1.0 + x)), x)
 
 
 def floor(x):
