@@ -23,7 +23,7 @@ _NUMPY_MATH = types.SimpleNamespace(
     floor=np.floor, ceil=np.ceil, fmod=np.fmod, copysign=np.copysign, exp=np.exp, exp2=np.exp2,
     expm1=np.expm1, log=np.log, log2=np.log2, log10=np.log10, log1p=np.log1p, sqrt=np.sqrt,
     sin=np.sin, cos=np.cos, tan=np.tan, tanh=np.tanh, asin=np.arcsin, acos=np.arccos,
-    atan=np.arctan, atan2=np.arctan2, trunc=np.trunc, inf=math.inf, nan=math.nan)
+    atan=np.arctan, atan2=np.arctan2, trunc=np.trunc, hypot=np.hypot, inf=math.inf, nan=math.nan)
 
 
 def _typed(body: object) -> object:

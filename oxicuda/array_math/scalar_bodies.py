@@ -453,3 +453,73 @@ def match_index(x, m, i, n):
     if x == m or x != x:
         r = i
     return r
+
+
+# -- complex, on the real and imaginary parts (the compiler has no complex type) ---------------
+
+
+def cmul_re(xr, xi, yr, yi):
+    return xr * yr - xi * yi
+
+
+def cmul_im(xr, xi, yr, yi):
+    return xr * yi + xi * yr
+
+
+def cdiv_re(xr, xi, yr, yi):
+    # Smith's algorithm, as numpy's complex division (a zero divisor gives inf/NaN parts)
+    ar = abs(yr)
+    r = xr / ar
+    if ar >= abs(yi):
+        if ar != 0:
+            q = yi / yr
+            r = (xr + xi * q) / (yr + yi * q)
+    else:
+        q = yr / yi
+        r = (xr * q + xi) / (yi + yr * q)
+    return r
+
+
+def cdiv_im(xr, xi, yr, yi):
+    ar = abs(yr)
+    r = xi / ar
+    if ar >= abs(yi):
+        if ar != 0:
+            q = yi / yr
+            r = (xi - xr * q) / (yr + yi * q)
+    else:
+        q = yr / yi
+        r = (xi * q - xr) / (yi + yr * q)
+    return r
+
+
+def cequal(xr, xi, yr, yi):
+    return xr == yr and xi == yi
+
+
+def cnot_equal(xr, xi, yr, yi):
+    return xr != yr or xi != yi
+
+
+def cabs(xr, xi):
+    return math.hypot(xr, xi)
+
+
+def cisnan(xr, xi):
+    return xr != xr or xi != xi
+
+
+def cisinf(xr, xi):
+    return xr == math.inf or xr == -math.inf or xi == math.inf or xi == -math.inf
+
+
+def cisfinite(xr, xi):
+    return xr - xr == 0 and xi - xi == 0
+
+
+def cnonzero(xr, xi):
+    return xr != 0 or xi != 0
+
+
+def ciszero(xr, xi):
+    return xr == 0 and xi == 0

@@ -13,6 +13,7 @@ import numpy as np
 from oxicuda.memory.array import DeviceArray, empty
 
 from . import scalar_bodies as B
+from .complex_parts import COMPLEX_BODIES, apply_complex
 from .operands import (
     Scalar,
     broadcast_shape,
@@ -29,19 +30,21 @@ def _same(body: object, kinds: str = "bifc") -> dict[str, object]:
     return dict.fromkeys(kinds, body)
 
 
-#: ufunc -> {kind of the loop's first dtype: scalar body}. A kind missing here is a loop numpy
-#: has and these kernels do not (NotImplementedError), never a silent host computation.
+#: ufunc -> {kind of the loop's first dtype: scalar body}. Complex loops are complex_parts'
+#: (over the real and imaginary views); a kind missing in both is a loop numpy has and these
+#: kernels do not (NotImplementedError), never a silent host computation.
 TABLE: dict[np.ufunc, dict[str, object]] = {
-    np.add: {"b": B.logical_or2, "i": B.add, "f": B.add, "c": B.add},
-    np.subtract: _same(B.subtract, "ifc"),
-    np.multiply: {"b": B.logical_and2, "i": B.multiply, "f": B.multiply, "c": B.multiply},
-    np.true_divide: _same(B.true_divide, "fc"),
+    np.add: {"b": B.logical_or2, "i": B.add, "f": B.add},
+    np.subtract: _same(B.subtract, "if"),
+    np.multiply: {"b": B.logical_and2, "i": B.multiply, "f": B.multiply},
+    np.true_divide: _same(B.true_divide, "f"),
     np.floor_divide: {"i": B.floor_divide_int, "f": B.floor_divide_float},
     np.remainder: {"i": B.remainder_int, "f": B.remainder_float},
-    np.power: {"i": B.power_int, "f": B.power_float, "c": B.power_float},
-    np.negative: _same(B.negative, "ifc"),
-    np.positive: _same(B.positive, "ifc"),
-    np.absolute: {"b": B.identity, "i": B.absolute, "f": B.absolute, "c": B.absolute},
+    np.power: {"i": B.power_int, "f": B.power_float},
+    np.negative: _same(B.negative, "if"),
+    np.positive: _same(B.positive, "if"),
+    np.conjugate: {"b": B.identity, "i": B.identity, "f": B.identity},
+    np.absolute: {"b": B.identity, "i": B.absolute, "f": B.absolute},
     np.sign: {"i": B.sign_int, "f": B.sign_float},
     np.exp: _same(B.exp, "f"),
     np.exp2: _same(B.exp2, "f"),
@@ -65,16 +68,16 @@ TABLE: dict[np.ufunc, dict[str, object]] = {
     np.minimum: {"b": B.logical_and2, "i": B.minimum, "f": B.minimum},
     np.fmax: {"b": B.logical_or2, "i": B.maximum, "f": B.fmax},
     np.fmin: {"b": B.logical_and2, "i": B.minimum, "f": B.fmin},
-    np.equal: _same(B.equal),
-    np.not_equal: _same(B.not_equal),
+    np.equal: _same(B.equal, "bif"),
+    np.not_equal: _same(B.not_equal, "bif"),
     np.less: _same(B.less, "bif"),
     np.less_equal: _same(B.less_equal, "bif"),
     np.greater: _same(B.greater, "bif"),
     np.greater_equal: _same(B.greater_equal, "bif"),
-    np.logical_and: _same(B.logical_and),
-    np.logical_or: _same(B.logical_or),
-    np.logical_xor: _same(B.logical_xor),
-    np.logical_not: _same(B.logical_not),
+    np.logical_and: _same(B.logical_and, "bif"),
+    np.logical_or: _same(B.logical_or, "bif"),
+    np.logical_xor: _same(B.logical_xor, "bif"),
+    np.logical_not: _same(B.logical_not, "bif"),
     np.isnan: {"b": B.never, "i": B.never, "f": B.isnan},
     np.isinf: {"b": B.never, "i": B.never, "f": B.isinf},
     np.isfinite: {"b": B.always, "i": B.always, "f": B.isfinite},
@@ -160,7 +163,8 @@ def apply(ufunc: np.ufunc, inputs: tuple, out: DeviceArray | None = None, dtype:
         ops = [_exact_int(op) if _outside(op, dt) else op for op, dt in zip(ops, loop)]
         loop = resolve(ufunc, ops, dtype, casting)
     in_dts, res_dt = loop[:-1], loop[-1]
-    body = bodies.get(kind(in_dts[0]))
+    complex_loop = kind(in_dts[0]) == "c" and ufunc in COMPLEX_BODIES
+    body = bodies.get(kind(in_dts[0])) if not complex_loop else apply_complex
     if body is None:
         raise NotImplementedError(f"{name}: the {in_dts[0]} loop ({_KIND_NAMES.get(kind(in_dts[0]), '?')}"
                                   ") does not run on device arrays yet")
@@ -192,6 +196,8 @@ def apply(ufunc: np.ufunc, inputs: tuple, out: DeviceArray | None = None, dtype:
         out = empty(shape, res_dt, stream=stream)
     if out.size == 0:
         return out
+    if complex_loop:
+        return apply_complex(ufunc, args, res_dt, out, stream)
     ek = elementwise_kernel(body, f"array_{name}")
     return ek(*args, out=out, stream=stream)
 
