@@ -43,10 +43,16 @@ _LAZY_NAMES = {
     "any": ("oxicuda.array_math", "any"),
     "all": ("oxicuda.array_math", "all"),
     "matmul": ("oxicuda.array_math", "matmul"),
+    "kernel": ("oxicuda.jit.kernel", "kernel"),
+    "device": ("oxicuda.jit.kernel", "device"),
+    "KernelError": ("oxicuda.jit.kernel", "KernelError"),
+    "elementwise": ("oxicuda.jit.elementwise", "elementwise"),
+    "reduction": ("oxicuda.jit.reduction", "reduction"),
 }
 
 _SUBPACKAGES = frozenset(
-    {"driver", "memory", "ptx", "blas", "dnn", "fft", "sparse", "solver", "rand", "cuda", "skcuda", "compat"}
+    {"driver", "memory", "ptx", "blas", "dnn", "fft", "sparse", "solver", "rand", "cuda", "skcuda", "compat", "jit",
+     "types"}
 )
 
 __all__ = sorted(_LAZY_NAMES) + ["__version__"]
