@@ -27,8 +27,14 @@ _NUMPY_MATH = types.SimpleNamespace(
 
 
 def _typed(body: object) -> object:
-    return types.FunctionType(body.__code__, {**body.__globals__, "math": _NUMPY_MATH},
-                              body.__name__, body.__defaults__, body.__closure__)
+    body = getattr(body, "__wrapped__", body)  # an @oxicuda.device function
+    names = {"math": _NUMPY_MATH}
+    for name in body.__code__.co_names:
+        helper = body.__globals__.get(name)
+        if hasattr(helper, "__wrapped__") and callable(helper):
+            names[name] = _typed(helper)
+    return types.FunctionType(body.__code__, {**body.__globals__, **names}, body.__name__,
+                              body.__defaults__, body.__closure__)
 
 
 def _host(x: object) -> object:
@@ -112,8 +118,17 @@ def install(monkeypatch) -> None:
     drop the kernels array_math built with whatever was there before."""
     from oxicuda.array_math import operands
 
-    monkeypatch.setattr(oxicuda, "elementwise", ModelElementwise, raising=False)
-    monkeypatch.setattr(oxicuda, "reduction", ModelReduction, raising=False)
+    monkeypatch.setitem(vars(oxicuda), "elementwise", ModelElementwise)
+    monkeypatch.setitem(vars(oxicuda), "reduction", ModelReduction)
     monkeypatch.setattr(operands, "_KERNELS", {})
 
 
+
+
+def remove(monkeypatch, name: str) -> None:
+    """Make ``oxicuda.<name>`` absent for the test (a build without it)."""
+    from oxicuda.array_math import operands
+
+    monkeypatch.setattr(operands, "_KERNELS", {})
+    monkeypatch.delitem(vars(oxicuda), name, raising=False)
+    monkeypatch.delitem(oxicuda._LAZY_NAMES, name, raising=False)

@@ -20,6 +20,7 @@ import pytest
 import oxicuda
 from oxicuda.array_math import ufuncs as U
 from oxicuda.array_math.complex_parts import COMPLEX_BODIES
+from oxicuda.array_math.operands import provided
 from oxicuda.memory.array import DeviceArray
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -47,7 +48,7 @@ UNARY = [np.conjugate, np.negative, np.positive, np.absolute, np.exp, np.log, np
 @pytest.fixture(params=["model", "device"])
 def mode(request, monkeypatch):
     if request.param == "device":
-        if getattr(oxicuda, "elementwise", None) is None:
+        if provided("elementwise") is None:
             pytest.skip("this build has no oxicuda.elementwise (issue 21 items 1-2, s8-jit)")
     else:
         array_math_host_model.install(monkeypatch)
@@ -486,12 +487,7 @@ def test_item_and_repr_show_values():
 
 
 def test_without_elementwise_kernels_operations_refuse_before_touching_the_device(monkeypatch):
-    from oxicuda.array_math import operands
-
-    monkeypatch.setattr(operands, "_KERNELS", {})
-    monkeypatch.delattr(oxicuda, "elementwise", raising=False)
-    monkeypatch.setitem(oxicuda._LAZY_NAMES, "elementwise", ("oxicuda", "_absent_elementwise"))
-    monkeypatch.delitem(oxicuda._LAZY_NAMES, "elementwise")
+    array_math_host_model.remove(monkeypatch, "elementwise")
     d = oxicuda.zeros(3)
     with oxicuda.trace() as t, pytest.raises(NotImplementedError, match="oxicuda.elementwise"):
         d + 1
@@ -502,11 +498,7 @@ def test_without_elementwise_kernels_operations_refuse_before_touching_the_devic
 @pytest.mark.parametrize("dt", ["int32", "uint8", "float16", "float32", "float64", "complex64"])
 def test_sum_max_min_run_on_primitives_without_generated_reductions(monkeypatch, rng, axis, dt):
     # primitives' device-wide and segmented reduce, no oxicuda.reduction in the build
-    from oxicuda.array_math import operands
-
-    monkeypatch.setattr(operands, "_KERNELS", {})
-    monkeypatch.delattr(oxicuda, "reduction", raising=False)
-    monkeypatch.delitem(oxicuda._LAZY_NAMES, "reduction", raising=False)
+    array_math_host_model.remove(monkeypatch, "reduction")
     h = values(rng, np.dtype(dt), (3, 4, 5), special=False)
     d = oxicuda.asarray(h)
     views = [(d, h), (d[::-1, :, ::2], h[::-1, :, ::2])]

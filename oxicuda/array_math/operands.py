@@ -134,11 +134,19 @@ def overlaps_partially(a: DeviceArray, out: DeviceArray) -> bool:
 _KERNELS: dict[object, object] = {}
 
 
+def provided(name: str) -> object:
+    """``oxicuda.<name>`` (elementwise, reduction) or None where this build lacks it."""
+    try:
+        return getattr(oxicuda, name)
+    except (AttributeError, ImportError):
+        return None
+
+
 def elementwise_kernel(body: object, name: str) -> object:
     """The ``oxicuda.elementwise`` kernel of ``body`` (built once per body)."""
     ek = _KERNELS.get(body)
     if ek is None:
-        make = getattr(oxicuda, "elementwise", None)
+        make = provided("elementwise")
         if make is None:
             raise NotImplementedError(
                 f"{name}: device arrays compute through oxicuda.elementwise (issue 21, items 1-2), "
@@ -152,7 +160,7 @@ def reduction_kernel(key: tuple, name: str, map_: object, reduce_: object, ident
     """The ``oxicuda.reduction`` kernel for ``key`` (built once per key)."""
     rk = _KERNELS.get(key)
     if rk is None:
-        make = getattr(oxicuda, "reduction", None)
+        make = provided("reduction")
         if make is None:
             raise NotImplementedError(
                 f"{name}: device reductions run through oxicuda.reduction (issue 21, items 1-2), "

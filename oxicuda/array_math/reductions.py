@@ -19,7 +19,7 @@ from oxicuda.memory.array import DeviceArray, asarray
 from oxicuda.memory.dtypes import BFLOAT16
 
 from . import scalar_bodies as B
-from .operands import kind, normalize_axis, reduction_kernel
+from .operands import kind, normalize_axis, provided, reduction_kernel
 
 _PRIMITIVE_DTYPES = frozenset(np.dtype(t) for t in ("int32", "int64", "uint32", "uint64",
                                                     "float32", "float64"))
@@ -125,9 +125,7 @@ def _use_primitives(op: str, a: DeviceArray, acc: np.dtype, axes: tuple[int, ...
 
 
 def _generated_reductions() -> bool:
-    import oxicuda
-
-    return getattr(oxicuda, "reduction", None) is not None
+    return provided("reduction") is not None
 
 
 def _primitive_reduce(op: str, a: DeviceArray, acc: np.dtype, axes: tuple[int, ...],

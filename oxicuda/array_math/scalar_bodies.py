@@ -16,10 +16,7 @@ from __future__ import annotations
 
 import math
 
-import oxicuda
-
-# shared steps of several bodies: inlined device functions once the compiler exists
-device = getattr(oxicuda, "device", None) or (lambda fn: fn)
+from oxicuda.jit.kernel import device  # shared steps of several bodies, inlined
 
 # -- arithmetic -------------------------------------------------------------------------------
 
