@@ -81,6 +81,13 @@ def scalar_as(s: Scalar, dt: np.dtype) -> np.generic:
     return np.asarray(s.value, dtype=dt)[()]
 
 
+def kernel_scalar(s: Scalar, dt: np.dtype) -> object:
+    """The scalar as a kernel argument of dtype ``dt``: a numpy scalar (a bool kernel parameter
+    does not pack in s8-jit's launch, reported: a bool goes as a 0-d device array)."""
+    v = scalar_as(s, dt)
+    return v if dt != np.bool_ else asarray(np.asarray(v))
+
+
 def broadcast_shape(what: str, shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
     try:
         return np.broadcast_shapes(*shapes)

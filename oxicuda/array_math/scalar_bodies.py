@@ -395,12 +395,20 @@ def invert(x):
     return ~x
 
 
-def left_shift(x, y):
-    return x << y
+def left_shift(x, y, bits):  # numpy: a count outside [0, bits) gives 0
+    r = x - x
+    if y >= 0 and y < bits:
+        r = x << y
+    return r
 
 
-def right_shift(x, y):
-    return x >> y
+def right_shift(x, y, bits):  # numpy: a count outside [0, bits) gives 0, or -1 for x < 0
+    r = x - x
+    if x < 0:
+        r = r - 1
+    if y >= 0 and y < bits:
+        r = x >> y
+    return r
 
 
 # -- selection --------------------------------------------------------------------------------
@@ -498,8 +506,13 @@ def cnot_equal(xr, xi, yr, yi):
     return xr != yr or xi != yi
 
 
-def cabs(xr, xi):
-    return math.hypot(xr, xi)
+def cabs(xr, xi):  # C99's hypot: an infinite part gives inf even beside a NaN
+    r = math.hypot(xr, xi)
+    if xr != xr or xi != xi:
+        r = xr + xi
+    if xr == math.inf or xr == -math.inf or xi == math.inf or xi == -math.inf:
+        r = math.inf
+    return r
 
 
 def cisnan(xr, xi):

@@ -7,7 +7,7 @@ import numpy as np
 from oxicuda.memory.array import DeviceArray, empty
 
 from . import scalar_bodies as B
-from .operands import Scalar, broadcast_shape, elementwise_kernel, operand, scalar_as, stream_of
+from .operands import Scalar, broadcast_shape, elementwise_kernel, kernel_scalar, operand, stream_of
 from .ufuncs import _cast_error, apply
 
 
@@ -24,7 +24,7 @@ def _operands(what: str, values: tuple) -> list:
 
 def _prepare(op: object, dt: np.dtype) -> object:
     if isinstance(op, Scalar):
-        return scalar_as(op, dt)
+        return kernel_scalar(op, dt)
     return op if op.dtype == dt else op.astype(dt)
 
 
