@@ -1,6 +1,6 @@
 """``oxicuda.types``: the scalar and array types of ``@oxicuda.kernel`` (see oxicuda.jit.types)."""
 
-from oxicuda.jit.types import (  # noqa: F401
+from oxicuda.jit.types import (
     SCALARS,
     Array,
     ArrayType,

@@ -165,8 +165,8 @@ def _intrinsic(lw: Lower, fn: I.Intrinsic, node: ast.Call) -> object:
 
 def _fma(lw: Lower, a: Val, b: Val, c: Val) -> Val:
     kb = lw.kb
-    (ta, tb), tab = ops.resolve(np.multiply, a, b)
-    (tx, tc), to = ops.resolve(np.add, Val(tab, 0, False), c)
+    (_ta, _tb), tab = ops.resolve(np.multiply, a, b)
+    (_tx, _tc), to = ops.resolve(np.add, Val(tab, 0, False), c)
     st = to
     a, b, c = (ops.cast(kb, v, st) for v in (a, b, c))
     if a.const and b.const and c.const:

@@ -29,8 +29,8 @@ from oxicuda.ptx.spec import KernelSpec
 
 from . import ops
 from . import types as T
-from .frontend import FunctionInfo
-from .lower import ArrayVal, Lower
+from .frontend import CompileError, FunctionInfo
+from .lower import MAX_ROUNDS, ArrayVal, Lower
 from .operands import body_result, broadcast_strides, call_body, check_alias, gather
 from .ops import Val
 
@@ -63,10 +63,19 @@ def generate_elementwise(spec: ElementwiseSpec) -> str:
     """PTX of one spec. Parameters: ``out``, then per argument a pointer or a scalar; ``n``
     (elements); for ``strided``: the shape (outermost first) and per array and out the element
     strides."""
+    slot_types: dict = {}
+    for _ in range(MAX_ROUNDS):
+        text, restart = _generate_once(spec, slot_types)
+        if not restart:
+            return text
+    raise CompileError(f"{spec.name}: the types of its variables did not settle")
+
+
+def _generate_once(spec: ElementwiseSpec, slot_types: dict) -> tuple[str, bool]:
     info = _SOURCES[spec.digest]
     kb = KernelBuilder(spec.kernel_name(), arch=spec.arch, math=spec.math)
     kb.maxntid(THREADS)
-    lw = Lower(kb, checks=False, slot_types={}, err_ptr=None)
+    lw = Lower(kb, checks=False, slot_types=slot_types, err_ptr=None)
     idx = "u64" if spec.wide else "u32"
     out_ptr = kb.param_ptr("out")
     params = []
@@ -130,7 +139,7 @@ def generate_elementwise(spec: ElementwiseSpec) -> str:
     kb.add(i, step, out=i)
     kb.bra(top)
     kb.label("ew_end")
-    return kb.ptx()
+    return kb.ptx(), lw.restart
 
 
 registry.register_family(ElementwiseSpec.family, ElementwiseSpec, generate_elementwise,

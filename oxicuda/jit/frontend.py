@@ -40,7 +40,7 @@ class FunctionInfo:
                                f"({exc}); kernels must be defined in a file") from None
         self.source = textwrap.dedent("".join(lines))
         self.line_offset = first - 1
-        node = _function_node(self.source, fn)
+        node, self.source = _function_node(self.source, fn)
         if node is None:
             raise CompileError(f"{self.filename}:{first}: {fn.__qualname__} is not a plain def")
         self.node = node
@@ -88,8 +88,8 @@ class FunctionInfo:
             ann = raw.get(p)
             if isinstance(ann, str):
                 try:
-                    ann = eval(ann, dict(self.fn.__globals__), dict(self.closure))  # noqa: S307
-                except Exception as exc:
+                    ann = eval(ann, dict(self.fn.__globals__), dict(self.closure))
+                except Exception as exc:  # noqa: BLE001 - any failure of a user annotation
                     raise CompileError(f"{self.filename}: annotation {ann!r} of parameter {p!r} "
                                        f"cannot be evaluated: {exc}") from None
             out[p] = ann
@@ -97,7 +97,7 @@ class FunctionInfo:
 
     def digest(self) -> str:
         if self._digest is None:
-            h = hashlib.sha256(self.source.encode())
+            h = hashlib.sha256(ast.dump(self.node, include_attributes=False).encode())
             h.update(self.qualname.encode())
             for name in sorted(_free_names(self.node)):
                 value = self.lookup(name)
@@ -107,30 +107,52 @@ class FunctionInfo:
         return self._digest
 
 
-def _function_node(source: str, fn) -> ast.FunctionDef | None:
+def _function_node(source: str, fn) -> tuple[ast.FunctionDef | None, str]:
     """The ``def`` of ``fn`` in its source, or its lambda as an equivalent ``def``."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        try:  # a lambda cut out of a longer expression: parse the line as an expression
-            tree = ast.parse("(" + source.strip().rstrip(",") + ")")
+    tree = None
+    # a lambda's source is the statement lines around it, possibly cut: try a few completions
+    body = source.strip()
+    attempts = [source, source.rstrip() + "\n    pass\n"]
+    attempts += ["(" + body[: len(body) - cut] + ")" for cut in range(min(12, len(body)))]
+    for text in attempts:
+        try:
+            tree = ast.parse(text)
+            source = text
+            break
         except SyntaxError:
-            return None
+            continue
+    if tree is None:
+        return None, source
     first = tree.body[0] if tree.body else None
     if isinstance(first, ast.FunctionDef) and first.name == fn.__name__:
-        return first
+        return first, source
     if fn.__name__ != "<lambda>":
-        return None
+        return None, source
     names = fn.__code__.co_varnames[: fn.__code__.co_argcount]
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Lambda) and tuple(a.arg for a in node.args.args) == names:
+    candidates = [n for n in ast.walk(tree)
+                  if isinstance(n, ast.Lambda) and tuple(a.arg for a in n.args.args) == names]
+    if len(candidates) > 1:  # several lambdas of the same parameters: the one compiling the same
+        same = [n for n in candidates if _same_code(n, fn.__code__)]
+        candidates = same or candidates[:1]
+    for node in candidates:
             ret = ast.Return(value=node.body)
             ast.copy_location(ret, node.body)
             fdef = ast.FunctionDef(name="lambda", args=node.args, body=[ret], decorator_list=[],
                                    returns=None, type_params=[])
             ast.copy_location(fdef, node)
-            return fdef
-    return None
+            return fdef, source
+    return None, source
+
+
+def _same_code(node: ast.Lambda, code) -> bool:
+    try:
+        compiled = compile(ast.Expression(body=node), "<lambda>", "eval")
+    except (SyntaxError, ValueError):
+        return False
+    inner = next((c for c in compiled.co_consts if hasattr(c, "co_code")), None)
+    # names, constants and variables identify it (bytecode differs between compile contexts)
+    return (inner is not None and inner.co_names == code.co_names
+            and inner.co_consts == code.co_consts and inner.co_varnames == code.co_varnames)
 
 
 def _free_names(node: ast.AST) -> set[str]:
@@ -148,4 +170,11 @@ def _value_token(value: object) -> str:
         return f"d:{value.info.digest()}"
     if isinstance(value, pytypes.ModuleType):
         return f"m:{value.__name__}"
-    return f"o:{type(value).__qualname__}"
+    name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
+    if isinstance(name, str):  # functions, ufuncs, classes, scalar types
+        return f"f:{getattr(value, '__module__', '')}.{name}"
+    if hasattr(value, "dtype") and hasattr(value, "name"):
+        return f"s:{value.name}"
+    if isinstance(value, pytypes.FunctionType) or callable(value):
+        return f"o:{type(value).__qualname__}:{id(value)}"
+    return f"o:{type(value).__qualname__}:{id(value)}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 class Intrinsic:
     """A kernel-language function or value, recognized by the compiler by identity."""
 
-    __slots__ = ("name", "host")
+    __slots__ = ("host", "name")
 
     def __init__(self, name: str, host: object = None) -> None:
         self.name = name

@@ -26,6 +26,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from oxicuda.memory.array import DeviceArray
 from oxicuda.ptx import registry
 from oxicuda.ptx.builder import KernelBuilder
 from oxicuda.ptx.spec import KernelSpec
@@ -260,7 +261,7 @@ def pack_args(signature: tuple, values: tuple) -> list[object]:
 class Specialization:
     """One compiled signature: the loaded function, its spec, its error buffer."""
 
-    __slots__ = ("spec", "function", "signature", "errors", "sites", "regenerate")
+    __slots__ = ("errors", "function", "regenerate", "signature", "sites", "spec")
 
     def __init__(self, spec: JitKernelSpec, signature: tuple, regenerate) -> None:
         from oxicuda.ptx.cache import load
@@ -387,8 +388,8 @@ class Kernel:
     def _check_requires(self, args: tuple) -> None:
         env = dict(zip(self.info.params, args))
         try:
-            ok = eval(self._requires_code, {"__builtins__": _REQUIRES_BUILTINS}, env)  # noqa: S307
-        except Exception as exc:
+            ok = eval(self._requires_code, {"__builtins__": _REQUIRES_BUILTINS}, env)
+        except Exception as exc:  # noqa: BLE001 - the user's expression may raise anything
             raise ValueError(f"{self.name}: precondition `{self.requires}` could not be evaluated: "
                              f"{type(exc).__name__}: {exc}") from None
         if not ok:
@@ -421,9 +422,8 @@ def _fast_key(a: object) -> object:
     t = type(a)
     if t is int or t is float or t is bool:
         return t
-    dt = getattr(a, "dtype", None)
-    if dt is not None and hasattr(a, "strides"):
-        return (dt, a.ndim, a.is_c_contiguous, a.device)
+    if isinstance(a, DeviceArray):
+        return (a.dtype, a.ndim, a.is_c_contiguous, a.device)
     if isinstance(a, np.generic):
         return a.dtype
     return (t, id(a))
@@ -442,7 +442,7 @@ def _annotation(info: FunctionInfo, name: str, ann: object) -> object:
 
 
 class _Launcher:
-    __slots__ = ("kernel", "grid", "block", "stream", "shared_mem")
+    __slots__ = ("block", "grid", "kernel", "shared_mem", "stream")
 
     def __init__(self, kernel: Kernel, grid, block, stream=None, shared_mem: int = 0) -> None:
         self.kernel = kernel
@@ -519,7 +519,7 @@ def check() -> None:
     from oxicuda.driver.device import synchronize
 
     synchronize()
-    for k in list(_ALL_KERNELS):
+    for k in _ALL_KERNELS:
         k.check()
 
 

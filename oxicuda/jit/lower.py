@@ -27,8 +27,7 @@ import numpy as np
 from oxicuda.ptx.builder import KernelBuilder, SharedArray, Value
 
 from . import intrinsics as I
-from . import mathlib
-from . import ops
+from . import mathlib, ops
 from . import types as T
 from .frontend import CompileError, FunctionInfo
 from .ops import LoweringError, Val
@@ -198,8 +197,10 @@ class Lower:
         else:
             self.scope.vars[name] = value
 
-    def _slot_type(self, key: str, v: Val) -> T.ScalarType:
-        return self.slot_types.get(key, v.t)
+    def _slot_type(self, key: str, v: Val) -> tuple[T.ScalarType, bool]:
+        """(type, weak) of a variable: what unification settled on, else its first value's (a
+        variable first assigned a Python literal stays weak, as the literal would in Python)."""
+        return self.slot_types.get(key, (v.t, v.weak))
 
     def assign_var(self, name: str, value: object) -> None:
         scope = self.scope
@@ -223,36 +224,46 @@ class Lower:
     def _new_var(self, key: str, v: object) -> object:
         if not isinstance(v, Val):
             return v
-        t = self._slot_type(key, v)
+        t, weak = self._slot_type(key, v)
         c = ops.cast(self.kb, v, t)
         reg = self.kb.reg(t.reg)
         self._write(reg, c)
-        out = Val(t, reg)
+        out = Val(t, reg, weak)
         out._var = True
+        out._key = key
         return out
 
     def _assign_scalar(self, key: str, var: object, v: object) -> None:
         if not isinstance(var, Val) or not isinstance(v, Val):
             raise LoweringError("a tuple element changes between a scalar and an array")
-        unified = self._unify(var.t, v)
-        if unified is not var.t:
+        unified = self._unify(var, v)
+        if unified != (var.t, var.weak):
             self.slot_types[key] = unified
             self.restart = True
         self._write(var.v, ops.cast(self.kb, v, var.t))
 
-    def _unify(self, t: T.ScalarType, v: Val) -> T.ScalarType:
+    def _unify(self, var: Val, v: Val) -> tuple[T.ScalarType, bool]:
+        """numpy's common type of a variable and a value assigned to it (weak: NEP 50)."""
+        t = var.t
+        if var.weak and v.weak:
+            if t.kind == v.t.kind or v.t.kind == "b":
+                return (t, True)
+            return ((T.f64, True) if "f" in (t.kind, v.t.kind) else (T.i64, True))
+        if var.weak:
+            r = np.result_type(v.t.dtype, ops.PY_ZERO[t.kind]) if v.t is not T.bf16 else v.t.dtype
+            return (T.scalar_type(r), False)
         if v.t is t:
-            return t
+            return (t, False)
         if v.weak:
             try:
-                r = np.result_type(t.dtype, v.v)
-            except Exception:
-                return t
-        else:
-            if t is T.bf16 or v.t is T.bf16:
-                return t if v.t.bits <= 16 and v.t.kind == "f" else T.f32 if v.t is not T.f64 else T.f64
-            r = np.result_type(t.dtype, v.t.dtype)
-        return T.scalar_type(r)
+                return (T.scalar_type(np.result_type(t.dtype, ops.PY_ZERO[v.t.kind])), False)
+            except (TypeError, ValueError, OverflowError):
+                return (t, False)
+        if t is T.bf16 or v.t is T.bf16:
+            other = v.t if t is T.bf16 else t
+            return (T.bf16 if other is T.bf16 else T.f32 if other.bits <= 16 else T.f64
+                    if other.kind != "f" or other.bits == 64 else T.f32, False)
+        return (T.scalar_type(np.result_type(t.dtype, v.t.dtype)), False)
 
     def _write(self, reg: Value, v: Val) -> None:
         kb = self.kb
@@ -301,7 +312,7 @@ class Lower:
         if isinstance(ann, (T.ScalarType, type)) and isinstance(value, Val):
             st = T.scalar_type(ann)
             if isinstance(node.target, ast.Name):
-                self.slot_types.setdefault(self.scope.prefix + node.target.id, st)
+                self.slot_types.setdefault(self.scope.prefix + node.target.id, (st, False))
             value = ops.cast(self.kb, value, st)
         self.store(node.target, value)
 
@@ -431,9 +442,7 @@ class Lower:
         kb = self.kb
         name = node.target.id
         (ti, _), _ = ops.resolve(np.add, start, stop) if not (start.weak and stop.weak) else ((T.i64, T.i64), T.i64)
-        if step.const:
-            ti = ti
-        else:
+        if not step.const:
             (ti, _), _ = ops.resolve(np.add, Val(ti, 0), step)
         self.assign_var(name, ops.cast(kb, start, ti) if not start.weak else start)
         var = self.scope.vars[name]

@@ -86,6 +86,7 @@ def sincos_d(kb: KernelBuilder, x: Value) -> tuple[Value, Value]:
     v = kb.selp(v, 0.0, finite, type_="f64")
     s, c = sincospi_f64(kb, v)
     s = kb.selp(s, NAN, finite, type_="f64")
+    s = kb.selp(x, s, kb.setp("eq", x, 0.0))  # keeps the sign of zero
     c = kb.selp(c, NAN, finite, type_="f64")
     return s, c
 

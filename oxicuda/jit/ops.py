@@ -79,9 +79,13 @@ def _np(x: Val) -> object:
 
 
 # -- promotion ------------------------------------------------------------------------------------
+PY_ZERO = {"b": False, "i": 0, "u": 0, "f": 0.0}
+_PY_TYPE = {"b": bool, "i": int, "u": int, "f": float}
+
+
 def _operand_dtype(x: Val) -> object:
     if x.weak:
-        return type(x.v)
+        return _PY_TYPE[x.t.kind]
     return x.t.dtype
 
 
@@ -91,12 +95,15 @@ def _bf16_as_f32(d: object) -> object:
 
 def resolve(ufunc: np.ufunc, *xs: Val) -> tuple[tuple[T.ScalarType, ...], T.ScalarType]:
     """(input types, output type) numpy picks for ``ufunc`` on these operands."""
-    dts = tuple(_operand_dtype(x) for x in xs)
+    if all(x.weak for x in xs):  # Python values only: their default types (int64, float64)
+        dts = tuple(x.t.dtype for x in xs)
+    else:
+        dts = tuple(_operand_dtype(x) for x in xs)
     all_bf16 = all((not x.weak and x.t is T.bf16) or x.weak for x in xs) and any(
         not x.weak and x.t is T.bf16 for x in xs)
     try:
         res = ufunc.resolve_dtypes((*(_bf16_as_f32(d) for d in dts), None))
-    except Exception as exc:  # numpy's no-loop error is a TypeError subclass on some versions only
+    except Exception as exc:  # noqa: BLE001 - numpy's no-loop error is a TypeError subclass on some versions only
         names = ", ".join(x.t.name + (" literal" if x.weak else "") for x in xs)
         raise LoweringError(f"numpy has no {ufunc.__name__} for ({names}): {exc}") from None
     ins = tuple(T.scalar_type(d) for d in res[:-1])
@@ -263,6 +270,7 @@ def binary(ctx, op: str, a: Val, b: Val) -> Val:
         return _shift(kb, op, a, b, out)
     if op == "**":
         return power(ctx, a, b, ta, tb, out)
+    weak = a.weak and b.weak
     a, b = cast(kb, a, ta), cast(kb, b, tb)
     ct = compute_reg(ta)
     if ta.kind == "b":
@@ -289,7 +297,9 @@ def binary(ctx, op: str, a: Val, b: Val) -> Val:
             r = _int_divmod(ctx, op, x, y, ta)
     else:
         raise LoweringError(f"operator {op}")
-    return finish(kb, r, out)
+    res = finish(kb, r, out)
+    res.weak = weak
+    return res
 
 
 def _int_divmod(ctx, op: str, x: object, y: object, st: T.ScalarType) -> Value:
