@@ -85,9 +85,8 @@ def _generated(name: str, a: DeviceArray, acc: np.dtype, axes: tuple, keepdims: 
                extra: tuple = ()) -> DeviceArray:
     key = ("reduction", name, acc.str, map_, reduce_, post)
     rk = reduction_kernel(key, f"array_{name}", map_, reduce_, identity, post)
-    src = a if a.dtype == acc or map_ is B.nonzero or map_ is B.match_index else a.astype(acc)
-    axis = axes if len(axes) != a.ndim else None
-    return rk(src, *extra, axis=axis, keepdims=keepdims, dtype=acc, stream=a.stream)
+    axis = axes if len(axes) != a.ndim else None  # (map results are cast to dtype=acc)
+    return rk(a, *extra, axis=axis, keepdims=keepdims, dtype=acc, stream=a.stream)
 
 
 _OFFSETS: dict[tuple, DeviceArray] = {}
@@ -286,7 +285,7 @@ def _argextremum(op: str, a: object, axis: object, out: object, keepdims: bool) 
     # the axis' indices: n small constants uploaded once per call (no host computation on a)
     index = asarray(np.arange(n, dtype=np.int64).reshape(index_shape), stream=a.stream)
     r = _generated(op, a, idx_dt, (ax,), keepdims, B.match_index, B.minimum, n,
-                   extra=(extreme, index, n))
+                   extra=(extreme, index, np.int64(n)))
     return _finish(r, idx_dt, out)
 
 

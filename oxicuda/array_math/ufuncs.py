@@ -200,7 +200,7 @@ def apply(ufunc: np.ufunc, inputs: tuple, out: DeviceArray | None = None, dtype:
     if complex_loop:
         return apply_complex(ufunc, args, res_dt, out, stream)
     if ufunc in _SHIFTS:  # the bodies take the width, to give numpy's result for wide counts
-        args.append(8 * in_dts[0].itemsize)
+        args.append(in_dts[1].type(8 * in_dts[0].itemsize))
     ek = elementwise_kernel(body, f"array_{name}")
     return ek(*args, out=out, stream=stream)
 
