@@ -545,3 +545,27 @@ def test_complex_ufuncs_on_the_parts_match_numpy_with_specials_and_out(mode, rng
         check(c.astype(dt), a * b)  # (computed in the loop dtype, then widened)
     with pytest.raises(NotImplementedError, match="complex"):
         np.exp(da)
+
+
+def test_operations_run_generated_kernels_and_read_nothing_back(mode, rng, monkeypatch):
+    from oxicuda.memory import array as array_module
+
+    if mode == "model":
+        pytest.skip("the host model reads its operands back by design")
+    h = values(rng, np.dtype(np.float32), (4, 6), special=False)
+    i = values(rng, np.dtype(np.int16), (4, 6))
+    d, di = oxicuda.asarray(h), oxicuda.asarray(i)
+    monkeypatch.setattr(array_module, "copy_device_to_host",
+                        lambda *a, **k: pytest.fail("an operation read device data back"))
+    with oxicuda.trace() as t:
+        r = [d * 2 + di, np.exp(d), d < 0, oxicuda.where(d > 0, d, 0.0), d.clip(-1, 1),
+             d.mean(axis=0), di.prod(axis=1), (d > 0).any(axis=1), d.argmax(axis=0),
+             d.max(axis=0), d.sum(), abs(-d), d.T @ d]
+        d += 1
+    families = {getattr(rec.spec, "family", None) for rec in t.launches}
+    assert {"jit_elementwise", "jit_reduction"} <= families
+    monkeypatch.undo()
+    check(r[0], h * 2 + i)
+    check(r[5], h.mean(axis=0))
+    check(r[8], h.argmax(axis=0))
+    check(d, h + 1)
