@@ -569,3 +569,17 @@ def test_operations_run_generated_kernels_and_read_nothing_back(mode, rng, monke
     check(r[5], h.mean(axis=0))
     check(r[8], h.argmax(axis=0))
     check(d, h + 1)
+
+
+def test_real_imag_views_and_conj(mode, rng):
+    h = values(rng, np.dtype(np.complex64), (3, 4))
+    d = oxicuda.asarray(h)
+    check(d.real, h.real)
+    check(d.imag, h.imag)
+    d.imag[...] = 5.0  # a view: writes the array's imaginary parts
+    h.imag[...] = 5.0
+    check(d, h)
+    check(d.conj(), h.conj())
+    f = oxicuda.asarray(h.real.copy())
+    assert f.real is f
+    check(f.imag, np.zeros((3, 4), np.float32))

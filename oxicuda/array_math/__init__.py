@@ -5,11 +5,12 @@
 functions here are also ``oxicuda.where``, ``oxicuda.clip``, ``oxicuda.sum`` and the others.
 """
 
+from .complex_parts import imag, real
 from .matmul import matmul
 from .protocol import array_ufunc
 from .reductions import all, any, argmax, argmin, max, mean, min, prod, sum
 from .selection import clip, where
 from .ufuncs import apply, binary, inplace, power, unary
 
-__all__ = ["all", "any", "apply", "argmax", "argmin", "array_ufunc", "binary", "clip", "inplace",
-           "matmul", "max", "mean", "min", "power", "prod", "sum", "unary", "where"]
+__all__ = ["all", "any", "apply", "argmax", "argmin", "array_ufunc", "binary", "clip", "imag", "inplace",
+           "matmul", "max", "mean", "min", "power", "prod", "real", "sum", "unary", "where"]

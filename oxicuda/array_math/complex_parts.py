@@ -33,6 +33,20 @@ def imag_view(a: DeviceArray) -> DeviceArray:
     return _part(a, 1)
 
 
+def real(a: DeviceArray) -> DeviceArray:
+    """numpy's ``a.real``: the real view of a complex array, ``a`` itself otherwise."""
+    return real_view(a) if a.dtype in _PART else a
+
+
+def imag(a: DeviceArray) -> DeviceArray:
+    """numpy's ``a.imag``: the imaginary view of a complex array, zeros otherwise."""
+    if a.dtype in _PART:
+        return imag_view(a)
+    from oxicuda.memory.array import zeros
+
+    return zeros(a.shape, a.dtype, stream=a.stream)
+
+
 def _parts(x: object) -> tuple[object, object]:
     if isinstance(x, DeviceArray):
         return real_view(x), imag_view(x)

@@ -370,6 +370,20 @@ class DeviceArray:
         """numpy's ``all`` on the device."""
         return _math().all(self, axis, out, keepdims)
 
+    @property
+    def real(self) -> DeviceArray:
+        """The real parts: a float view of a complex array (shares memory), else the array."""
+        return _math().real(self)
+
+    @property
+    def imag(self) -> DeviceArray:
+        """The imaginary parts: a float view of a complex array, else a new array of zeros."""
+        return _math().imag(self)
+
+    def conj(self) -> DeviceArray:
+        """The complex conjugate (numpy's ``conjugate``; a real array's copy of itself)."""
+        return _math().unary(np.conjugate, self)
+
     def clip(self, min=None, max=None, out=None) -> DeviceArray:
         """numpy's ``clip`` on the device."""
         return _math().clip(self, min, max, out)
