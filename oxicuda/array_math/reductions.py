@@ -115,12 +115,14 @@ def _primitive_ok(op: str, acc: np.dtype) -> bool:
 
 def _use_primitives(op: str, a: DeviceArray, acc: np.dtype, axes: tuple[int, ...]) -> bool:
     """oxicuda.primitives' device-wide / segmented reduce where it needs no extra pass (a full
-    reduction, or rows already contiguous), or wherever no generated reduction exists."""
+    reduction, or rows already contiguous, of the accumulator's dtype), or wherever no
+    generated reduction exists."""
     if not _primitive_ok(op, acc):
         return False
-    if len(axes) == a.ndim or _trailing(a, axes):
+    if not _generated_reductions():
         return True
-    return not _generated_reductions()
+    # (a generated reduction casts as it reads: no separate cast pass)
+    return a.dtype == acc and (len(axes) == a.ndim or _trailing(a, axes))
 
 
 def _generated_reductions() -> bool:
