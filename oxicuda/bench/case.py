@@ -84,6 +84,7 @@ CASE_MODULES = (
     "oxicuda.solver.bench_cases",
     "oxicuda.rand.bench_cases",
     "oxicuda.primitives.bench_cases",
+    "oxicuda.jit.bench_cases",
     "oxicuda.array_math.bench_cases",
 )
 

@@ -1,5 +1,8 @@
 """``python -m oxicuda inspect FAMILY [--param k=v ...] [--arch sm_90] [--emit ptx|regs]``.
 
+A Python kernel instead of a family: ``inspect FILE.py:NAME [--sig "f32, In[f32]"]`` (see
+``oxicuda.jit.inspect_kernel``).
+
 Builds the family's spec from its defaults and the given fields, then prints its PTX or the
 registers, spills, shared memory and stack ptxas reports for it.
 """
@@ -25,6 +28,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--arch", default=None, help="target arch (default: the spec's default)")
     p.add_argument("--emit", choices=("ptx", "regs"), default="ptx")
+    p.add_argument("--sig", default=None, help="parameter types of a Python kernel (FILE.py:NAME)")
     return p
 
 
@@ -66,6 +70,10 @@ def build_spec(family_name: str, params: list[str], arch: str | None):
 def main(argv: list[str] | None = None) -> int:
     """Run the command; returns the exit status."""
     args = _parser().parse_args(argv)
+    if ":" in args.family:  # a Python kernel, FILE.py:NAME or MODULE:NAME
+        from oxicuda.jit.inspect_kernel import main as inspect_python_kernel
+
+        return inspect_python_kernel(args.family, args.sig, args.arch, args.emit)
     registry.load_all_families()
     known = registry.families()
     if args.family not in known:

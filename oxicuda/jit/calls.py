@@ -30,6 +30,7 @@ _MINMAX = {id(np.minimum): "min", id(np.maximum): "max", id(builtins.min): "min"
 _BINARY_FUNCS = {id(math.copysign): "copysign", id(np.copysign): "copysign",
                  id(math.hypot): "hypot", id(np.hypot): "hypot", id(math.pow): "pow",
                  id(np.power): "pow"}
+_PYTHON_FUNCS = (builtins.abs, builtins.min, builtins.max)
 _ATOMIC_OPS = {"atomic.add": "add", "atomic.min": "min", "atomic.max": "max",
                "atomic.exch": "exch", "atomic.cas": "cas"}
 
@@ -61,6 +62,13 @@ def call(lw: Lower, node: ast.Call) -> object:
             return ops.const(len(arr))
         raise lw.error(node, "len() of a value that is not an array or tuple")
     key = id(fn)
+    if (fn in _PYTHON_FUNCS or getattr(fn, "__module__", None) == "math") and node.args:
+        args = [lw.expr(a) for a in node.args]
+        if all(isinstance(a, Val) and a.weak and a.const for a in args):
+            try:  # Python's own function of Python numbers: a Python (weak) result
+                return ops.const(fn(*(a.v for a in args)))
+            except (ValueError, OverflowError, ZeroDivisionError) as exc:
+                raise lw.error(node, f"constant call: {exc}") from None
     if key in _MATH_NAMES:
         return mathlib.unary(lw, _MATH_NAMES[key], lw.scalar(_one(lw, node)))
     if key in _MINMAX:

@@ -142,8 +142,15 @@ def _generate_once(spec: ElementwiseSpec, slot_types: dict) -> tuple[str, bool]:
     return kb.ptx(), lw.restart
 
 
+def _configurations(arch: str) -> list[ElementwiseSpec]:
+    from .examples import elementwise_configurations
+
+    seen = elementwise_configurations(arch)
+    return seen + [s for s in list(_SEEN) if s.arch == arch and s not in seen]
+
+
 registry.register_family(ElementwiseSpec.family, ElementwiseSpec, generate_elementwise,
-                         lambda arch: [s for s in list(_SEEN) if s.arch == arch])
+                         _configurations)
 
 
 def _grid(n: int, facts) -> int:

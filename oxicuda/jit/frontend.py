@@ -13,6 +13,7 @@ import ast
 import builtins
 import hashlib
 import inspect
+import re
 import textwrap
 import types as pytypes
 
@@ -87,8 +88,13 @@ class FunctionInfo:
         for p in self.params:
             ann = raw.get(p)
             if isinstance(ann, str):
+                from . import types as kernel_types
+
+                # the kernel types are always in scope (kernels defined inside functions)
+                scope = {n: getattr(kernel_types, n) for n in kernel_types.__all__}
+                scope.update(self.fn.__globals__)
                 try:
-                    ann = eval(ann, dict(self.fn.__globals__), dict(self.closure))
+                    ann = eval(ann, scope, dict(self.closure))
                 except Exception as exc:  # noqa: BLE001 - any failure of a user annotation
                     raise CompileError(f"{self.filename}: annotation {ann!r} of parameter {p!r} "
                                        f"cannot be evaluated: {exc}") from None
@@ -113,7 +119,8 @@ def _function_node(source: str, fn) -> tuple[ast.FunctionDef | None, str]:
     # a lambda's source is the statement lines around it, possibly cut: try a few completions
     body = source.strip()
     attempts = [source, source.rstrip() + "\n    pass\n"]
-    attempts += ["(" + body[: len(body) - cut] + ")" for cut in range(min(12, len(body)))]
+    bodies = [body, re.sub(r"^[A-Za-z_]\w*\s*=(?!=)\s*", "", body)]  # also without "name="
+    attempts += ["(" + b[: len(b) - cut] + ")" for b in bodies for cut in range(min(12, len(b)))]
     for text in attempts:
         try:
             tree = ast.parse(text)

@@ -137,9 +137,17 @@ def _generate(spec: JitKernelSpec) -> str:
     return text
 
 
-registry.register_family(JitKernelSpec.family, JitKernelSpec, _generate,
-                         lambda arch: [s for s in list(_COMPILED) if s.arch == arch
-                                       and isinstance(s, JitKernelSpec)])
+def _configurations(arch: str) -> list[JitKernelSpec]:
+    """The example kernel's specialization and every one compiled in this process."""
+    from .examples import kernel_configurations
+
+    seen = kernel_configurations(arch)
+    seen += [s for s in list(_COMPILED) if s.arch == arch and isinstance(s, JitKernelSpec)
+             and s not in seen]
+    return seen
+
+
+registry.register_family(JitKernelSpec.family, JitKernelSpec, _generate, _configurations)
 
 
 def sites_of(spec: KernelSpec, regenerate) -> tuple[Site, ...]:

@@ -393,8 +393,23 @@ class Lower:
         if node.orelse:
             raise self.error(node, "for ... else is not supported")
         it = node.iter
-        if not (isinstance(it, ast.Call)):
-            raise self.error(it, "for loops iterate over range(...) or unroll(...) only")
+        if not isinstance(it, ast.Call):
+            values = self.expr(it)
+            if not isinstance(values, tuple):
+                raise self.error(it, "for loops iterate over range(...), unroll(...) or a tuple")
+            end = "$L_" + self.fresh("tend")
+            for v in values:  # a tuple: the body repeated per element
+                cont = "$L_" + self.fresh("tcont")
+                if isinstance(node.target, ast.Name) and isinstance(v, Val) and v.const:
+                    self.scope.vars[node.target.id] = v
+                else:
+                    self.store(node.target, v)
+                self.loops.append((cont, end))
+                self.block(node.body)
+                self.loops.pop()
+                self.kb.label(cont)
+            self.kb.label(end)
+            return
         fn = self.resolve_static(it.func)
         unroll = False
         if fn is I.unroll:

@@ -266,11 +266,15 @@ def minmax(ctx, name: str, a: Val, b: Val) -> Val:
         x, y = kb.selp(1, 0, x, type_="u32"), kb.selp(1, 0, y, type_="u32")
         r = kb.min(x, y) if name == "min" else kb.max(x, y)
         return Val(T.bool_, kb.setp("ne", r, 0))
+    if ta.kind == "f":
+        # numpy: a > b ? a : b (max), a < b ? a : b (min); equal zeros give b; NaN wins
+        x = x if isinstance(x, Value) else kb.mov(x, ct)
+        r = kb.selp(x, y, kb.setp("gt" if name == "max" else "lt", x, y, type_=ct), type_=ct)
+        r = kb.selp(kb.add(x, y, type_=ct), r, kb.setp("nan", x, y, type_=ct), type_=ct)
+        return finish(kb, r, to)
     if not isinstance(x, Value):
         x, y = y, x
     r = kb.min(x, y, type_=ct) if name == "min" else kb.max(x, y, type_=ct)
-    if ta.kind == "f":
-        r = kb.selp(kb.add(x, y, type_=ct), r, kb.setp("nan", x, y, type_=ct), type_=ct)
     return finish(kb, r, to)
 
 

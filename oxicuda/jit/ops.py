@@ -52,7 +52,10 @@ class Val:
 
 
 def const(value: object) -> Val:
-    """A Python literal as a weak constant."""
+    """A Python literal as a weak constant (a numpy scalar as a typed one)."""
+    if isinstance(value, np.generic):  # before float: np.float64 subclasses float
+        st = T.scalar_type(value.dtype)
+        return Val(st, _py(value, st), False)
     if isinstance(value, bool):
         return Val(T.bool_, value, True)
     if isinstance(value, int):
@@ -141,9 +144,13 @@ def _wrap(kb: KernelBuilder, v: Value, st: T.ScalarType) -> Value:
 def cast(kb: KernelBuilder, x: Val, to: T.ScalarType) -> Val:
     """``x`` converted to ``to`` with numpy's ``astype`` rules (floats to ints truncate; NaN to
     bool is True; ints wrap)."""
-    if x.t is to and not x.weak:
-        return x
+    if x.t is to and (not x.weak or not x.const):
+        return x if not x.weak else Val(to, x.v)
     if x.const:
+        if x.weak and to.kind in "iu" and isinstance(x.v, int) and not isinstance(x.v, bool):
+            info = np.iinfo(to.dtype)
+            if not info.min <= x.v <= info.max:  # NEP 50: numpy raises OverflowError here
+                raise LoweringError(f"Python integer {x.v} out of bounds for {to.dtype}")
         with np.errstate(all="ignore"):
             if to.kind == "b":
                 return Val(to, bool(x.v), False)

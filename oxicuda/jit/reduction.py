@@ -285,8 +285,15 @@ def _generate_once(g: _Gen) -> str:
     return kb.ptx()
 
 
+def _configurations(arch: str) -> list[ReductionSpec]:
+    from .examples import reduction_configurations
+
+    seen = reduction_configurations(arch)
+    return seen + [s for s in list(_SEEN) if s.arch == arch and s not in seen]
+
+
 registry.register_family(ReductionSpec.family, ReductionSpec, generate_reduction,
-                         lambda arch: [s for s in list(_SEEN) if s.arch == arch])
+                         _configurations)
 
 
 # -- host side ----------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ LIBRARY_PACKAGES = (
     "oxicuda.rand",
     "oxicuda.primitives",
     "oxicuda.memory.copy_kernels",
+    "oxicuda.jit.examples",
 )
 
 

@@ -159,8 +159,8 @@ def _div_int(instr, t):
             b64 = np.asarray(b).astype(np.int64)
             zero = b64 == 0
             bs = np.where(zero, 1, b64)
-            q = np.abs(a64) // np.abs(bs)
-            q = np.where((a64 < 0) != (bs < 0), -q, q)
+            q = _magnitude(a64) // _magnitude(bs)  # unsigned: |INT64_MIN| does not overflow
+            q = np.where((a64 < 0) != (bs < 0), ~q + np.uint64(1), q).astype(np.int64)
             return np.where(zero, -1, q).astype(dt)
         return div
     all_ones = np.iinfo(dt).max  # div.u by zero gives all ones on NVIDIA GPUs
@@ -171,6 +171,11 @@ def _div_int(instr, t):
     return udiv
 
 
+def _magnitude(x: np.ndarray) -> np.ndarray:
+    """|x| of int64 values as uint64 (exact for INT64_MIN, where np.abs wraps)."""
+    return np.where(x < 0, (~x).astype(np.uint64) + np.uint64(1), x.astype(np.uint64))
+
+
 def _rem_int(instr, t):
     dt = DTYPES[t]
     if t.startswith("s"):
@@ -178,8 +183,8 @@ def _rem_int(instr, t):
             a64 = np.asarray(a).astype(np.int64)
             b64 = np.asarray(b).astype(np.int64)
             bs = np.where(b64 == 0, 1, b64)
-            r = np.abs(a64) % np.abs(bs)
-            return np.where(a64 < 0, -r, r).astype(dt)
+            r = _magnitude(a64) % _magnitude(bs)
+            return np.where(a64 < 0, ~r + np.uint64(1), r).astype(np.int64).astype(dt)
         return rem
     return lambda a, b: (a % np.where(np.asarray(b) == 0, 1, b)).astype(dt)
 
