@@ -122,6 +122,18 @@ def power_int(x, y):
     return r
 
 
+def power_uint(x, y):  # power_int without the negative exponents unsigned types cannot have
+    r = x - x + 1
+    b = x
+    e = y
+    while e > 0:
+        if e % 2 == 1:
+            r = r * b
+        b = b * b
+        e = e // 2
+    return r
+
+
 def negative(x):
     return -x
 

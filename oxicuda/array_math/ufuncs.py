@@ -199,6 +199,8 @@ def apply(ufunc: np.ufunc, inputs: tuple, out: DeviceArray | None = None, dtype:
         return out
     if complex_loop:
         return apply_complex(ufunc, args, res_dt, out, stream)
+    if body is B.power_int and in_dts[0].kind == "u" and in_dts[1].kind == "u":
+        body = B.power_uint  # (no -1 to compare an unsigned base with)
     if ufunc in _SHIFTS:  # the bodies take the width, to give numpy's result for wide counts
         args.append(in_dts[1].type(8 * in_dts[0].itemsize))
     ek = elementwise_kernel(body, f"array_{name}")
