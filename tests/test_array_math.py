@@ -583,3 +583,22 @@ def test_real_imag_views_and_conj(mode, rng):
     f = oxicuda.asarray(h.real.copy())
     assert f.real is f
     check(f.imag, np.zeros((3, 4), np.float32))
+
+
+def test_host_operands_are_not_copied_when_the_call_is_refused(mode, monkeypatch):
+    from oxicuda.memory import array as array_module
+
+    b = oxicuda.asarray(np.array([True, False, True]))
+    f = oxicuda.zeros((3,), np.float32)
+    monkeypatch.setattr(array_module, "copy_host_to_device",
+                        lambda *a, **k: pytest.fail("a refused call copied its operand"))
+    with oxicuda.trace() as t:
+        with pytest.raises(TypeError):
+            b - np.array([True, True, False])
+        with pytest.raises(ValueError, match="broadcast"):
+            f + np.ones((2, 2), np.float32)
+        with pytest.raises(TypeError, match="same_kind"):
+            np.add(f, np.ones(3), out=oxicuda.empty((3,), np.int32))
+        with pytest.raises(TypeError, match="not supported by oxicuda.blas"):
+            oxicuda.zeros((2, 2), np.int32) @ np.ones((2, 2), np.int32)
+    assert t.launches == []

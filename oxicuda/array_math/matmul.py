@@ -7,7 +7,7 @@ import numpy as np
 from oxicuda.memory.array import DeviceArray, asarray
 from oxicuda.memory.dtypes import BFLOAT16
 
-from .operands import operand
+from .operands import HostOperand, on_device, operand
 
 #: dtypes oxicuda.blas.matmul multiplies (fp16/bf16 accumulate in float32)
 MATMUL_DTYPES = frozenset(np.dtype(t) for t in ("float32", "float64", "complex64", "complex128",
@@ -22,7 +22,8 @@ def matmul(a: object, b: object) -> DeviceArray:
     from oxicuda.blas import matmul as blas_matmul
 
     xa, xb = operand(a), operand(b)
-    if not isinstance(xa, DeviceArray) or not isinstance(xb, DeviceArray):
+    if not isinstance(xa, (DeviceArray, HostOperand)) or not isinstance(
+            xb, (DeviceArray, HostOperand)):
         raise ValueError("matmul: Input operand does not have enough dimensions (scalars are "  # noqa: TRY004  (numpy raises ValueError)
                          "not allowed; use *)")
     dt = np.result_type(xa.dtype, xb.dtype)
@@ -42,6 +43,7 @@ def matmul(a: object, b: object) -> DeviceArray:
             xa.shape[0], xb.shape[0]):
         raise ValueError(f"matmul: batch dimensions {xa.shape[0]} and {xb.shape[0]} do not "
                          "broadcast")
+    xa, xb = on_device(xa), on_device(xb)
     xa = xa if xa.dtype == dt else xa.astype(dt)
     xb = xb if xb.dtype == dt else xb.astype(dt)
     return blas_matmul(asarray(xa), asarray(xb))

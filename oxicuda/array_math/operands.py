@@ -33,15 +33,38 @@ class Scalar:
     ndim = 0
 
 
+class HostOperand:
+    """A host array operand, copied to the device only once the call is known to be valid
+    (bad input raises before anything touches the device)."""
+
+    __slots__ = ("host",)
+
+    def __init__(self, host: np.ndarray) -> None:
+        self.host = host
+
+    shape = property(lambda self: self.host.shape)
+    dtype = property(lambda self: self.host.dtype)
+    ndim = property(lambda self: self.host.ndim)
+
+    def device(self, stream: object = None) -> DeviceArray:
+        return asarray(self.host, stream=stream)
+
+
+def on_device(op: object, stream: object = None) -> object:
+    """A HostOperand copied to the device; anything else unchanged."""
+    return op.device(stream) if isinstance(op, HostOperand) else op
+
+
 def kind(dt: np.dtype) -> str:
     """'b', 'i' (signed or unsigned), 'f' (float16/bfloat16/32/64) or 'c'."""
     return "f" if dt == BFLOAT16 else KINDS.get(dt.kind, "?")
 
 
 def operand(x: object) -> DeviceArray | Scalar | None:
-    """``x`` as a DeviceArray or a Scalar; None for what the operations do not take (the
-    operator then returns NotImplemented). Host arrays are copied to the device."""
-    if isinstance(x, (DeviceArray, Scalar)):
+    """``x`` as a DeviceArray, a Scalar or a HostOperand (a host array, copied to the device
+    when the call is valid); None for what the operations do not take (the operator then
+    returns NotImplemented)."""
+    if isinstance(x, (DeviceArray, Scalar, HostOperand)):
         return x
     if type(x) is bool:
         return Scalar(x, np.dtype(np.bool_))
@@ -52,7 +75,7 @@ def operand(x: object) -> DeviceArray | Scalar | None:
     if isinstance(x, np.ndarray):
         if x.dtype not in _SUPPORTED:
             return None
-        return Scalar(x[()], x.dtype) if x.ndim == 0 else asarray(x)
+        return Scalar(x[()], x.dtype) if x.ndim == 0 else HostOperand(x)
     if isinstance(x, (list, tuple)):
         try:
             h = np.asarray(x)

@@ -7,7 +7,15 @@ import numpy as np
 from oxicuda.memory.array import DeviceArray, empty
 
 from . import scalar_bodies as B
-from .operands import Scalar, broadcast_shape, elementwise_kernel, kernel_scalar, operand, stream_of
+from .operands import (
+    Scalar,
+    broadcast_shape,
+    elementwise_kernel,
+    kernel_scalar,
+    on_device,
+    operand,
+    stream_of,
+)
 from .ufuncs import _cast_error, apply
 
 
@@ -22,9 +30,10 @@ def _operands(what: str, values: tuple) -> list:
     return ops
 
 
-def _prepare(op: object, dt: np.dtype) -> object:
+def _prepare(op: object, dt: np.dtype, stream: int) -> object:
     if isinstance(op, Scalar):
         return kernel_scalar(op, dt)
+    op = on_device(op, stream)
     return op if op.dtype == dt else op.astype(dt)
 
 
@@ -41,8 +50,9 @@ def where(condition: object, x: object = None, y: object = None) -> DeviceArray:
     dt = np.result_type(*(o.dtype if not isinstance(o, Scalar) or isinstance(o.dtype, np.dtype)
                           else o.value for o in (xo, yo)))
     shape = broadcast_shape("where", [c.shape, xo.shape, yo.shape])
-    args = (_prepare(c, np.dtype(np.bool_)), _prepare(xo, dt), _prepare(yo, dt))
-    stream = stream_of(*args)
+    stream = stream_of(c, xo, yo)
+    args = (_prepare(c, np.dtype(np.bool_), stream), _prepare(xo, dt, stream),
+            _prepare(yo, dt, stream))
     out = empty(shape, dt, stream=stream)
     if out.size == 0:
         return out
@@ -67,8 +77,8 @@ def clip(a: object, a_min: object = None, a_max: object = None, out: DeviceArray
             raise ValueError(f"clip: out has shape {out.shape}; the operands broadcast to {shape}")
         if not np.can_cast(loop[-1], out.dtype, "same_kind"):
             raise _cast_error(np._core.umath.clip, loop[-1], out.dtype, "same_kind")
-    args = tuple(_prepare(o, dt) for o, dt in zip(ops, loop[:-1]))
-    stream = out.stream if out is not None else stream_of(*args)
+    stream = out.stream if out is not None else stream_of(*ops)
+    args = tuple(_prepare(o, dt, stream) for o, dt in zip(ops, loop[:-1]))
     if out is None:
         out = empty(shape, loop[-1], stream=stream)
     if out.size == 0:

@@ -20,6 +20,7 @@ from .operands import (
     elementwise_kernel,
     kernel_scalar,
     kind,
+    on_device,
     operand,
     overlaps_partially,
     stream_of,
@@ -183,10 +184,12 @@ def apply(ufunc: np.ufunc, inputs: tuple, out: DeviceArray | None = None, dtype:
             raise _cast_error(ufunc, res_dt, out.dtype, casting)
         out._check_writable(name)
     args = []
+    host_stream = out.stream if out is not None else stream_of(*ops)
     for op, dt in zip(ops, in_dts):
         if isinstance(op, Scalar):
             args.append(kernel_scalar(op, dt))
             continue
+        op = on_device(op, host_stream)
         if op.dtype != dt:
             op = op.astype(dt)
         elif out is not None and overlaps_partially(op, out):
