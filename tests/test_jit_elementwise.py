@@ -36,13 +36,9 @@ def _rand(rng, shape, dtype):
                                 np.bool_])
 def test_add_promotes_like_numpy_for_dtype_pairs(da, db, rng):
     a, b = _rand(rng, (5, 7), da), _rand(rng, (7,), db)
-    if np.dtype(da) == np.bool_ and np.dtype(db) == np.bool_:
-        want = a | b  # numpy's add of two bools is a logical or
-        got = oxicuda.elementwise(lambda x, y: x | y)(oxicuda.asarray(a), oxicuda.asarray(b))
-    else:
-        with np.errstate(all="ignore"):
-            want = a + b
-        got = add(oxicuda.asarray(a), oxicuda.asarray(b))
+    with np.errstate(all="ignore"):
+        want = a + b  # two bools: a logical or
+    got = add(oxicuda.asarray(a), oxicuda.asarray(b))
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got.get(), want)
 
@@ -182,3 +178,31 @@ def test_reduction_errors():
         rsum(np.zeros((2, 3)), axis=0, out=oxicuda.empty(2))
     with pytest.raises(TypeError, match="takes 1 arguments"):
         rsum(np.zeros(2), np.zeros(2))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64, np.int8, np.int16,
+                                   np.uint8, np.bool_])
+def test_contiguous_calls_use_vector_accesses_and_a_scalar_tail(dtype, rng):
+    n = 256 * 4 * 3 + 7  # vectors plus a tail
+    x = _rand(rng, n, dtype)
+    dx = oxicuda.asarray(x)
+    with oxicuda.trace() as t:
+        got = fused(dx, dx, dx)
+    assert t.launches[0].spec.vec > 1
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(got.get(), x * x + x)
+        shifted = fused(dx[1:], dx[1:], dx[1:])  # misaligned: scalar accesses
+        np.testing.assert_array_equal(shifted.get(), x[1:] * x[1:] + x[1:])
+    text = oxicuda.ptx.registry.generate_ptx(t.launches[0].spec)
+    assert ".v4." in text or ".v2." in text
+
+
+@pytest.mark.parametrize("shape, axis, kind", [((100, 400), 0, "cols"), ((40, 300), 1, "rows"),
+                                               ((300, 20), 1, "cols"), ((8, 300, 30), (0, 2), "rows")])
+def test_axis_reductions_pick_rows_or_columns_and_both_agree(shape, axis, kind, rng):
+    x = rng.standard_normal(shape)
+    with oxicuda.trace() as t:
+        got = rsum(x, axis=axis)
+    assert t.launches[0].spec.kind == kind
+    np.testing.assert_allclose(got.get(), x.sum(axis=axis), rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(rmax(x, axis=axis, keepdims=True).get(), x.max(axis=axis, keepdims=True))

@@ -115,3 +115,26 @@ def test_emulator_still_reports_faults_of_unchecked_kernels():
     with pytest.raises(Exception, match="(?i)out of bounds|fault|invalid|illegal"):
         wild[1, 1](oxicuda.zeros(4, np.float32))
     shifted[1, 3](oxicuda.asarray(np.arange(4, dtype=np.float32)), oxicuda.empty(3, np.float32))
+
+
+def test_resource_errors_name_the_python_line():
+    from oxicuda.jit import shared
+    from oxicuda.types import f64
+
+    @oxicuda.kernel
+    def big(x):
+        buf = shared.array(8192, f64)  # 64 KB of static shared memory
+        buf[0] = x[0]
+
+    with pytest.raises(oxicuda.jit.CompileError) as err:
+        big[1, 1](oxicuda.zeros(2))
+    assert f":{_line(big, 'shared.array')}:" in str(err.value) and "48 KB" in str(err.value)
+
+
+def test_module_level_check_covers_every_kernel():
+    import sys
+
+    kernel_module = sys.modules["oxicuda.jit.kernel"]
+
+    oxicuda.jit.check()  # nothing pending anywhere: no error
+    assert shifted in set(kernel_module._ALL_KERNELS)

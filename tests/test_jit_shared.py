@@ -177,3 +177,40 @@ def test_docs_tiled_sgemm_matches_numpy_at_odd_sizes(rng):
     grid_ = (-(-n // TILE), -(-m // TILE))
     sgemm_tiled[grid_, (TILE, TILE)](oxicuda.asarray(a), oxicuda.asarray(b), c)
     np.testing.assert_allclose(c.get(), a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_small_local_arrays_per_thread(rng):
+    from oxicuda.jit import local
+    from oxicuda.types import i64
+
+    @oxicuda.kernel
+    def sort4(x: Array[f32, 2]):
+        r = grid(1)
+        if r < x.shape[0]:
+            v = local.array(4, f32)
+            for j in range(4):
+                v[j] = x[r, j]
+            for i in range(4):  # insertion sort in local memory
+                for j in range(3 - i):
+                    if v[j] > v[j + 1]:
+                        t = v[j]
+                        v[j] = v[j + 1]
+                        v[j + 1] = t
+            for j in range(4):
+                x[r, j] = v[j]
+
+    @oxicuda.kernel
+    def oob(n: i64, out: Array[f64]):
+        v = local.array((2, 3), f64)
+        v[1, n] = 1.0
+        out[0] = v[1, 2]
+
+    h = rng.standard_normal((70, 4)).astype(np.float32)
+    x = oxicuda.asarray(h)
+    sort4[3, 32](x)
+    np.testing.assert_array_equal(x.get(), np.sort(h, axis=1))
+    out = oxicuda.zeros(1, np.float64)
+    oob[1, 1](2, out)
+    assert out.get()[0] == 1.0
+    with pytest.raises(oxicuda.KernelError, match="axis 1: index 3, bound 3"):
+        oob[1, 1](3, out)

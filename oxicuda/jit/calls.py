@@ -214,9 +214,9 @@ def _shared_array(lw: Lower, node: ast.Call, name: str, kw: dict) -> ArrayVal:
         if not (isinstance(v, Val) and v.const and v.t.kind in "iu"):
             raise lw.error(node, f"{name}: the shape must be constant integers")
         dims.append(int(v.v))
-    if name == "local.array":
-        raise lw.error(node, "local.array is not supported yet; use shared.array or scalars")
     decl = f"b{st.bits}" if st.kind != "b" else "u8"
+    if name == "local.array":
+        return _local_array(lw, node, st, decl, dims)
     lw.shared_count += 1
     if dims == [0]:
         if lw.dynamic_shared is None:
@@ -235,6 +235,30 @@ def _shared_array(lw: Lower, node: ast.Call, name: str, kw: dict) -> ArrayVal:
         strides.append(acc)
         acc *= d
     return ArrayVal(T.ArrayType(st, len(dims), "C"), "shared", arr,
+                    tuple(ops.const(d) for d in dims), tuple(ops.const(s) for s in reversed(strides)))
+
+
+def _local_array(lw: Lower, node: ast.Call, st: T.ScalarType, decl: str, dims: list) -> ArrayVal:
+    """A per-thread ``.local`` array (small: at most 16 KB per thread)."""
+    from oxicuda.ptx import ir
+
+    kb = lw.kb
+    if any(d <= 0 for d in dims):
+        raise lw.error(node, f"local.array: shape {tuple(dims)} must be positive")
+    count = int(np.prod(dims))
+    if count * st.itemsize > 16 * 1024:
+        raise lw.error(node, f"local.array of {count * st.itemsize} bytes; at most 16384 per thread")
+    lw.shared_count += 1
+    name = f"jit_local{lw.shared_count}"
+    kb._body.insert(0, ir.VarDecl("local", decl, name, align=max(8, st.itemsize), size=count))
+    base = kb.reg("u64")
+    kb.instr("mov", ("u64",), (base.reg, ir.Sym(name)))
+    kb._written.add(base.name)
+    strides, acc = [], 1
+    for d in reversed(dims):
+        strides.append(acc)
+        acc *= d
+    return ArrayVal(T.ArrayType(st, len(dims), "C"), "local", base,
                     tuple(ops.const(d) for d in dims), tuple(ops.const(s) for s in reversed(strides)))
 
 

@@ -52,6 +52,7 @@ class ElementwiseSpec(KernelSpec):
     layout: str = "contig"
     ndim: int = 1
     wide: bool = False
+    vec: int = 1              # contig: elements per vector access (16 bytes at most)
 
     def kernel_name(self) -> str:
         import hashlib
@@ -105,6 +106,8 @@ def _generate_once(spec: ElementwiseSpec, slot_types: dict) -> tuple[str, bool]:
     else:
         i = kb.mad(kb.ctaid(), kb.ntid(), kb.tid())
         step = kb.mul(kb.ntid(), kb.nctaid())
+    if spec.vec > 1:
+        _vector_loop(kb, lw, info, spec, params, out_ptr, i, step, idx)
     top = kb.label("ew_loop")
     kb.bra("$L_ew_end", kb.setp("ge", i, n))
     if spec.layout == "strided":
@@ -140,6 +143,50 @@ def _generate_once(spec: ElementwiseSpec, slot_types: dict) -> tuple[str, bool]:
     kb.bra(top)
     kb.label("ew_end")
     return kb.ptx(), lw.restart
+
+
+def _vector_loop(kb, lw, info, spec, params, out_ptr, i, step, idx) -> None:
+    """The aligned body of a contiguous call, ``vec`` elements per thread and access; leaves
+    ``i`` at the first element of the scalar tail."""
+    v = spec.vec
+    nv = kb.param("nv", idx)
+    iv = kb.mov(i, idx)
+    top = kb.label("ew_vloop")
+    kb.bra("$L_ew_vend", kb.setp("ge", iv, nv))
+    lanes: list[list] = [[] for _ in range(v)]
+    for k, (st, is_array) in enumerate(spec.args):
+        if not is_array:
+            for lane in lanes:
+                lane.append(params[k])
+            continue
+        addr = kb.addr(params[k], iv, v * st.itemsize)
+        regs = kb.ld("global", "u8" if st.kind == "b" else st.mem, addr, vec=v, nc=True)
+        for j, r in enumerate(regs):
+            if st.kind == "b":
+                lanes[j].append(Val(st, kb.setp("ne", r, 0, type_="u32")))
+            elif st.mem in ("s16", "u16"):
+                lanes[j].append(Val(st, kb.cvt(r, st.reg)))
+            else:
+                lanes[j].append(Val(st, r))
+    out_t = spec.out
+    values = []
+    for lane in lanes:
+        c = ops.cast(kb, call_body(lw, info, lane), out_t)
+        if out_t.kind == "b":
+            values.append(kb.selp(1, 0, ops.materialize(kb, c), type_="u32"))
+        elif c.const:
+            values.append(kb.mov(ops.operand(kb, c, out_t), out_t.reg)
+                          if out_t.bits != 16 or out_t.kind != "f" else ops.materialize(kb, c))
+        elif out_t.mem in ("s16", "u16"):
+            values.append(kb.cvt(c.v, out_t.mem))
+        else:
+            values.append(c.v)
+    kb.st("global", kb.addr(out_ptr, iv, v * out_t.itemsize), tuple(values),
+          type_="u8" if out_t.kind == "b" else out_t.mem)
+    kb.add(iv, step, out=iv)
+    kb.bra(top)
+    kb.label("ew_vend")
+    kb.add(i, kb.mul(nv, v, type_=idx), out=i)
 
 
 def _configurations(arch: str) -> list[ElementwiseSpec]:
@@ -224,15 +271,24 @@ class ElementwiseKernel:
                                              for a in arrays)
         wide = size >= 2**31
         sig = tuple((t, a is not None) for t, a in zip(opnds.types, opnds.arrays))
+        vec = 1
         if contig:
             layout, dims, strides = "contig", (), ()
+            sizes = {a.itemsize for a in arrays} | {out.itemsize}
+            if len(sizes) == 1:
+                (item,) = sizes
+                v = min(4, 16 // item) if item <= 8 else 1
+                if v > 1 and size >= v * THREADS and all(
+                        p % (v * item) == 0 for p in [out.ptr, *(a.ptr for a in arrays)]):
+                    vec = v
         else:
             bstrides = [broadcast_strides(a, shape) for a in arrays]
             ostr = tuple(s // out.itemsize for s in out.strides)
             dims, *strides = simplify(tuple(shape), *bstrides, ostr)
             layout = "strided"
         spec = ElementwiseSpec(arch=arch, math=self.math, name=self.name, digest=self.info.digest(),
-                               args=sig, out=out_t, layout=layout, ndim=max(1, len(dims)), wide=wide)
+                               args=sig, out=out_t, layout=layout, ndim=max(1, len(dims)), wide=wide,
+                               vec=vec)
         grid = _grid(size, facts)
         plan = _PLANS.get_or_build((facts.ordinal, spec, grid), lambda: _plan(spec, grid))
         _SEEN.add(spec)
@@ -242,6 +298,8 @@ class ElementwiseKernel:
         for a in opnds.arrays:
             packed.append(a.ptr if a is not None else next(it))
         packed.append(idx(size))
+        if vec > 1:
+            packed.append(idx(size // vec))
         if layout == "strided":
             packed.extend(idx(d) for d in dims)
             for s in strides[:-1]:

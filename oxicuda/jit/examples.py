@@ -32,7 +32,8 @@ def kernel_configurations(arch: str) -> list:
 def elementwise_configurations(arch: str) -> list:
     return [ElementwiseSpec(arch=arch, name=add.name, digest=add.info.digest(),
                             args=((T.f32, True), (T.f32, True)), out=T.f32, layout=layout,
-                            ndim=ndim) for layout, ndim in (("contig", 1), ("strided", 2))]
+                            ndim=ndim, vec=vec)
+            for layout, ndim, vec in (("contig", 1, 4), ("contig", 1, 1), ("strided", 2, 1))]
 
 
 def reduction_configurations(arch: str) -> list:
@@ -41,4 +42,5 @@ def reduction_configurations(arch: str) -> list:
               "acc": T.f32, "out": T.f32}
     return [ReductionSpec(kind="partial", ndim=1, kept=0, **common),
             ReductionSpec(kind="final", ndim=1, kept=0, **common),
-            ReductionSpec(kind="rows", ndim=1, kept=1, **common)]
+            ReductionSpec(kind="rows", ndim=1, kept=1, **common),
+            ReductionSpec(kind="cols", ndim=1, kept=1, **common)]

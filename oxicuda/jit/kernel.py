@@ -21,6 +21,7 @@ The failing thread returns; the context stays usable.
 from __future__ import annotations
 
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -250,26 +251,45 @@ def _arg_type(name: str, ann: object, value: object, kernel: str) -> object:
                     "array or a real scalar")
 
 
-def pack_args(signature: tuple, values: tuple) -> list[object]:
-    out: list[object] = []
-    for t, v in zip(signature, values):
-        if isinstance(t, T.ArrayType):
-            out.append(v.ptr)
-            out.extend(np.int64(n) for n in v.shape)
-            if t.order != "C":
+def make_packer(signature: tuple, err_ptr: int | None):
+    """``pack(values) -> list`` of the launch arguments of ``signature`` (built once per
+    specialization: the hot path is one loop over precomputed kinds; the driver's packer converts
+    and range-checks the numbers)."""
+    kinds = tuple((1 if t.order == "C" else 2) if isinstance(t, T.ArrayType)
+                  else (3 if t.kind == "b" else 0) for t in signature)
+    tail = [err_ptr] if err_ptr is not None else []
+
+    def pack(values: tuple) -> list[object]:
+        out: list[object] = []
+        for kind, v in zip(kinds, values):
+            if kind == 0:
+                out.append(v)
+            elif kind == 1:
+                out.append(v.ptr)
+                out.extend(v.shape)
+            elif kind == 2:
+                out.append(v.ptr)
+                out.extend(v.shape)
                 item = v.itemsize
-                out.extend(np.int64(s // item) for s in v.strides)
-        elif t.kind == "b":
-            out.append(np.uint8(bool(v)))
-        else:
-            out.append(t.dtype.type(v))
-    return out
+                out.extend(s // item for s in v.strides)
+            else:
+                out.append(1 if v else 0)
+        out.extend(tail)
+        return out
+
+    return pack
+
+
+def pack_args(signature: tuple, values: tuple) -> list[object]:
+    """The launch arguments of ``values`` for ``signature`` (without the error buffer)."""
+    return make_packer(signature, None)(values)
 
 
 class Specialization:
     """One compiled signature: the loaded function, its spec, its error buffer."""
 
-    __slots__ = ("errors", "function", "regenerate", "signature", "sites", "spec")
+    __slots__ = ("errors", "function", "pack", "regenerate", "signature", "sites", "spec",
+                 "sync_check")
 
     def __init__(self, spec: JitKernelSpec, signature: tuple, regenerate) -> None:
         from oxicuda.ptx.cache import load
@@ -280,6 +300,9 @@ class Specialization:
         self.errors = ErrorBuffer() if spec.bounds_check else None
         self.sites = None
         self.regenerate = regenerate
+        self.pack = make_packer(signature, self.errors.ptr if self.errors is not None else None)
+        # the emulator's launches are synchronous: check each one at once
+        self.sync_check = self.errors is not None and _backend_is_emulator()
 
     def check(self, name: str) -> None:
         if self.errors is None:
@@ -318,6 +341,7 @@ class Kernel:
         self._launchers: dict[tuple, _Launcher] = {}
         self._last: list[Specialization] = []
         _SOURCES[self.info.digest()] = self.info
+        _ALL_KERNELS.add(self)
 
     # -- compilation ----------------------------------------------------------------------------
     def signature_of(self, args: tuple) -> tuple:
@@ -383,12 +407,9 @@ class Kernel:
         sp = self._specialization(args)
         if self._requires_code is not None:
             self._check_requires(args)
-        packed = pack_args(sp.signature, args)
+        sp.function(grid, block, sp.pack(args), shared_mem, stream)
         if sp.errors is not None:
-            packed.append(sp.errors.ptr)
-        sp.function(grid, block, packed, shared_mem, stream)
-        if sp.errors is not None:
-            if _backend_is_emulator():
+            if sp.sync_check:
                 sp.check(self.name)
             elif sp not in self._last:
                 self._last.append(sp)
@@ -531,5 +552,5 @@ def check() -> None:
         k.check()
 
 
-_ALL_KERNELS: list[Kernel] = []
+_ALL_KERNELS: weakref.WeakSet = weakref.WeakSet()
 _ = ops

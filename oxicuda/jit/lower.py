@@ -288,7 +288,9 @@ class Lower:
             if method is None:
                 raise self.error(node, f"unsupported statement {type(node).__name__}")
             method(node)
-        except LoweringError as exc:
+        except (LoweringError, ValueError, TypeError, NotImplementedError) as exc:
+            # the builder's refusals (shared memory over the limit, an instruction the arch
+            # lacks) are reported at the Python line that asked for them
             raise self.error(node, str(exc)) from None
 
     def s_Pass(self, node):
@@ -564,7 +566,9 @@ class Lower:
             if method is None:
                 raise self.error(node, f"unsupported expression {type(node).__name__}")
             return method(node)
-        except LoweringError as exc:
+        except (LoweringError, ValueError, TypeError, NotImplementedError) as exc:
+            # the builder's refusals (shared memory over the limit, an instruction the arch
+            # lacks) are reported at the Python line that asked for them
             raise self.error(node, str(exc)) from None
         finally:
             self._node = prev

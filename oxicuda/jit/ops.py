@@ -281,7 +281,8 @@ def binary(ctx, op: str, a: Val, b: Val) -> Val:
     a, b = cast(kb, a, ta), cast(kb, b, tb)
     ct = compute_reg(ta)
     if ta.kind == "b":
-        fn = {"&": kb.and_, "|": kb.or_, "^": kb.xor}.get(op)
+        # numpy's bool loops: add is a logical or, multiply a logical and
+        fn = {"&": kb.and_, "|": kb.or_, "^": kb.xor, "+": kb.or_, "*": kb.and_}.get(op)
         if fn is None:
             raise LoweringError(f"operator {op} on bool values")
         return Val(T.bool_, fn(materialize(kb, a), materialize(kb, b)))

@@ -18,7 +18,10 @@ Kernel family ``jit_reduction`` (``ReductionSpec``), three kinds:
 - ``final``: one block reduces the partials and applies ``post`` (with ``partial``: a
   device-wide reduction, no host arithmetic);
 - ``rows``: one block per output element (grid-stride over them), threads striding over the
-  reduced elements (the last axes after moving the reduced axes there), the same block tree.
+  reduced elements (the last axes after moving the reduced axes there), the same block tree;
+- ``cols``: one thread per output element and a serial loop over the reduced elements, for
+  reductions over leading axes (outputs contiguous in the input: coalesced reads) and short
+  reductions, when there are at least 256 outputs.
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ class ReductionSpec(KernelSpec):
     args: tuple = ()        # (ScalarType, is_array) per argument
     acc: T.ScalarType = T.f32
     out: T.ScalarType = T.f32
-    kind: str = "partial"   # partial, final, rows
+    kind: str = "partial"   # partial, final, rows, cols
     ndim: int = 1           # partial: input dims; rows: reduced dims
     kept: int = 1           # rows: kept dims
     wide: bool = False
@@ -261,6 +264,31 @@ def _generate_once(g: _Gen) -> str:
     rstr = [[kb.param(f"rs{k}_{d}", "s64") for d in range(spec.ndim)] if is_array else None
             for k, (_, is_array) in enumerate(spec.args)]
     count = kb.param("count", "s64")
+    if spec.kind == "cols":
+        # one thread per output element, a serial loop over the reduced elements: neighbouring
+        # threads read neighbouring elements when the kept innermost axis is contiguous
+        if g.idx == "u32":
+            first = kb.mad(kb.ctaid(), kb.ntid(), kb.tid())
+            step = kb.mul(kb.ntid(), kb.nctaid())
+        else:
+            first = kb.mad(kb.ctaid(), kb.ntid(), kb.cvt(kb.tid(), "u64"), mode="wide")
+            step = kb.mul(kb.ntid(), kb.nctaid(), mode="wide")
+
+        def column(r):
+            base = [kb.mov(0, "s64") if s is not None else None for s in kstr]
+            g.unravel(r, kshape, kstr, base)
+            acc = g.acc_var()
+
+            def elem(i):
+                offs = [kb.mov(base[k], "s64") if s is not None else None for k, s in enumerate(rstr)]
+                g.unravel(i, rshape, rstr, offs)
+                g.accumulate(acc, g.map_at(params, offs))
+
+            g.strided_loop(kb.mov(0, g.idx), kdim, 1, elem)
+            g.finish(Val(spec.acc, acc), count, kb.addr(out, base[-1], spec.out.itemsize))
+
+        g.strided_loop(first, m, step, column)
+        return kb.ptx()
     row0 = kb.ctaid() if g.idx == "u32" else kb.cvt(kb.ctaid(), "u64")
     rstep = kb.nctaid() if g.idx == "u32" else kb.cvt(kb.nctaid(), "u64")
     tid = kb.tid() if g.idx == "u32" else kb.cvt(kb.tid(), "u64")
@@ -424,8 +452,15 @@ class ReductionKernel:
             rd, *rstrides = simplify(rshape, *rparts)
         else:
             rd, rstrides = (1,), [(0,) for _ in rparts]
-        spec = ReductionSpec(kind="rows", ndim=len(rd), kept=len(kd), **common)
-        grid = max(1, min(m, facts.sm_count * 16))
+        # a block per output when the reduced elements are contiguous and many; a thread per
+        # output when the outputs are contiguous in the inputs (reductions over leading axes)
+        # or there are few elements to reduce
+        inner_kept = all(s[-1] in (0, 1) for s in kstrides[:-1])
+        inner_red = all(s[-1] in (0, 1) for s in rstrides)
+        kind = "cols" if (k < 64 or (inner_kept and not inner_red)) and m >= 256 else "rows"
+        spec = ReductionSpec(kind=kind, ndim=len(rd), kept=len(kd), **common)
+        grid = (max(1, min(-(-m // THREADS), facts.sm_count * 8)) if kind == "cols"
+                else max(1, min(m, facts.sm_count * 16)))
         plan = _PLANS.get_or_build((facts.ordinal, spec, grid), lambda: _rows_plan(spec, grid))
         _SEEN.add(spec)
         idx = np.uint64 if common["wide"] else np.uint32
