@@ -87,6 +87,7 @@ CASE_MODULES = (
     "oxicuda.primitives.bench_cases",
     "oxicuda.graphs.bench_cases",
     "oxicuda.jit.bench_cases",
+    "oxicuda.array_math.bench_cases",
 )
 
 

@@ -49,18 +49,24 @@ class KernelError(RuntimeError):
     """A failure inside a checked kernel: ``kind``, ``filename``, ``line``, ``thread``,
     ``block``, ``index``, ``bound`` (the last two None where they do not apply)."""
 
-    def __init__(self, kernel: str, site: Site, thread: tuple, block: tuple, index, bound) -> None:
+    def __init__(self, kernel: str, kind: str, filename: str, line: int, text: str, thread: tuple, block: tuple,
+                 index=None, bound=None) -> None:
         self.kernel = kernel
-        self.kind = site.kind
-        self.filename = site.filename
-        self.line = site.line
+        self.kind = kind
+        self.filename = filename
+        self.line = line
+        self.text = text
         self.thread = thread
         self.block = block
         self.index = index
         self.bound = bound
         extra = f": index {index}, bound {bound}" if bound is not None else ""
-        super().__init__(f"{site.filename}:{site.line}: {site.kind}{extra} in kernel {kernel} "
-                         f"(thread {thread}, block {block}) at `{site.text}`")
+        super().__init__(f"{filename}:{line}: {kind}{extra} in kernel {kernel} "
+                         f"(thread {thread}, block {block}) at `{text}`")
+
+    def __reduce__(self):  # rebuilt from its fields (the default would call cls(message))
+        return (type(self), (self.kernel, self.kind, self.filename, self.line, self.text, self.thread, self.block,
+                             self.index, self.bound))
 
 
 @dataclass(frozen=True)
@@ -187,7 +193,7 @@ def raise_failure(kernel: str, raw: np.ndarray, sites: tuple[Site, ...]) -> None
     block = tuple(int(x) for x in raw[5:8])
     if bound == -1 and index == -1:
         index = bound = None
-    raise KernelError(kernel, site, thread, block, index, bound)
+    raise KernelError(kernel, site.kind, site.filename, site.line, site.text, thread, block, index, bound)
 
 
 # -- argument signature -------------------------------------------------------------------------

@@ -56,6 +56,55 @@ class DevicePointer:
         return f"DevicePointer(0x{self._array._ptr:x}, device={self._array.device})"
 
 
+_math_module = None
+
+
+def _math():
+    """``oxicuda.array_math``, imported on the first operation (it imports this module)."""
+    global _math_module
+    if _math_module is None:
+        from .. import array_math
+
+        _math_module = array_math
+    return _math_module
+
+
+def _binary_op(ufunc_name: str):
+    ufunc = getattr(np, ufunc_name)
+
+    def op(self, other):
+        return _math().binary(ufunc, self, other)
+
+    op.__name__ = ufunc_name
+    return op
+
+
+def _operator_set(ufunc_name: str):
+    """``x <op> y``, ``y <op> x`` (reflected) and ``x <op>= y`` for one ufunc."""
+    ufunc = getattr(np, ufunc_name)
+
+    def forward(self, other):
+        return _math().binary(ufunc, self, other)
+
+    def reflected(self, other):
+        return _math().binary(ufunc, other, self)
+
+    def inplace(self, other):
+        return _math().inplace(ufunc, self, other)
+
+    return forward, reflected, inplace
+
+
+def _unary_op(ufunc_name: str):
+    ufunc = getattr(np, ufunc_name)
+
+    def op(self):
+        return _math().unary(ufunc, self)
+
+    op.__name__ = ufunc_name
+    return op
+
+
 class DeviceArray:
     """An array in device memory: ``shape``, ``dtype``, ``strides`` (bytes), ``ptr``.
 
@@ -248,12 +297,106 @@ class DeviceArray:
         """The one element as a Python scalar (read from the device); ValueError unless size 1."""
         return self._one_value("item").item()
 
-    def _no_comparison(self, other: object) -> bool:
-        raise TypeError("elementwise comparison of device arrays is not implemented yet; "
-                        "compare a.get()")
+    # -- arithmetic, comparisons, ufuncs, reductions (oxicuda.array_math) --------------------
+    __eq__ = _binary_op("equal")
+    __ne__ = _binary_op("not_equal")
+    __lt__ = _binary_op("less")
+    __le__ = _binary_op("less_equal")
+    __gt__ = _binary_op("greater")
+    __ge__ = _binary_op("greater_equal")
+    __hash__ = object.__hash__  # identity (numpy's arrays are unhashable; ours stay dict keys)
 
-    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _no_comparison
-    __hash__ = object.__hash__  # identity, as before comparisons were defined
+    __add__, __radd__, __iadd__ = _operator_set("add")
+    __sub__, __rsub__, __isub__ = _operator_set("subtract")
+    __mul__, __rmul__, __imul__ = _operator_set("multiply")
+    __truediv__, __rtruediv__, __itruediv__ = _operator_set("true_divide")
+    __floordiv__, __rfloordiv__, __ifloordiv__ = _operator_set("floor_divide")
+    __mod__, __rmod__, __imod__ = _operator_set("remainder")
+    __and__, __rand__, __iand__ = _operator_set("bitwise_and")
+    __or__, __ror__, __ior__ = _operator_set("bitwise_or")
+    __xor__, __rxor__, __ixor__ = _operator_set("bitwise_xor")
+    __lshift__, __rlshift__, __ilshift__ = _operator_set("left_shift")
+    __rshift__, __rrshift__, __irshift__ = _operator_set("right_shift")
+    __neg__ = _unary_op("negative")
+    __pos__ = _unary_op("positive")
+    __abs__ = _unary_op("absolute")
+    __invert__ = _unary_op("invert")
+
+    def __pow__(self, other: object, mod: object = None) -> object:
+        if mod is not None:
+            return NotImplemented
+        return _math().power(self, other)
+
+    def __rpow__(self, other: object) -> object:
+        return _math().binary(np.power, other, self)
+
+    def __ipow__(self, other: object) -> object:
+        return _math().inplace(np.power, self, other)
+
+    def __matmul__(self, other: object) -> object:
+        return _math().matmul(self, other)
+
+    def __rmatmul__(self, other: object) -> object:
+        return _math().matmul(other, self)
+
+    def __array_ufunc__(self, ufunc: object, method: str, *inputs: object, **kwargs: object):
+        """numpy ufuncs on device arrays run on the device (oxicuda.array_math.protocol);
+        NotImplemented (numpy's TypeError) for the ones that do not."""
+        return _math().array_ufunc(ufunc, method, inputs, kwargs)
+
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False) -> DeviceArray:
+        """numpy's ``sum`` on the device (see oxicuda.array_math.reductions)."""
+        return _math().sum(self, axis, dtype, out, keepdims)
+
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False) -> DeviceArray:
+        """numpy's ``prod`` on the device."""
+        return _math().prod(self, axis, dtype, out, keepdims)
+
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False) -> DeviceArray:
+        """numpy's ``mean`` on the device."""
+        return _math().mean(self, axis, dtype, out, keepdims)
+
+    def max(self, axis=None, out=None, keepdims=False) -> DeviceArray:
+        """numpy's ``max`` on the device (NaN propagates)."""
+        return _math().max(self, axis, out, keepdims)
+
+    def min(self, axis=None, out=None, keepdims=False) -> DeviceArray:
+        """numpy's ``min`` on the device (NaN propagates)."""
+        return _math().min(self, axis, out, keepdims)
+
+    def argmax(self, axis=None, out=None, *, keepdims=False) -> DeviceArray:
+        """numpy's ``argmax`` on the device."""
+        return _math().argmax(self, axis, out, keepdims)
+
+    def argmin(self, axis=None, out=None, *, keepdims=False) -> DeviceArray:
+        """numpy's ``argmin`` on the device."""
+        return _math().argmin(self, axis, out, keepdims)
+
+    def any(self, axis=None, out=None, keepdims=False) -> DeviceArray:
+        """numpy's ``any`` on the device."""
+        return _math().any(self, axis, out, keepdims)
+
+    def all(self, axis=None, out=None, keepdims=False) -> DeviceArray:
+        """numpy's ``all`` on the device."""
+        return _math().all(self, axis, out, keepdims)
+
+    @property
+    def real(self) -> DeviceArray:
+        """The real parts: a float view of a complex array (shares memory), else the array."""
+        return _math().real(self)
+
+    @property
+    def imag(self) -> DeviceArray:
+        """The imaginary parts: a float view of a complex array, else a new array of zeros."""
+        return _math().imag(self)
+
+    def conj(self) -> DeviceArray:
+        """The complex conjugate (numpy's ``conjugate``; a real array's copy of itself)."""
+        return _math().unary(np.conjugate, self)
+
+    def clip(self, min=None, max=None, out=None) -> DeviceArray:
+        """numpy's ``clip`` on the device."""
+        return _math().clip(self, min, max, out)
 
     def __len__(self) -> int:
         if not self._shape:
