@@ -55,9 +55,7 @@ class ElementwiseSpec(KernelSpec):
     vec: int = 1              # contig: elements per vector access (16 bytes at most)
 
     def kernel_name(self) -> str:
-        import hashlib
-
-        return f"oxi_jit_elementwise_{self.name}_{hashlib.sha1(self.key().encode()).hexdigest()[:10]}"
+        return f"oxi_jit_elementwise_{self.name}_{self.short_digest()}"
 
 
 def generate_elementwise(spec: ElementwiseSpec) -> str:

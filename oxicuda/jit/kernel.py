@@ -80,9 +80,7 @@ class JitKernelSpec(KernelSpec):
     bounds_check: bool = True
 
     def kernel_name(self) -> str:
-        import hashlib
-
-        return f"oxi_jit_{self.name}_{hashlib.sha1(self.key().encode()).hexdigest()[:10]}"
+        return f"oxi_jit_{self.name}_{self.short_digest()}"
 
 
 def declare_params(kb: KernelBuilder, lw: Lower, signature: tuple) -> list[object]:

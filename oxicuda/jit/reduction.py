@@ -72,9 +72,7 @@ class ReductionSpec(KernelSpec):
     wide: bool = False
 
     def kernel_name(self) -> str:
-        import hashlib
-
-        return f"oxi_jit_reduction_{self.name}_{self.kind}_{hashlib.sha1(self.key().encode()).hexdigest()[:10]}"
+        return f"oxi_jit_reduction_{self.name}_{self.kind}_{self.short_digest()}"
 
 
 # -- generator ----------------------------------------------------------------------------------

@@ -41,10 +41,13 @@ class KernelSpec:
         body = ",".join(f"{k}={v!r}" for k, v in self.fields().items())
         return f"{self.family}({body})"
 
+    def short_digest(self) -> str:
+        """Ten hex digits of the spec's key: what makes entry names unique (ASCII, stable)."""
+        return hashlib.sha1(self.key().encode()).hexdigest()[:10]
+
     def kernel_name(self) -> str:
-        """The PTX entry name: the family plus a short digest of the spec (ASCII, stable)."""
-        digest = hashlib.sha1(self.key().encode()).hexdigest()[:10]
-        return f"oxi_{self.family}_{digest}"
+        """The PTX entry name: the family plus a short digest of the spec."""
+        return f"oxi_{self.family}_{self.short_digest()}"
 
     @property
     def sm(self) -> int:
