@@ -45,7 +45,7 @@ from oxicuda.ptx.spec import KernelSpec
 from . import _common as C
 from .attention_api import _check, _mma_arch, mma_supports
 from .attention_bwd_mma import DKDV_HEAD_DIMS, AttentionBwdMmaSpec
-from .attention_kernels import REGISTERED_HEAD_DIMS, threads_per_row
+from .attention_kernels import REGISTERED_HEAD_DIMS, SimtRowLayout
 from .attention_mma import BLOCK_Q as MMA_BLOCK_Q
 from .attention_mma import COPY_BYTES
 
@@ -57,7 +57,7 @@ _NEG_INF = float("-inf")
 
 
 @dataclass(frozen=True)
-class AttentionBwdSimtSpec(KernelSpec):
+class AttentionBwdSimtSpec(SimtRowLayout, KernelSpec):
     """One kernel of the SIMT attention backward: ``kind`` (delta, dkdv, dq), element type,
     head_dim, causal (unused by delta)."""
 
@@ -77,23 +77,6 @@ class AttentionBwdSimtSpec(KernelSpec):
             raise ValueError(f"AttentionBwdSimtSpec: head_dim={self.head_dim}; allowed 1..256")
         if self.kind == "delta" and self.causal:
             raise ValueError("AttentionBwdSimtSpec: the delta kernel has no mask (causal=False)")
-
-    @property
-    def tpr(self) -> int:
-        return threads_per_row(self.head_dim)
-
-    @property
-    def dims_per_lane(self) -> int:
-        return -(-self.head_dim // self.tpr)
-
-    @property
-    def padded_dim(self) -> int:
-        return self.dims_per_lane * self.tpr
-
-    @property
-    def rows(self) -> int:
-        """Rows (key rows for dkdv, query rows for dq) a CTA owns."""
-        return THREADS // self.tpr
 
     @property
     def block(self) -> int:

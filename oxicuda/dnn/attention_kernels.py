@@ -41,8 +41,31 @@ def threads_per_row(head_dim: int) -> int:
     return min(tpr, 32)
 
 
+class SimtRowLayout:
+    """How a SIMT attention kernel of ``THREADS`` threads spreads a row's ``head_dim`` over lanes
+    (for the specs of the forward and backward kernels, which have a ``head_dim`` field)."""
+
+    @property
+    def tpr(self) -> int:
+        """Lanes per row."""
+        return threads_per_row(self.head_dim)
+
+    @property
+    def dims_per_lane(self) -> int:
+        return -(-self.head_dim // self.tpr)
+
+    @property
+    def padded_dim(self) -> int:
+        return self.dims_per_lane * self.tpr
+
+    @property
+    def rows(self) -> int:
+        """Rows a CTA owns (query rows forward and in dq, key rows in dkdv)."""
+        return THREADS // self.tpr
+
+
 @dataclass(frozen=True)
-class AttentionSimtSpec(KernelSpec):
+class AttentionSimtSpec(SimtRowLayout, KernelSpec):
     """One fused attention forward kernel: element type, head_dim, causal, logsumexp output."""
 
     family: ClassVar[str] = FAMILY
@@ -57,22 +80,6 @@ class AttentionSimtSpec(KernelSpec):
             raise ValueError(f"AttentionSimtSpec: dtype={self.dtype!r}; allowed {tuple(ELEMENT_BYTES)}")
         if not 1 <= self.head_dim <= MAX_HEAD_DIM:
             raise ValueError(f"AttentionSimtSpec: head_dim={self.head_dim}; allowed 1..{MAX_HEAD_DIM}")
-
-    @property
-    def tpr(self) -> int:
-        return threads_per_row(self.head_dim)
-
-    @property
-    def dims_per_lane(self) -> int:
-        return -(-self.head_dim // self.tpr)
-
-    @property
-    def padded_dim(self) -> int:
-        return self.dims_per_lane * self.tpr
-
-    @property
-    def rows(self) -> int:
-        return THREADS // self.tpr
 
     @property
     def block_k(self) -> int:
